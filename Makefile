@@ -1,0 +1,147 @@
+# mixgpt build. `make` builds build/mixgpt and build/mixgpt_tests; `make help` lists targets.
+#
+# CPU code: g++ -O3 with OpenMP. CUDA code (kernels/cuda, */cuda/): nvcc, when a toolkit is found
+# in $CUDA_HOME, else /usr/local/cuda, else from nvcc on PATH. Without one, */no_cuda/ sources are
+# built instead and `--device cuda` says the binary was built without CUDA.
+
+SHELL := /bin/bash
+BUILD ?= build
+CXX ?= g++
+GPU_ARCHS ?= 80 90
+DEBUG ?= 0
+
+NVCC_ON_PATH := $(shell command -v nvcc 2>/dev/null)
+CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,$(if $(NVCC_ON_PATH),$(patsubst %/bin/nvcc,%,$(NVCC_ON_PATH)),))
+NVCC := $(CUDA_HOME)/bin/nvcc
+WITH_CUDA := $(if $(and $(CUDA_HOME),$(wildcard $(NVCC))),1,0)
+
+# ---- external libraries (Debian packages installed by scripts/setup.sh) ----
+OPENBLAS_LIB := /usr/lib/x86_64-linux-gnu/openblas-openmp
+OPENBLAS_INCLUDE := /usr/include/x86_64-linux-gnu/openblas-openmp
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null || echo -I/usr/include/hdf5/serial)
+HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5)
+MPI_CFLAGS := $(shell mpicxx --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell mpicxx --showme:link 2>/dev/null)
+
+EXTERNAL_INCLUDES := $(patsubst -I%,-isystem %,$(HDF5_CFLAGS) $(MPI_CFLAGS)) -isystem $(OPENBLAS_INCLUDE)
+OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -g1)
+DEFINES := $(if $(filter 1,$(WITH_CUDA)),-DMIXGPT_WITH_CUDA -DMIXGPT_WITH_NCCL,)
+CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
+            $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
+LDLIBS := -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
+          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+
+NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),code=sm_$(arch))
+NVCCFLAGS := -std=c++17 $(OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
+             $(EXTERNAL_INCLUDES) $(DEFINES) --expt-relaxed-constexpr -Werror all-warnings \
+             -Xcompiler -fopenmp,-Wall,-Wextra,-Werror -MMD -MP
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt
+
+# ---- sources ----
+LIB_DIRS := core kernels kernels/cpu model tokenizer train eval cli
+LIB_SRCS := $(filter-out cli/main.cpp,$(wildcard $(addsuffix /*.cpp,$(LIB_DIRS))))
+CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
+NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
+TEST_SRCS := $(wildcard tests/*.cpp tests/gpu/*.cpp)
+MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
+BENCH_SRCS := $(wildcard bench/*.cpp)
+
+ifeq ($(WITH_CUDA),1)
+  LIB_SRCS += $(CUDA_ONLY_SRCS)
+  LDLIBS += $(CUDA_LDLIBS)
+else
+  LIB_SRCS += $(NO_CUDA_SRCS)
+endif
+
+object_of = $(patsubst %,$(BUILD)/obj/%.o,$(1))
+LIB_OBJS := $(call object_of,$(LIB_SRCS))
+MAIN_OBJ := $(call object_of,cli/main.cpp)
+TEST_OBJS := $(call object_of,$(TEST_SRCS))
+MPI_TEST_OBJS := $(call object_of,$(MPI_TEST_SRCS))
+BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
+CONFIG_STAMP := $(BUILD)/config.stamp
+
+.PHONY: all test test-gpu test-mpi demo bench bundle format clean help setup sass print-config
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks)
+
+help:
+	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
+	@echo "make test       install what is missing, build, run the whole test suite"
+	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
+	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
+	@echo "make bench      benchmarks (not tests): loader, training throughput"
+	@echo "make bundle     self-contained folder build/bundle to run on a GPU host"
+	@echo "make sass       dump SASS of the CUDA kernels and count tensor-core instructions"
+	@echo "make format     clang-format every source file"
+	@echo "make clean      remove build/"
+
+# The stamp changes when the CUDA choice or architectures change, so every object is rebuilt.
+$(CONFIG_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG)" > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+FORCE:
+
+$(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/libmixgpt.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/mixgpt: $(MAIN_OBJ) $(BUILD)/libmixgpt.a
+	$(CXX) -o $@ $^ $(LDLIBS)
+	@$(if $(filter 1,$(WITH_CUDA)),echo "built $@ with the CUDA backend (GPU_ARCHS=$(GPU_ARCHS))",echo "built $@ (CPU only: no CUDA toolkit found)")
+
+$(BUILD)/mixgpt_tests: $(TEST_OBJS) $(BUILD)/libmixgpt.a
+	$(CXX) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# Tests run under `mpirun -np 2`; tests/mpi/ provides its own main (MPI_Init before GoogleTest).
+$(BUILD)/mixgpt_mpi_tests: $(MPI_TEST_OBJS) $(BUILD)/libmixgpt.a
+	$(CXX) -o $@ $^ -lgtest $(LDLIBS)
+
+# Google Benchmark micro-benchmarks (bench/*.cpp): performance, not tests.
+$(BUILD)/mixgpt_benchmarks: $(BENCH_OBJS) $(BUILD)/libmixgpt.a
+	$(CXX) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
+
+setup:
+	@scripts/setup.sh
+
+# The whole suite: unit tests, then the multi-rank tests under mpirun.
+test: setup
+	@$(MAKE) --no-print-directory all
+	@scripts/run_tests.sh $(BUILD)
+
+test-gpu: all
+	MIXGPT_REQUIRE_GPU=1 $(BUILD)/mixgpt_tests --gtest_filter='Gpu*'
+
+demo: setup
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh $(BUILD)
+
+bench: all
+	@scripts/bench.sh $(BUILD)
+
+bundle: all
+	@scripts/bundle.sh $(BUILD)
+
+sass: all
+	@scripts/dump_sass.sh $(BUILD)
+
+format:
+	clang-format -i $(wildcard */*.cpp */*.h */*.cu */*.cuh */*/*.cpp */*/*.h */*/*.cu */*/*.cuh)
+
+clean:
+	rm -rf $(BUILD)
+
+print-config:
+	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
+
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

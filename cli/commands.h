@@ -1,0 +1,16 @@
+// Each subcommand of `mixgpt` adds itself to the top-level CLI11 app: its
+// options fill a plain options struct from the library folder that does the
+// work, and its callback runs that work. Errors propagate as exceptions to main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mixgpt::cli {
+
+void add_prepare_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace mixgpt::cli

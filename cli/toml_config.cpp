@@ -1,0 +1,69 @@
+#include "cli/toml_config.h"
+
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace mixgpt::cli {
+namespace {
+
+std::string value_text(const toml::node& node) {
+    if (auto text = node.value<std::string>()) return *text;
+    if (node.is_boolean()) return *node.value<bool>() ? "true" : "false";
+    if (node.is_integer()) return std::to_string(*node.value<int64_t>());
+    if (node.is_floating_point()) {
+        std::ostringstream stream;
+        stream.precision(17);
+        stream << *node.value<double>();
+        return stream.str();
+    }
+    throw CLI::ConversionError("config value of unsupported type (use strings, numbers, booleans or arrays)");
+}
+
+void flatten(const toml::table& table, std::vector<CLI::ConfigItem>& items) {
+    for (const auto& [key, node] : table) {
+        if (const toml::table* nested = node.as_table()) {
+            flatten(*nested, items);
+            continue;
+        }
+        CLI::ConfigItem item;
+        item.name = std::string(key.str());
+        for (char& c : item.name)
+            if (c == '_') c = '-';
+        if (const toml::array* array = node.as_array()) {
+            for (const toml::node& element : *array) item.inputs.push_back(value_text(element));
+        } else {
+            item.inputs.push_back(value_text(node));
+        }
+        items.push_back(std::move(item));
+    }
+}
+
+}  // namespace
+
+std::string TomlConfig::to_config(const CLI::App* app, bool default_also, bool write_description,
+                                  std::string prefix) const {
+    return CLI::ConfigTOML().to_config(app, default_also, write_description, std::move(prefix));
+}
+
+std::vector<CLI::ConfigItem> TomlConfig::from_config(std::istream& input) const {
+    std::ostringstream text;
+    text << input.rdbuf();
+    try {
+        toml::table table = toml::parse(text.str());
+        std::vector<CLI::ConfigItem> items;
+        flatten(table, items);
+        return items;
+    } catch (const toml::parse_error& error) {
+        std::ostringstream message;
+        message << "config: " << error.description() << " at line " << error.source().begin.line;
+        throw CLI::ParseError(message.str(), CLI::ExitCodes::ConversionError);
+    }
+}
+
+void add_config_option(CLI::App& command) {
+    command.config_formatter(std::make_shared<TomlConfig>());
+    command.set_config("--config", "", "read options from a TOML file (command-line values win)");
+    command.allow_config_extras(false);
+}
+
+}  // namespace mixgpt::cli

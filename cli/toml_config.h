@@ -1,0 +1,27 @@
+// Reads `--config FILE.toml` for CLI11 with toml++ (a real TOML parser), so a
+// subcommand's options can come from a file and the command line wins.
+//
+// Keys are option long names; '_' and '-' are interchangeable
+// (`batch_size = 16` sets --batch-size). Tables are flattened into their keys
+// ([optimizer] lr = 3e-4 sets --lr), so a config may be grouped for reading.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace mixgpt::cli {
+
+class TomlConfig : public CLI::Config {
+public:
+    std::string to_config(const CLI::App* app, bool default_also, bool write_description,
+                          std::string prefix) const override;
+    std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
+};
+
+// Adds `--config FILE` to `command`, read with TomlConfig; unknown keys are errors.
+void add_config_option(CLI::App& command);
+
+}  // namespace mixgpt::cli

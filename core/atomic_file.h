@@ -1,0 +1,36 @@
+// Write-then-rename: output appears under its final name only when complete.
+//
+//   AtomicOutput out("data/kjv/dataset.h5");   // reserves "dataset.h5.tmp-<pid>"
+//   write everything to out.temporary_path();
+//   out.commit();                              // fsync + rename
+//
+// If commit() is never reached (exception, early return) the temporary file is
+// removed, so an interrupted run never leaves a file that looks complete.
+#pragma once
+
+#include <string>
+
+namespace mixgpt {
+
+class AtomicOutput {
+public:
+    explicit AtomicOutput(std::string final_path);
+    AtomicOutput(const AtomicOutput&) = delete;
+    AtomicOutput& operator=(const AtomicOutput&) = delete;
+    ~AtomicOutput();
+
+    const std::string& temporary_path() const { return temporary_path_; }
+    const std::string& final_path() const { return final_path_; }
+    void commit();  // fsyncs the temporary file, renames it, fsyncs the directory
+
+private:
+    std::string final_path_;
+    std::string temporary_path_;
+    bool committed_ = false;
+};
+
+bool file_exists(const std::string& path);
+// Creates `directory` and its parents; throws Error when that fails.
+void make_directories(const std::string& directory);
+
+}  // namespace mixgpt

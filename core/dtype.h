@@ -1,0 +1,34 @@
+// Storage types of tensors and exact host conversions between them.
+//
+// Conversions to 16-bit formats round to nearest, ties to even; NaN stays NaN
+// (quiet), infinities and signed zeros are kept, subnormals are produced and
+// read exactly. Overflow past the largest finite value becomes infinity, as
+// IEEE round-to-nearest prescribes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mixgpt {
+
+enum class DType : uint8_t { f32, bf16, f16 };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);  // "fp32", "bf16", "fp16"
+DType parse_dtype(const std::string& name);  // throws Error on an unknown name
+
+uint16_t float_to_bf16_bits(float value);
+float bf16_bits_to_float(uint16_t bits);
+uint16_t float_to_fp16_bits(float value);
+float fp16_bits_to_float(uint16_t bits);
+
+// The value a tensor of `dtype` would hold after storing `value` (identity for f32).
+float round_to_dtype(float value, DType dtype);
+
+// Element-wise conversion of `count` values between storage formats.
+void convert_to_float(const void* source, DType source_dtype, float* destination, size_t count);
+void convert_from_float(const float* source, void* destination, DType destination_dtype,
+                        size_t count);
+
+}  // namespace mixgpt

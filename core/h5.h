@@ -1,0 +1,81 @@
+// Small RAII layer over the HDF5 C API, shared by datasets, checkpoints and
+// test fixtures. Every call is checked with H5_CHECK; errors name the file and
+// the object. HDF5's own error printing is switched off: our exceptions say it.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixgpt::h5 {
+
+// Owns one hid_t and closes it with the matching H5*close.
+class Handle {
+public:
+    using Closer = herr_t (*)(hid_t);
+    Handle() = default;
+    Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    Handle(Handle&& other) noexcept : id_(other.id_), closer_(other.closer_) { other.id_ = -1; }
+    Handle& operator=(Handle&& other) noexcept;
+    ~Handle();
+    hid_t id() const { return id_; }
+
+private:
+    hid_t id_ = -1;
+    Closer closer_ = nullptr;
+};
+
+// Element types stored in our files.
+enum class Type { u16, u32, i32, i64, f32, f64, u8 };
+hid_t native_type(Type type);
+size_t type_size(Type type);
+
+class File {
+public:
+    static File create(const std::string& path);  // truncates
+    static File open_read(const std::string& path);  // throws "<path>: not an HDF5 file" etc.
+    static File open_write(const std::string& path);
+
+    const std::string& path() const { return path_; }
+    hid_t id() const { return handle_.id(); }
+
+    bool exists(const std::string& object_path) const;
+    void create_group(const std::string& group_path);
+
+    // Whole-array datasets. `shape` empty means a scalar.
+    void write(const std::string& name, Type type, const void* data, const std::vector<int64_t>& shape);
+    std::vector<int64_t> shape(const std::string& name) const;
+    Type stored_type(const std::string& name) const;
+    // Reads the whole dataset converted to `type`; throws if the element count differs.
+    void read(const std::string& name, Type type, void* data, int64_t expected_count) const;
+    // Reads elements [offset, offset + count) of a 1-D dataset converted to `type`.
+    void read_range(const std::string& name, Type type, void* data, int64_t offset, int64_t count) const;
+
+    // A 1-D chunked dataset that grows by appends (for streaming writes).
+    void create_extendible(const std::string& name, Type type, int64_t chunk_elements);
+    void append(const std::string& name, Type type, const void* data, int64_t count);
+
+    // Attributes on the object at `object_path` ("/" for the file).
+    void set_attribute(const std::string& object_path, const std::string& name, int64_t value);
+    void set_attribute(const std::string& object_path, const std::string& name, double value);
+    void set_attribute(const std::string& object_path, const std::string& name, const std::string& value);
+    bool has_attribute(const std::string& object_path, const std::string& name) const;
+    int64_t attribute_int(const std::string& object_path, const std::string& name) const;
+    double attribute_double(const std::string& object_path, const std::string& name) const;
+    std::string attribute_string(const std::string& object_path, const std::string& name) const;
+
+    void flush();
+
+private:
+    File(Handle handle, std::string path) : handle_(std::move(handle)), path_(std::move(path)) {}
+    Handle open_dataset(const std::string& name) const;
+
+    Handle handle_;
+    std::string path_;
+};
+
+}  // namespace mixgpt::h5

@@ -9,6 +9,8 @@ BUILD ?= build
 CXX ?= g++
 GPU_ARCHS ?= 80 90
 DEBUG ?= 0
+V ?= 0
+QUIET := $(if $(filter 1,$(V)),,@)
 
 NVCC_ON_PATH := $(shell command -v nvcc 2>/dev/null)
 CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,$(if $(NVCC_ON_PATH),$(patsubst %/bin/nvcc,%,$(NVCC_ON_PATH)),))
@@ -86,11 +88,13 @@ FORCE:
 
 $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	@echo "CXX  $<"
+	$(QUIET)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	@echo "NVCC $<"
+	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/libmixgpt.a: $(LIB_OBJS)
 	@rm -f $@

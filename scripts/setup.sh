@@ -12,6 +12,7 @@ packages=(
   libopenblas-openmp-dev                    # CPU matrix products (OpenMP threading)
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev  # command line, config, JSON
   libssl-dev zlib1g-dev                     # SHA-256 of tokenizers, .gz corpora
+  patchelf                                  # $ORIGIN rpaths in `make bundle`
   bible-kjv                                 # the default corpus
   python3-numpy python3-h5py python3-matplotlib python3-sentencepiece  # scripts/
 )

@@ -1,0 +1,66 @@
+// `--config FILE.toml` through CLI11 + toml++: file values apply, the command line wins,
+// unknown keys and malformed files are errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/toml_config.h"
+
+namespace mixgpt::cli {
+namespace {
+
+struct Parsed {
+    int batch_size = 1;
+    double lr = 0.0;
+    std::string precision = "fp32";
+    bool compile = false;
+};
+
+std::string write_config(const std::string& text) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("mixgpt_config_" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(path) << text;
+    return path.string();
+}
+
+Parsed parse(std::vector<std::string> arguments) {
+    Parsed parsed;
+    CLI::App app{"test"};
+    add_config_option(app);
+    app.add_option("--batch-size", parsed.batch_size);
+    app.add_option("--lr", parsed.lr);
+    app.add_option("--precision", parsed.precision);
+    app.add_flag("--compile", parsed.compile);
+    std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
+    app.parse(reversed);
+    return parsed;
+}
+
+TEST(TomlConfig, FileSetsOptionsAndCommandLineWins) {
+    const std::string path = write_config(
+        "batch_size = 8\nprecision = \"bf16\"\ncompile = true\n[optimizer]\nlr = 3e-4\n");
+    Parsed from_file = parse({"--config", path});
+    EXPECT_EQ(from_file.batch_size, 8);
+    EXPECT_EQ(from_file.precision, "bf16");
+    EXPECT_TRUE(from_file.compile);
+    EXPECT_DOUBLE_EQ(from_file.lr, 3e-4);
+    Parsed overridden = parse({"--config", path, "--batch-size", "2"});
+    EXPECT_EQ(overridden.batch_size, 2);
+    std::filesystem::remove(path);
+}
+
+TEST(TomlConfig, UnknownKeysAndMalformedFilesAreErrors) {
+    const std::string unknown = write_config("batch_sise = 8\n");
+    EXPECT_THROW(parse({"--config", unknown}), CLI::ParseError);
+    const std::string malformed = write_config("batch_size = = 8\n");
+    EXPECT_THROW(parse({"--config", malformed}), CLI::ParseError);
+    EXPECT_THROW(parse({"--config", "/nonexistent/run.toml"}), CLI::ParseError);
+    std::filesystem::remove(unknown);
+}
+
+}  // namespace
+}  // namespace mixgpt::cli

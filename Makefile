@@ -47,6 +47,7 @@ NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp tests/gpu/*.cpp)
 MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 BENCH_SRCS := $(wildcard bench/*.cpp)
+KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 
 ifeq ($(WITH_CUDA),1)
   LIB_SRCS += $(CUDA_ONLY_SRCS)
@@ -61,12 +62,14 @@ MAIN_OBJ := $(call object_of,cli/main.cpp)
 TEST_OBJS := $(call object_of,$(TEST_SRCS))
 MPI_TEST_OBJS := $(call object_of,$(MPI_TEST_SRCS))
 BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
+KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
 CONFIG_STAMP := $(BUILD)/config.stamp
 
 .PHONY: all test test-gpu test-mpi demo bench bundle format clean help setup sass print-config
 .DEFAULT_GOAL := all
 
-all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks)
+all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
+     $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab)
 
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
@@ -115,6 +118,10 @@ $(BUILD)/mixgpt_mpi_tests: $(MPI_TEST_OBJS) $(BUILD)/libmixgpt.a
 $(BUILD)/mixgpt_benchmarks: $(BENCH_OBJS) $(BUILD)/libmixgpt.a
 	$(CXX) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
 
+# The kernel lab (bench/kernel_lab/, CUDA builds only): validates, then times, every hot kernel.
+$(BUILD)/mixgpt_kernel_lab: $(KERNEL_LAB_OBJS) $(BUILD)/libmixgpt.a
+	$(CXX) -o $@ $^ $(LDLIBS)
+
 setup:
 	@scripts/setup.sh
 
@@ -148,4 +155,4 @@ clean:
 print-config:
 	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
 
--include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

@@ -27,6 +27,8 @@ MPI_LIBS := $(shell mpicxx --showme:link 2>/dev/null)
 
 EXTERNAL_INCLUDES := $(patsubst -I%,-isystem %,$(HDF5_CFLAGS) $(MPI_CFLAGS)) -isystem $(OPENBLAS_INCLUDE)
 OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -g1)
+# nvcc knows -g but not -g1: device code gets -lineinfo below, host code -g1 through -Xcompiler.
+NVCC_OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -Xcompiler -g1)
 DEFINES := $(if $(filter 1,$(WITH_CUDA)),-DMIXGPT_WITH_CUDA -DMIXGPT_WITH_NCCL,)
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
@@ -34,7 +36,7 @@ LDLIBS := -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
           -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
 
 NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),code=sm_$(arch))
-NVCCFLAGS := -std=c++17 $(OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
+NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
              $(EXTERNAL_INCLUDES) $(DEFINES) --expt-relaxed-constexpr -Werror all-warnings \
              -Xcompiler -fopenmp,-Wall,-Wextra,-Werror -MMD -MP
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt

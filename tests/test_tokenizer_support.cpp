@@ -1,0 +1,159 @@
+#include "tests/test_tokenizer_support.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "core/h5.h"
+#include "tokenizer/tokenizer_trainer.h"
+
+namespace mixgpt::testing {
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = (fs::temp_directory_path() /
+             ("mixgpt_tokenizer_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                .string();
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+}
+
+std::string TempDir::file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+    const std::string path = file(name);
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
+}
+
+std::vector<std::string> multilingual_documents(int count, uint32_t seed) {
+    static const std::vector<std::string> words = {
+        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on",
+        "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they",
+        "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when",
+        "will", "would", "who", "so", "no", "model", "token", "data", "train", "learning", "language", "mixed",
+        "precision", "gradient", "batch", "window", "Genesis", "light", "darkness", "earth", "heaven", "waters"};
+    static const std::vector<std::string> foreign = {
+        "Über die Brücke gehen wir schnell, süß und schön.",
+        "Le cœur a ses raisons que la raison ne connaît point.",
+        "Ελληνικά: γνῶθι σεαυτόν.",
+        "Русский язык: съешь же ещё этих мягких французских булок.",
+        "机器学习模型在大规模数据上训练。",
+        "日本語のテキストも含まれています。",
+        "한국어 문장도 있습니다.",
+        "emoji 😀 👍🏽 👩‍💻 🇫🇷 ❤️ end",
+        "combining: e\xCC\x81 a\xCC\x8A n\xCC\x83 (decomposed) vs é å ñ",
+        "عربي: مرحبا بالعالم",
+    };
+    static const std::vector<std::string> separators = {" ", " ", " ", " ", "  ", ", ", "; ", "\t", " - "};
+    std::mt19937 random(seed);
+    auto pick = [&](const std::vector<std::string>& list) { return list[random() % list.size()]; };
+    std::vector<std::string> documents;
+    for (int d = 0; d < count; ++d) {
+        std::string text;
+        const int lines = 3 + static_cast<int>(random() % 8);
+        for (int line = 0; line < lines; ++line) {
+            if (random() % 4 == 0) {
+                text += pick(foreign);
+            } else {
+                const int length = 5 + static_cast<int>(random() % 15);
+                for (int w = 0; w < length; ++w) {
+                    if (w > 0) text += pick(separators);
+                    text += random() % 10 == 0 ? std::to_string(random() % 10000) : pick(words);
+                }
+                text += random() % 3 == 0 ? "." : "!";
+            }
+            text += random() % 5 == 0 ? "\n\n" : "\n";
+        }
+        documents.push_back(text);
+    }
+    return documents;
+}
+
+namespace {
+
+struct TinyTokenizer {
+    TempDir directory;
+    std::string path = directory.file("tiny.model");
+    Tokenizer tokenizer = train();
+
+    Tokenizer train() const {
+        TrainingSample sample;
+        for (const std::string& document : multilingual_documents(60, 1)) sample.add_text(document);
+        TokenizerTrainingOptions options;
+        options.vocab_size = 500;
+        std::ofstream(path, std::ios::binary) << train_tokenizer(sample, options);
+        return Tokenizer::load(path);
+    }
+};
+
+const TinyTokenizer& tiny() {
+    static const TinyTokenizer instance;
+    return instance;
+}
+
+}  // namespace
+
+const Tokenizer& tiny_tokenizer() { return tiny().tokenizer; }
+const std::string& tiny_tokenizer_path() { return tiny().path; }
+
+std::string read_file(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw std::runtime_error(path + ": cannot open");
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+void write_gzip(const std::string& path, const std::string& content) {
+    gzFile file = gzopen(path.c_str(), "wb");
+    if (file == nullptr) throw std::runtime_error(path + ": cannot create");
+    gzwrite(file, content.data(), static_cast<unsigned>(content.size()));
+    gzclose(file);
+}
+
+std::vector<int32_t> read_tokens(const std::string& dataset, const std::string& split) {
+    const h5::File file = h5::File::open_read(dataset);
+    const std::string name = "/" + split + "/tokens";
+    std::vector<int32_t> tokens(static_cast<size_t>(file.shape(name).at(0)));
+    file.read(name, h5::Type::i32, tokens.data(), static_cast<int64_t>(tokens.size()));
+    return tokens;
+}
+
+std::vector<int64_t> read_offsets(const std::string& dataset, const std::string& split) {
+    const h5::File file = h5::File::open_read(dataset);
+    const std::string name = "/" + split + "/doc_offsets";
+    std::vector<int64_t> offsets(static_cast<size_t>(file.shape(name).at(0)));
+    file.read(name, h5::Type::i64, offsets.data(), static_cast<int64_t>(offsets.size()));
+    return offsets;
+}
+
+void write_counting_dataset(const std::string& path, int64_t tokens, int vocab_size,
+                            const std::string& tokenizer_sha256) {
+    DatasetMetadata metadata;
+    metadata.vocab_size = vocab_size;
+    metadata.eot_id = static_cast<int32_t>(tokens - 1);
+    metadata.tokenizer_sha256 = tokenizer_sha256;
+    metadata.command = "write_counting_dataset";
+    std::vector<int32_t> counting(static_cast<size_t>(tokens - 1));
+    std::iota(counting.begin(), counting.end(), 0);
+    DatasetWriter writer(path, metadata);
+    writer.add_document(Split::train, counting, tokens);
+    writer.add_document(Split::val, counting, tokens);
+    writer.finish(0, 0);
+}
+
+}  // namespace mixgpt::testing

@@ -1,0 +1,53 @@
+// Fixtures of the tokenizer and data tests: temporary directories, a small
+// generated multilingual corpus, a tiny tokenizer trained on it once per test
+// process, and synthetic token datasets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/dataset_writer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mixgpt::testing {
+
+// A fresh directory under the system's temporary directory, removed with its contents.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const;  // path of `name` inside
+    std::string write(const std::string& name, const std::string& content) const;  // returns the path
+
+private:
+    std::string path_;
+};
+
+// `count` documents of generated text: English-like sentences with digits,
+// runs of spaces, tabs and punctuation, and some lines in German, French,
+// Greek, Russian, Chinese, Japanese, Korean, with emoji and combining marks.
+std::vector<std::string> multilingual_documents(int count, uint32_t seed);
+
+// A BPE tokenizer with 500 tokens trained on multilingual_documents(60, 1),
+// trained on first use and kept for the whole test process.
+const Tokenizer& tiny_tokenizer();
+const std::string& tiny_tokenizer_path();
+
+// Reads a whole file.
+std::string read_file(const std::string& path);
+// Writes `content` gzip-compressed.
+void write_gzip(const std::string& path, const std::string& content);
+
+// Tokens of /<split>/tokens and /<split>/doc_offsets of a dataset, read with core/h5.
+std::vector<int32_t> read_tokens(const std::string& dataset, const std::string& split);
+std::vector<int64_t> read_offsets(const std::string& dataset, const std::string& split);
+
+// A dataset whose train and val splits both hold tokens 0, 1, ..., tokens - 1:
+// one document whose end-of-text token is tokens - 1. vocab_size > tokens - 1.
+void write_counting_dataset(const std::string& path, int64_t tokens, int vocab_size,
+                            const std::string& tokenizer_sha256 = "counting");
+
+}  // namespace mixgpt::testing

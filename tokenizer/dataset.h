@@ -1,0 +1,56 @@
+// The token dataset format: one HDF5 file, readable by any HDF5 tool.
+//
+//   /                  attributes: format = "mixgpt-tokens", format_version = 1,
+//                      vocab_size, eot_id, unk_id, tokenizer_sha256,
+//                      tokenizer_file (the model's name, beside the dataset),
+//                      command, seed, val_fraction, invalid_utf8_bytes, skipped_lines
+//   /train, /val       groups with attributes tokens, bytes, documents
+//   /<split>/tokens       (N,)   uint16 when vocab_size <= 65536, else uint32;
+//                                chunked, uncompressed; each document's tokens
+//                                are followed by eot_id
+//   /<split>/doc_offsets  (D+1,) int64; document d is tokens[off[d], off[d+1]),
+//                                its end-of-text token included
+//
+// `bytes` counts the UTF-8 text the split's tokens stand for (end-of-text
+// tokens stand for none), for bits per byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/h5.h"
+
+namespace mixgpt {
+
+inline constexpr const char* kDatasetFormat = "mixgpt-tokens";
+inline constexpr int64_t kDatasetFormatVersion = 1;
+inline constexpr int64_t kTokenChunkElements = int64_t{1} << 18;  // HDF5 chunk of /<split>/tokens
+
+struct SplitInfo {
+    int64_t tokens = 0;
+    int64_t bytes = 0;
+    int64_t documents = 0;
+};
+
+struct DatasetInfo {
+    std::string path;              // the .h5 file
+    std::string tokenizer_path;    // the SentencePiece model beside it
+    std::string tokenizer_sha256;
+    int vocab_size = 0;
+    int32_t eot_id = 0;
+    SplitInfo train, val;
+    int32_t unk_id = 0;
+    std::string command;           // the command that made the file
+    int64_t invalid_utf8_bytes = 0;
+
+    const SplitInfo& split(const std::string& name) const;  // "train" or "val"; throws Error otherwise
+};
+
+// Opens the file and checks its format, version, attributes and that every
+// dataset has the length its attributes give. Throws Error naming the file.
+DatasetInfo read_dataset_info(const std::string& dataset_path);
+
+// The element type of /<split>/tokens for a vocabulary.
+h5::Type token_storage_type(int vocab_size);
+
+}  // namespace mixgpt

@@ -1,0 +1,131 @@
+// Device-side building blocks shared by the CUDA op files: storage conversions
+// for the three activation types, 16-byte packs, warp reductions, dispatch on a
+// TensorView's dtype and the check after every launch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/cuda_check.h"
+#include "core/dtype.h"
+
+namespace mixgpt::cuda {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- conversions between the storage types and fp32 (round to nearest even) ----
+__device__ __forceinline__ float to_float(float value) { return value; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
+__device__ __forceinline__ float to_float(__half value) { return __half2float(value); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float value);
+template <>
+__device__ __forceinline__ float from_float<float>(float value) {
+    return value;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float value) {
+    return __float2bfloat16_rn(value);
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float value) {
+    return __float2half_rn(value);
+}
+
+// ---- packs: N consecutive elements moved as one aligned access ----
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+    T values[N];
+};
+
+// Elements of T in one 16-byte access.
+template <typename T>
+constexpr int kPack16 = 16 / static_cast<int>(sizeof(T));
+
+template <int N, typename T>
+__device__ __forceinline__ void load_floats(float (&out)[N], const T* source) {
+    const Pack<T, N> pack = *reinterpret_cast<const Pack<T, N>*>(source);
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_float(pack.values[i]);
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void store_floats(T* destination, const float (&in)[N]) {
+    Pack<T, N> pack;
+#pragma unroll
+    for (int i = 0; i < N; ++i) pack.values[i] = from_float<T>(in[i]);
+    *reinterpret_cast<Pack<T, N>*>(destination) = pack;
+}
+
+// ---- warp reductions (butterfly: every lane ends with the same, order-fixed result) ----
+__device__ __forceinline__ float warp_sum(float value) {
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value += __shfl_xor_sync(kFullMask, value, offset);
+    return value;
+}
+
+__device__ __forceinline__ double warp_sum(double value) {
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value += __shfl_xor_sync(kFullMask, value, offset);
+    return value;
+}
+
+__device__ __forceinline__ float warp_max(float value) {
+#pragma unroll
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value = fmaxf(value, __shfl_xor_sync(kFullMask, value, offset));
+    return value;
+}
+
+// ---- host helpers ----
+
+// Calls f(T{}) with T the CUDA storage type of `dtype`.
+template <typename F>
+void dispatch_dtype(DType dtype, F&& f) {
+    switch (dtype) {
+        case DType::f32:
+            f(float{});
+            return;
+        case DType::bf16:
+            f(__nv_bfloat16{});
+            return;
+        case DType::f16:
+            f(__half{});
+            return;
+    }
+}
+
+inline bool is_aligned(const void* pointer, size_t alignment) {
+    return reinterpret_cast<uintptr_t>(pointer) % alignment == 0;
+}
+
+// Whether every non-null pointer allows 16-byte accesses.
+inline bool all_aligned_16(std::initializer_list<const void*> pointers) {
+    for (const void* p : pointers)
+        if (p != nullptr && !is_aligned(p, 16)) return false;
+    return true;
+}
+
+inline unsigned blocks_for(int64_t work_items, int items_per_block) {
+    return static_cast<unsigned>((work_items + items_per_block - 1) / items_per_block);
+}
+
+// After every launch: the launch error, and with MIXGPT_DEBUG_SYNC the kernel's own.
+inline void check_launch(cudaStream_t stream) {
+    CUDA_CHECK_LAST_LAUNCH();
+#ifdef MIXGPT_DEBUG_SYNC
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+#else
+    (void)stream;
+#endif
+}
+
+}  // namespace mixgpt::cuda

@@ -1,0 +1,182 @@
+// Token and position embeddings, forward and backward.
+//
+// The backward is deterministic without float atomics: dwpe is a per-column sum
+// over the batch in batch order; for dwte the (token, position) pairs are sorted
+// by token with CUB's stable radix sort, and one block per run of equal tokens
+// adds that run's rows in position order.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "core/log.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/op_checks.h"
+
+namespace mixgpt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// out (rows,C) = wte[tokens[row]] + wpe[row % T]; a row whose token is outside
+// [0, vocab) is written as NaN, so a bad token shows up in the loss instead of
+// reading out of bounds. N: elements per access.
+template <typename T, int N>
+__global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
+                                         int64_t rows, int seq_len, int C, int vocab) {
+    const int64_t packs_per_row = C / N;
+    const int64_t pack = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (pack >= rows * packs_per_row) return;
+    const int64_t row = pack / packs_per_row;
+    const int c = static_cast<int>(pack % packs_per_row) * N;
+    const int32_t token = tokens[row];
+    float sum[N];
+    if (token < 0 || token >= vocab) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) sum[i] = __int_as_float(0x7fc00000);
+    } else {
+        float w[N], p[N];
+        load_floats<N>(w, wte + int64_t{token} * C + c);
+        load_floats<N>(p, wpe + (row % seq_len) * C + c);
+#pragma unroll
+        for (int i = 0; i < N; ++i) sum[i] = w[i] + p[i];
+    }
+    store_floats<N>(out + row * C + c, sum);
+}
+
+// dwpe (t,c) += sum over b of dout[b,t,c], in batch order; one thread per (t, c).
+template <typename T>
+__global__ void position_gradient_kernel(float* dwpe, const T* dout, int B, int seq_len, int C) {
+    const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (index >= int64_t{seq_len} * C) return;
+    float sum = 0.f;
+    for (int b = 0; b < B; ++b) sum += to_float(dout[int64_t{b} * seq_len * C + index]);
+    dwpe[index] += sum;
+}
+
+__global__ void iota_kernel(int32_t* values, int64_t count) {
+    const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (index < count) values[index] = static_cast<int32_t>(index);
+}
+
+// One block per sorted position; the block at the start of a run of equal tokens adds
+// dout rows sorted_positions[run] into dwte[token], in position order.
+template <typename T>
+__global__ void token_gradient_kernel(float* dwte, const T* dout, const int32_t* sorted_tokens,
+                                      const int32_t* sorted_positions, int64_t rows, int C, int vocab) {
+    const int64_t start = blockIdx.x;
+    const int32_t token = sorted_tokens[start];
+    if ((start > 0 && sorted_tokens[start - 1] == token) || token < 0 || token >= vocab) return;
+    int64_t end = start + 1;
+    while (end < rows && sorted_tokens[end] == token) ++end;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float sum = 0.f;
+        for (int64_t i = start; i < end; ++i) sum += to_float(dout[int64_t{sorted_positions[i]} * C + c]);
+        dwte[int64_t{token} * C + c] += sum;
+    }
+}
+
+template <typename T>
+void launch_embedding_forward(cudaStream_t stream, T* out, const int32_t* tokens, const T* wte, const T* wpe,
+                              int64_t rows, int seq_len, int C, int vocab) {
+    constexpr int N = kPack16<T>;
+    if (C % N == 0 && all_aligned_16({out, wte, wpe}))
+        embedding_forward_kernel<T, N><<<blocks_for(rows * C / N, kThreads), kThreads, 0, stream>>>(
+            out, tokens, wte, wpe, rows, seq_len, C, vocab);
+    else
+        embedding_forward_kernel<T, 1><<<blocks_for(rows * C, kThreads), kThreads, 0, stream>>>(
+            out, tokens, wte, wpe, rows, seq_len, C, vocab);
+    check_launch(stream);
+}
+
+// Device memory of the dwte sort, carved from one scratch region.
+struct SortBuffers {
+    int32_t* sorted_tokens = nullptr;
+    int32_t* positions = nullptr;
+    int32_t* sorted_positions = nullptr;
+    void* cub_storage = nullptr;
+    size_t cub_bytes = 0;
+};
+
+size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+SortBuffers sort_buffers(ScratchSpace& scratch, int64_t rows, cudaStream_t stream) {
+    SortBuffers buffers;
+    const int count = static_cast<int>(rows);
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, buffers.cub_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
+        static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), count, 0, 32, stream));
+    const size_t array_bytes = round_up_256(static_cast<size_t>(rows) * sizeof(int32_t));
+    auto* base = static_cast<char*>(
+        scratch.get(ScratchSlot::embedding_sort, 3 * array_bytes + round_up_256(buffers.cub_bytes)));
+    buffers.sorted_tokens = reinterpret_cast<int32_t*>(base);
+    buffers.positions = reinterpret_cast<int32_t*>(base + array_bytes);
+    buffers.sorted_positions = reinterpret_cast<int32_t*>(base + 2 * array_bytes);
+    buffers.cub_storage = base + 3 * array_bytes;
+    return buffers;
+}
+
+template <typename T>
+void launch_embedding_backward(cudaStream_t stream, const SortBuffers& sort, float* dwte, float* dwpe,
+                               const T* dout, const int32_t* tokens, int B, int seq_len, int C, int vocab) {
+    const int64_t rows = int64_t{B} * seq_len;
+    position_gradient_kernel<T>
+        <<<blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0, stream>>>(dwpe, dout, B, seq_len, C);
+    check_launch(stream);
+    iota_kernel<<<blocks_for(rows, kThreads), kThreads, 0, stream>>>(sort.positions, rows);
+    check_launch(stream);
+    size_t cub_bytes = sort.cub_bytes;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort.cub_storage, cub_bytes, tokens, sort.sorted_tokens,
+                                               sort.positions, sort.sorted_positions, static_cast<int>(rows),
+                                               0, 32, stream));
+    check_launch(stream);
+    token_gradient_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        dwte, dout, sort.sorted_tokens, sort.sorted_positions, rows, C, vocab);
+    check_launch(stream);
+}
+
+}  // namespace
+
+void CudaBackend::embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) {
+    const char* op = "embedding_forward";
+    expect_rank(op, "out", out, 3);
+    expect_rank(op, "wte", wte, 2);
+    expect_rank(op, "wpe", wpe, 2);
+    const int64_t B = out.dim(0), seq_len = out.dim(1), C = out.dim(2);
+    expect_indices(op, "tokens", tokens, {B, seq_len});
+    expect_tensor(op, "wte", wte, out.dtype, {wte.dim(0), C});
+    expect_tensor(op, "wpe", wpe, out.dtype, {wpe.dim(0), C});
+    MIXGPT_REQUIRE(seq_len <= wpe.dim(0),
+                   format("cuda embedding_forward: T = %lld exceeds wpe's %lld positions",
+                          static_cast<long long>(seq_len), static_cast<long long>(wpe.dim(0))));
+    if (B * seq_len == 0) return;
+    dispatch_dtype(out.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        launch_embedding_forward<T>(stream_, out.as<T>(), tokens.as<const int32_t>(), wte.as<const T>(),
+                                    wpe.as<const T>(), B * seq_len, static_cast<int>(seq_len),
+                                    static_cast<int>(C), static_cast<int>(wte.dim(0)));
+    });
+}
+
+void CudaBackend::embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) {
+    const char* op = "embedding_backward";
+    expect_rank(op, "dout", dout, 3);
+    expect_rank(op, "dwte", dwte, 2);
+    expect_rank(op, "dwpe", dwpe, 2);
+    const int64_t B = dout.dim(0), seq_len = dout.dim(1), C = dout.dim(2);
+    expect_indices(op, "tokens", tokens, {B, seq_len});
+    expect_tensor(op, "dwte", dwte, DType::f32, {dwte.dim(0), C});
+    expect_tensor(op, "dwpe", dwpe, DType::f32, {dwpe.dim(0), C});
+    MIXGPT_REQUIRE(seq_len <= dwpe.dim(0),
+                   format("cuda embedding_backward: T = %lld exceeds dwpe's %lld positions",
+                          static_cast<long long>(seq_len), static_cast<long long>(dwpe.dim(0))));
+    if (B * seq_len == 0) return;
+    const SortBuffers sort = sort_buffers(*scratch_, B * seq_len, stream_);
+    dispatch_dtype(dout.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        launch_embedding_backward<T>(stream_, sort, dwte.as<float>(), dwpe.as<float>(), dout.as<const T>(),
+                                     tokens.as<const int32_t>(), static_cast<int>(B),
+                                     static_cast<int>(seq_len), static_cast<int>(C),
+                                     static_cast<int>(dwte.dim(0)));
+    });
+}
+
+}  // namespace mixgpt::cuda

@@ -1,0 +1,40 @@
+// Temporary device memory of the ops, one region per use. A region is allocated
+// the first time it is needed and grows only when a larger shape appears, so the
+// steady-state training step allocates nothing.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+
+#include "core/memory.h"
+#include "kernels/cuda/device_memory.h"
+
+namespace mixgpt::cuda {
+
+enum class ScratchSlot {
+    layernorm_partials,  // per-block dweight/dbias partial sums of layernorm_backward
+    bias_partials,       // per-chunk column sums of matmul_backward_weight's dbias
+    grad_norm_partials,  // per-block sums of squares of grad_norm_squared
+    attention_delta,     // rowsum(dout * out) per query of attention_backward
+    embedding_sort,      // sorted (token, position) pairs and CUB's temporary storage
+    tf32_operands,       // the two matmul operands rounded to TF32 under Precision::tf32
+    count
+};
+
+class ScratchSpace {
+public:
+    ScratchSpace(DeviceAllocator& allocator, cudaStream_t stream) : allocator_(allocator), stream_(stream) {}
+
+    // At least `bytes` of device memory for `slot`, 256-byte aligned; contents unspecified.
+    // Growing waits for the stream first, since queued kernels may still use the old region.
+    void* get(ScratchSlot slot, size_t bytes);
+
+private:
+    DeviceAllocator& allocator_;
+    cudaStream_t stream_;
+    std::array<Buffer, static_cast<size_t>(ScratchSlot::count)> regions_;
+};
+
+}  // namespace mixgpt::cuda

@@ -65,6 +65,9 @@ struct BackendOptions {
     int device_index = 0;         // CUDA device ordinal
     Precision precision = Precision::fp32;
     int threads = 0;              // CPU threads; 0 = OpenMP's default
+    // CUDA: fused flash-attention kernels where they apply (bf16/fp16, head_dim 64 or 128);
+    // false keeps the simple attention kernels everywhere (for comparisons).
+    bool flash_attention = true;
 };
 
 class Backend {

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/op_checks.h"
 
 namespace mixgpt::cuda {
@@ -379,6 +380,10 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
     expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
     const int head_dim = check_heads(op, C, n_head);
     if (B * T_len == 0) return;
+    if (flash_attention_ && flash_attention_supported(act, head_dim)) {
+        flash_attention_forward(out, lse, qkv, n_head, stream_);
+        return;
+    }
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
         ForwardArgs<T> args{};
@@ -413,6 +418,13 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
     expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
     const int head_dim = check_heads(op, C, n_head);
     if (B * T_len == 0) return;
+    if (flash_attention_ && flash_attention_supported(act, head_dim)) {
+        void* workspace = scratch_->get(ScratchSlot::attention_delta,
+                                        flash_attention_backward_workspace_bytes(B, n_head, T_len));
+        TensorView delta(workspace, DType::f32, {B, n_head, T_len});
+        flash_attention_backward(dqkv, dout, qkv, out, lse, delta, n_head, stream_);
+        return;
+    }
     auto* delta = static_cast<float*>(
         scratch_->get(ScratchSlot::attention_delta, static_cast<size_t>(B * n_head * T_len) * sizeof(float)));
     dispatch_dtype(act, [&](auto tag) {

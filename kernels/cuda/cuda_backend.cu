@@ -18,7 +18,8 @@ __global__ void architecture_probe_kernel() {}
 
 }  // namespace
 
-CudaBackend::CudaBackend(const BackendOptions& options) : precision_(options.precision) {
+CudaBackend::CudaBackend(const BackendOptions& options)
+    : precision_(options.precision), flash_attention_(options.flash_attention) {
     const int device = options.device_index;
     const int count = cuda_device_count_impl();
     MIXGPT_REQUIRE(count > 0, "device cuda: no CUDA device is visible (no GPU, or no driver)");

@@ -82,6 +82,7 @@ private:
     static constexpr size_t kBounceBytes = size_t{8} << 20;
 
     Precision precision_ = Precision::fp32;
+    bool flash_attention_ = true;  // fused kernels where flash_attention_supported()
     std::string name_;
     int multiprocessors_ = 0;
     size_t shared_memory_optin_ = 0;  // the most dynamic shared memory one block may opt into

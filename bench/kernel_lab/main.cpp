@@ -1,0 +1,132 @@
+// mixgpt_kernel_lab: validates, then times, every hot CUDA kernel of mixgpt against the
+// ceilings measured in the same run (bench/README.md). Results go to stdout as a table, or
+// as JSON with --json; progress and validation details go to stderr.
+#include <cuda_runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_lab/attention_lab.h"
+#include "bench/kernel_lab/backend_lab.h"
+#include "bench/kernel_lab/lab_ceilings.h"
+#include "bench/kernel_lab/lab_context.h"
+#include "bench/kernel_lab/lab_report.h"
+#include "core/cuda_check.h"
+#include "core/log.h"
+#include "kernels/cuda/flash_attention.h"
+
+namespace mixgpt::lab {
+namespace {
+
+struct LabOptions {
+    int device = 0;
+    std::string precision = "bf16";
+    bool attention_only = false;
+    bool json = false;
+    int warmup = 5;
+    int samples = 30;
+    uint64_t seed = 1;
+};
+
+constexpr size_t kCopyBytes = size_t{1} << 30;
+constexpr int kGemmSize = 8192;
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+DeviceInfo device_info(int device, const std::string& precision, const std::string& command) {
+    cudaDeviceProp properties{};
+    CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+    DeviceInfo info;
+    info.name = properties.name;
+    info.device = device;
+    CUDA_CHECK(cudaDriverGetVersion(&info.driver_version));
+    CUDA_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
+    info.multiprocessors = properties.multiProcessorCount;
+    info.l2_bytes = l2_cache_bytes(device);
+    info.precision = precision;
+    info.date = utc_now();
+    info.command = command;
+    return info;
+}
+
+int run(const LabOptions& options, const std::string& command) {
+    const Precision precision = parse_precision(options.precision);
+    const std::unique_ptr<Backend> gpu = make_backend({"cuda", options.device, precision, 0});
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    LabContext context{*gpu,
+                       options.device,
+                       precision,
+                       stream,
+                       l2_cache_bytes(options.device),
+                       {options.warmup, options.samples},
+                       {},
+                       options.seed};
+    const DeviceInfo info = device_info(options.device, options.precision, command);
+    log_info("kernel lab on " + gpu->name() + ": measuring the ceilings");
+    context.ceilings.copy_gb_per_s = measure_copy_bandwidth(*gpu, stream, kCopyBytes, context.timing);
+    context.ceilings.gemm_tflop_per_s = measure_gemm_throughput(*gpu, stream, kGemmSize, context.timing);
+
+    std::vector<Row> rows;
+    if (cuda::flash_attention_supported(activation_dtype(precision), 64))
+        rows = attention_rows(context);
+    else
+        log_warning("kernel lab: flash attention runs in bf16 or fp16 only; skipped in " + options.precision);
+    if (!options.attention_only) {
+        const std::vector<Row> backend = backend_rows(context);
+        rows.insert(rows.end(), backend.begin(), backend.end());
+    }
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    if (options.json)
+        print_json(stdout, info, context.ceilings, rows);
+    else
+        print_table(stdout, info, context.ceilings, rows);
+    const bool all_valid = std::all_of(rows.begin(), rows.end(), [](const Row& row) { return row.valid; });
+    if (!all_valid)
+        log_message(LogLevel::error, "kernel lab: some kernels failed validation (see the table)");
+    return all_valid ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace mixgpt::lab
+
+int main(int argc, char** argv) {
+    mixgpt::lab::LabOptions options;
+    CLI::App app{
+        "mixgpt_kernel_lab: validate, then time, the hot CUDA kernels against the copy-bandwidth "
+        "and BF16-GEMM ceilings measured in the same run.",
+        "mixgpt_kernel_lab"};
+    app.add_option("--device", options.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+    app.add_option("--precision", options.precision,
+                   "activation precision: bf16 or fp16 (attention needs one)")
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
+    app.add_flag("--attention-only", options.attention_only,
+                 "flash attention only (scripts/compare_attention.py)");
+    app.add_flag("--json", options.json, "print JSON instead of the table");
+    app.add_option("--warmup", options.warmup, "untimed runs before the samples")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--samples", options.samples, "timed samples per kernel (median reported)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--seed", options.seed, "seed of the random inputs");
+    CLI11_PARSE(app, argc, argv);
+    std::string command;
+    for (int i = 0; i < argc; ++i) command += (i > 0 ? " " : "") + std::string(argv[i]);
+    try {
+        return mixgpt::lab::run(options, command);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "mixgpt_kernel_lab: error: %s\n", error.what());
+        return 1;
+    }
+}

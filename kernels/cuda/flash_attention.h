@@ -1,0 +1,68 @@
+// Fused causal attention in the FlashAttention-2 manner, BF16/FP16 on tensor cores (sm_80+).
+//
+// Semantics are those of Backend::attention_forward / attention_backward (kernels/ops.h):
+// qkv (B,T,3C) with head h of q, k, v at columns h*hd, C + h*hd, 2C + h*hd; causal; scale
+// 1/sqrt(hd); lse (B,H,T) fp32 the natural-log log-sum-exp of each query's scaled scores.
+// Head dimensions 64 and 128, any T. Nothing of size T x T ever reaches device memory: the
+// only extra memory is lse (forward) and D (B,H,T) fp32 (backward workspace).
+//
+// Design
+// - Forward: one block per (query block, head, batch), query blocks longest-first. The Q tile
+//   and double-buffered K/V tiles are staged in shared memory with cp.async (rows past T
+//   zero-filled), fragments come from ldmatrix, products are mma.sync.m16n8k16 with fp32
+//   accumulators. Each warp owns 16 query rows and keeps an online softmax: fp32 running
+//   max and sum per row in the log2 domain (log2(e) folded into the scale, exp2). P is
+//   rounded to the input type for P·V (as FlashAttention-2 does). Key tiles past the block's
+//   last query are never loaded; a warp skips tiles wholly above its diagonal; only tiles
+//   crossing the diagonal are masked.
+// - Backward, deterministic (no atomics, bit-identical run to run), with S = Q K^T,
+//   P = exp(scale S - lse), dP = dO V^T, D = rowsum(P ∘ dP), dS = P ∘ (dP - D):
+//   1. D per (b, h, t): one block per query block walks the keys recomputing P and dP;
+//   2. dK, dV: one block per (key block, head, batch); each warp owns 16 keys and walks the
+//      query tiles from its key block on (double-buffered Q, dO, lse, D), recomputing P^T and
+//      dS^T, accumulating dV += P^T dO and dK += dS^T Q in registers;
+//   3. dQ: one block per query block walks its keys again, accumulating dQ += dS K.
+//   dQ, dK and dV are written once each, so dqkv needs no zeroing.
+// - Numerics against FlashAttention-2. FA2 takes D = rowsum(dO ∘ O) from the stored, rounded
+//   O, and rounds dS to bf16/fp16 once for dS K and dS^T Q. Both errors reach dQ and dK,
+//   most where dP ≈ D (a peaked softmax). bench/kernel_lab/flash_numerics.py emulates these
+//   choices in numpy against float64, relative to fp32 arithmetic with low-precision storage
+//   (the CPU backend, the yardstick of the project's 2x rule), worst over 40 seeds: FA2's dQ,
+//   dK 3-21x (bf16) and 3-6x (fp16); D recomputed but dS rounded once, up to 2.2x. So step 1
+//   recomputes D, and dS enters its two products as hi + lo parts (flash_tiles.cuh): dQ, dK
+//   1.00x, dV up to 1.42x and out up to 1.41x (P rounded for P·V and P^T·dO, as in FA2).
+//   The price is work: 11 tile products per backward (2 + 5 + 4) against FA2's 5.
+// - Register tiles are sized so no kernel spills (checked by ptxas --warn-on-spills).
+//   Shared memory stays under 99 KB per block (sm_86/89 opt-in limit).
+//
+// The launchers check shapes and dtypes (mixgpt::Error naming the tensor) and enqueue on
+// `stream`; they allocate nothing.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace mixgpt::cuda {
+
+// Whether the fused kernels handle this activation dtype and head dimension (bf16 or fp16;
+// 64 or 128). Others take the simple attention of attention.cu.
+bool flash_attention_supported(DType dtype, int head_dim);
+
+// out (B,T,C) act; lse (B,H,T) f32; qkv (B,T,3C) act, act bf16 or fp16; all 16-byte aligned.
+void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head, cudaStream_t stream);
+
+// Bytes of the backward's workspace D (B,H,T) fp32.
+size_t flash_attention_backward_workspace_bytes(int64_t batch, int n_head, int64_t sequence_length);
+
+// dqkv (B,T,3C) act (overwritten); dout, out (B,T,C) act; qkv (B,T,3C) act; lse (B,H,T) f32 from
+// the forward; delta (B,H,T) f32 workspace (contents ignored, overwritten with D). `out` is
+// checked but not read: D is recomputed (see Numerics above).
+void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
+                              TensorView lse, TensorView delta, int n_head, cudaStream_t stream);
+
+}  // namespace mixgpt::cuda

@@ -1,0 +1,277 @@
+// Flash attention backward (design in flash_attention.h), deterministic: D per query, then
+// dK/dV per key block and dQ per query block, each written once, no atomics.
+//
+// With S = Q K^T (unscaled), P = exp(scale * S - lse), dP = dO V^T and dS = P ∘ (dP - D):
+//   dV = P^T dO,   dK = scale · dS^T Q,   dQ = scale · dS K,   D = rowsum(P ∘ dP) = rowsum(dO ∘ O).
+#include "core/log.h"
+#include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/flash_launch.cuh"
+#include "kernels/cuda/flash_tiles.cuh"
+#include "kernels/cuda/op_checks.h"
+
+namespace mixgpt::cuda {
+namespace flash {
+namespace {
+
+// The dK/dV kernel: each warp owns 16 keys and walks query tiles of kBlockM.
+template <int kHeadDim>
+struct KeyTiles {
+    static constexpr int kWarps = 4;
+    static constexpr int kThreads = kWarps * kWarpSize;
+    static constexpr int kBlockN = kWarps * kWarpRows;        // keys per block
+    static constexpr int kBlockM = kHeadDim == 64 ? 64 : 32;  // queries per tile
+    static constexpr int kPitch = tile_pitch<kHeadDim>();
+    // K, V (kBlockN rows); Q, dO double-buffered (kBlockM rows); lse, D double-buffered (fp32).
+    static constexpr size_t kSharedBytes =
+        size_t{2 * kBlockN + 4 * kBlockM} * kPitch * 2 + size_t{4 * kBlockM} * sizeof(float);
+};
+
+// The dQ kernel: each warp owns 16 queries and walks key tiles of kBlockN.
+template <int kHeadDim>
+struct QueryTiles {
+    static constexpr int kWarps = 4;
+    static constexpr int kThreads = kWarps * kWarpSize;
+    static constexpr int kBlockM = kWarps * kWarpRows;        // queries per block
+    static constexpr int kBlockN = kHeadDim == 64 ? 64 : 32;  // keys per tile
+    static constexpr int kPitch = tile_pitch<kHeadDim>();
+    // Q, dO (kBlockM rows); K, V double-buffered (kBlockN rows); lse, D (fp32).
+    static constexpr size_t kSharedBytes =
+        size_t{2 * kBlockM + 4 * kBlockN} * kPitch * 2 + size_t{2 * kBlockM} * sizeof(float);
+};
+
+// Grid (ceil(T / kBlockN), H, B): dK and dV of keys [first_key, first_key + kBlockN).
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const Params<T> p) {
+    using Tiles = KeyTiles<kHeadDim>;
+    constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
+    extern __shared__ __align__(16) unsigned char shared[];
+    T* k_tile = reinterpret_cast<T*>(shared);                                        // (kBlockN, kPitch)
+    T* v_tile = k_tile + kBlockN * kPitch;                                           // (kBlockN, kPitch)
+    T* q_tiles = v_tile + kBlockN * kPitch;                                          // 2 x (kBlockM, kPitch)
+    T* dout_tiles = q_tiles + 2 * kBlockM * kPitch;                                  // 2 x (kBlockM, kPitch)
+    float* lse_tiles = reinterpret_cast<float*>(dout_tiles + 2 * kBlockM * kPitch);  // 2 x (kBlockM)
+    float* delta_tiles = lse_tiles + 2 * kBlockM;                                    // 2 x (kBlockM)
+
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int head = blockIdx.y, batch = blockIdx.z;
+    const int length = p.length;
+    const int first_key = blockIdx.x * kBlockN;
+    const int warp_key = first_key + warp * kWarpRows;
+    const int64_t row_stride = 3 * int64_t{p.channels};
+    const int64_t qkv_offset = int64_t{batch} * length * row_stride + head * kHeadDim;
+    const T* q = p.qkv + qkv_offset;  // (T, hd), rows row_stride apart
+    const T* k = q + p.channels;
+    const T* v = k + p.channels;
+    const T* dout = p.dout + int64_t{batch} * length * p.channels + head * kHeadDim;  // rows C apart
+    const int64_t stats = (int64_t{batch} * p.heads + head) * length;
+    const int query_tiles =
+        (length - first_key + kBlockM - 1) / kBlockM;  // queries first_key..T-1 see the keys
+
+    const auto load_query_tile = [&](int tile) {
+        const int buffer = tile % 2, first = first_key + tile * kBlockM;
+        load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(q_tiles + buffer * kBlockM * kPitch, q,
+                                                            row_stride, first, length);
+        load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tiles + buffer * kBlockM * kPitch, dout,
+                                                            p.channels, first, length);
+        load_values_async<kBlockM>(lse_tiles + buffer * kBlockM, p.lse + stats, first, length);
+        load_values_async<kBlockM>(delta_tiles + buffer * kBlockM, p.delta + stats, first, length);
+    };
+    load_rows_async<kBlockN, kHeadDim, Tiles::kThreads>(k_tile, k, row_stride, first_key, length);
+    load_rows_async<kBlockN, kHeadDim, Tiles::kThreads>(v_tile, v, row_stride, first_key, length);
+    load_query_tile(0);
+    copy_async_commit();
+
+    T* warp_k = k_tile + warp * kWarpRows * kPitch;
+    T* warp_v = v_tile + warp * kWarpRows * kPitch;
+    float dk[kHeadDim / 8][4] = {};  // (16 keys, hd), unscaled
+    float dv[kHeadDim / 8][4] = {};  // (16 keys, hd)
+    for (int tile = 0; tile < query_tiles; ++tile) {
+        if (tile + 1 < query_tiles) load_query_tile(tile + 1);
+        copy_async_commit();
+        copy_async_wait<1>();
+        __syncthreads();
+        const int first_query = first_key + tile * kBlockM;
+        if (first_query + kBlockM > warp_key) {  // some query of the tile sees some key of the warp
+            const int buffer = tile % 2;
+            const T* q_tile = q_tiles + buffer * kBlockM * kPitch;
+            const T* dout_tile = dout_tiles + buffer * kBlockM * kPitch;
+            const float* lse_tile = lse_tiles + buffer * kBlockM;
+            const float* delta_tile = delta_tiles + buffer * kBlockM;
+            float pt[kBlockM / 8][4] = {};   // (16 keys, kBlockM queries): S^T, then P^T
+            float dst[kBlockM / 8][4] = {};  // dP^T, then dS^T
+            mma_rows_by_tile_t<T, kBlockM, kHeadDim, kPitch>(pt, warp_k, q_tile, lane);
+            mma_rows_by_tile_t<T, kBlockM, kHeadDim, kPitch>(dst, warp_v, dout_tile, lane);
+            // Masked: a query before a key of the warp, or rows past T.
+            const bool masked = first_query < warp_key + kWarpRows - 1 || first_query + kBlockM > length;
+#pragma unroll
+            for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int column = 8 * j + accumulator_column(lane, i);
+                    const int query = first_query + column, key = warp_key + accumulator_row(lane, i);
+                    float probability = exp2f(fmaf(pt[j][i], p.scale_log2, -lse_tile[column] * kLog2e));
+                    if (masked && (query < key || query >= length)) probability = 0.f;
+                    pt[j][i] = probability;
+                    dst[j][i] = probability * (dst[j][i] - delta_tile[column]);
+                }
+            mma_acc_by_tile<T, kHeadDim, kBlockM, kPitch>(dv, pt, dout_tile, lane);
+            mma_acc_by_tile<T, kHeadDim, kBlockM, kPitch, true>(dk, dst, q_tile, lane);
+        }
+        __syncthreads();
+    }
+
+    const float key_scale[2] = {p.scale, p.scale}, value_scale[2] = {1.f, 1.f};
+    T* dk_out = p.dqkv + qkv_offset + p.channels;
+    store_rows<T, kHeadDim>(dk, key_scale, warp_k, dk_out, row_stride, warp_key, length, lane);
+    store_rows<T, kHeadDim>(dv, value_scale, warp_v, dk_out + p.channels, row_stride, warp_key, length, lane);
+}
+
+// Grid (ceil(T / kBlockM), H, B), queries [first_query, first_query + kBlockM) walking their keys.
+// kDeltaPass: delta = rowsum(P ∘ dP); else dQ, reading delta.
+template <typename T, int kHeadDim, bool kDeltaPass>
+__global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(const Params<T> p) {
+    using Tiles = QueryTiles<kHeadDim>;
+    constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
+    extern __shared__ __align__(16) unsigned char shared[];
+    T* q_tile = reinterpret_cast<T*>(shared);                                    // (kBlockM, kPitch)
+    T* dout_tile = q_tile + kBlockM * kPitch;                                    // (kBlockM, kPitch)
+    T* k_tiles = dout_tile + kBlockM * kPitch;                                   // 2 x (kBlockN, kPitch)
+    T* v_tiles = k_tiles + 2 * kBlockN * kPitch;                                 // 2 x (kBlockN, kPitch)
+    float* lse_tile = reinterpret_cast<float*>(v_tiles + 2 * kBlockN * kPitch);  // (kBlockM)
+    float* delta_tile = lse_tile + kBlockM;                                      // (kBlockM)
+
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+    const int head = blockIdx.y, batch = blockIdx.z;
+    const int length = p.length;
+    const int first_query = (gridDim.x - 1 - blockIdx.x) * kBlockM;  // the longest blocks start first
+    const int warp_query = first_query + warp * kWarpRows;
+    const int64_t row_stride = 3 * int64_t{p.channels};
+    const int64_t qkv_offset = int64_t{batch} * length * row_stride + head * kHeadDim;
+    const T* q = p.qkv + qkv_offset;
+    const T* k = q + p.channels;
+    const T* v = k + p.channels;
+    const T* dout = p.dout + int64_t{batch} * length * p.channels + head * kHeadDim;
+    const int64_t stats = (int64_t{batch} * p.heads + head) * length;
+    const int key_tiles = (min(length, first_query + kBlockM) + kBlockN - 1) / kBlockN;
+
+    const auto load_key_tile = [&](int tile) {
+        const int buffer = tile % 2;
+        load_rows_async<kBlockN, kHeadDim, Tiles::kThreads>(k_tiles + buffer * kBlockN * kPitch, k,
+                                                            row_stride, tile * kBlockN, length);
+        load_rows_async<kBlockN, kHeadDim, Tiles::kThreads>(v_tiles + buffer * kBlockN * kPitch, v,
+                                                            row_stride, tile * kBlockN, length);
+    };
+    load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, q, row_stride, first_query, length);
+    load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tile, dout, p.channels, first_query, length);
+    load_values_async<kBlockM>(lse_tile, p.lse + stats, first_query, length);
+    if constexpr (!kDeltaPass) load_values_async<kBlockM>(delta_tile, p.delta + stats, first_query, length);
+    load_key_tile(0);
+    copy_async_commit();
+
+    T* warp_q = q_tile + warp * kWarpRows * kPitch;
+    const T* warp_dout = dout_tile + warp * kWarpRows * kPitch;
+    float dq[kHeadDim / 8][4] = {};   // (16 queries, hd), unscaled
+    float row_lse[2], row_delta[2];   // the lane's two rows: lse in the log2 domain, D
+    float delta_sum[2] = {0.f, 0.f};  // delta pass: the lane's columns of rowsum(P ∘ dP)
+    for (int tile = 0; tile < key_tiles; ++tile) {
+        if (tile + 1 < key_tiles) load_key_tile(tile + 1);
+        copy_async_commit();
+        copy_async_wait<1>();
+        __syncthreads();
+        if (tile == 0)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = warp * kWarpRows + accumulator_row(lane, 2 * r);
+                row_lse[r] = lse_tile[row] * kLog2e;
+                row_delta[r] = kDeltaPass ? 0.f : delta_tile[row];
+            }
+        const int first_key = tile * kBlockN;
+        if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp
+            const int buffer = tile % 2;
+            const T* k_tile = k_tiles + buffer * kBlockN * kPitch;
+            float ds[kBlockN / 8][4] = {};  // (16 queries, kBlockN keys): S, then dS
+            float dp[kBlockN / 8][4] = {};  // dP
+            mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(ds, warp_q, k_tile, lane);
+            mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(dp, warp_dout,
+                                                             v_tiles + buffer * kBlockN * kPitch, lane);
+            const bool masked = first_key + kBlockN - 1 > warp_query;  // crosses the diagonal
+#pragma unroll
+            for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    float probability = exp2f(fmaf(ds[j][i], p.scale_log2, -row_lse[i / 2]));
+                    if (masked && first_key + 8 * j + accumulator_column(lane, i) >
+                                      warp_query + accumulator_row(lane, i))
+                        probability = 0.f;
+                    if constexpr (kDeltaPass)
+                        delta_sum[i / 2] += probability * dp[j][i];
+                    else
+                        ds[j][i] = probability * (dp[j][i] - row_delta[i / 2]);
+                }
+            if constexpr (!kDeltaPass)
+                mma_acc_by_tile<T, kHeadDim, kBlockN, kPitch, true>(dq, ds, k_tile, lane);
+        }
+        __syncthreads();
+    }
+
+    if constexpr (kDeltaPass) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            delta_sum[r] += __shfl_xor_sync(kFullMask, delta_sum[r], 1);
+            delta_sum[r] += __shfl_xor_sync(kFullMask, delta_sum[r], 2);
+            const int query = warp_query + accumulator_row(lane, 2 * r);
+            if (lane % 4 == 0 && query < length) p.delta[stats + query] = delta_sum[r];
+        }
+    } else {
+        const float query_scale[2] = {p.scale, p.scale};
+        store_rows<T, kHeadDim>(dq, query_scale, warp_q, p.dqkv + qkv_offset, row_stride, warp_query, length,
+                                lane);
+    }
+}
+
+}  // namespace
+}  // namespace flash
+
+size_t flash_attention_backward_workspace_bytes(int64_t batch, int n_head, int64_t sequence_length) {
+    return static_cast<size_t>(batch * n_head * sequence_length) * sizeof(float);
+}
+
+void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
+                              TensorView lse, TensorView delta, int n_head, cudaStream_t stream) {
+    const char* op = "flash_attention_backward";
+    const flash::Shape shape = flash::check_qkv(op, qkv, n_head);
+    const int64_t B = shape.batch, T = shape.length, C = shape.channels;
+    const DType act = qkv.dtype;
+    expect_tensor(op, "dqkv", dqkv, act, {B, T, 3 * C});
+    expect_tensor(op, "dout", dout, act, {B, T, C});
+    expect_tensor(op, "out", out, act, {B, T, C});
+    expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T});
+    expect_tensor(op, "delta", delta, DType::f32, {B, n_head, T});
+    MIXGPT_REQUIRE(all_aligned_16({dqkv.data, dout.data}),
+                   format("cuda %s: dqkv and dout must be 16-byte aligned", op));
+    if (B * T == 0) return;
+    flash::dispatch(act, shape.head_dim, [&](auto tag, auto head_dim) {
+        using Element = decltype(tag);
+        constexpr int kHeadDim = decltype(head_dim)::value;
+        using KeyTiles = flash::KeyTiles<kHeadDim>;
+        using QueryTiles = flash::QueryTiles<kHeadDim>;
+        flash::Params<Element> params = flash::make_params<Element>(shape);
+        params.qkv = qkv.as<const Element>();
+        params.lse = lse.as<float>();
+        params.dout = dout.as<const Element>();
+        params.delta = delta.as<float>();
+        params.dqkv = dqkv.as<Element>();
+        const dim3 query_grid(blocks_for(T, QueryTiles::kBlockM), static_cast<unsigned>(n_head),
+                              static_cast<unsigned>(B));
+        flash::launch(flash::query_kernel<Element, kHeadDim, true>, query_grid, QueryTiles::kThreads,
+                      QueryTiles::kSharedBytes, stream, params);
+        const dim3 key_grid(blocks_for(T, KeyTiles::kBlockN), static_cast<unsigned>(n_head),
+                            static_cast<unsigned>(B));
+        flash::launch(flash::key_kernel<Element, kHeadDim>, key_grid, KeyTiles::kThreads,
+                      KeyTiles::kSharedBytes, stream, params);
+        flash::launch(flash::query_kernel<Element, kHeadDim, false>, query_grid, QueryTiles::kThreads,
+                      QueryTiles::kSharedBytes, stream, params);
+    });
+}
+
+}  // namespace mixgpt::cuda

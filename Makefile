@@ -103,7 +103,8 @@ $(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 
 $(BUILD)/libmixgpt.a: $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "AR   $@"
+	$(QUIET)ar rcs $@ $^
 
 $(BUILD)/mixgpt: $(MAIN_OBJ) $(BUILD)/libmixgpt.a
 	$(CXX) -o $@ $^ $(LDLIBS)

@@ -1,14 +1,74 @@
-// Placeholder until the bench subcommand lands; replaced by its real definition.
+// `mixgpt bench`: flags (or a TOML file) onto BenchOptions; prints a table or JSON.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include "cli/commands.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
+#include "train/benchmark.h"
 
 namespace mixgpt::cli {
+namespace {
+
+struct BenchArguments {
+    BenchOptions options;
+    std::string precisions = "fp32,tf32,bf16,fp16";
+    std::string recompute = "none";
+    bool json = false;
+    std::string json_out;
+};
+
+std::vector<Precision> parse_precision_list(const std::string& text) {
+    std::vector<Precision> precisions;
+    std::stringstream stream(text);
+    for (std::string name; std::getline(stream, name, ',');) precisions.push_back(parse_precision(name));
+    return precisions;
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("bench", "bench (not yet implemented)");
+    auto arguments = std::make_shared<BenchArguments>();
+    BenchOptions& o = arguments->options;
+    CLI::App* command = app.add_subcommand(
+        "bench", "training throughput per precision on random tokens: tokens/s, ms/step, MFU, peak memory");
     add_config_option(*command);
-    command->callback([] { throw Error("'bench' is not implemented yet"); });
+    command->add_option("--model", o.model, "model preset d2, d6, d12, ...")->capture_default_str();
+    command->add_option("--n-layer", o.n_layer, "override the preset's layer count");
+    command->add_option("--n-head", o.n_head, "override the preset's head count");
+    command->add_option("--n-embd", o.n_embd, "override the preset's width");
+    command->add_option("--vocab-size", o.vocab_size, "vocabulary size")->capture_default_str();
+    command->add_option("--batch-size,-b", o.batch_size, "B")->capture_default_str();
+    command->add_option("--seq-len,-t", o.seq_len, "T")->capture_default_str();
+    command
+        ->add_option("--precision", arguments->precisions, "comma-separated list of fp32, tf32, bf16, fp16")
+        ->capture_default_str();
+    command->add_option("--recompute", arguments->recompute, "none, selective or full")
+        ->capture_default_str();
+    command->add_option("--warmup-steps", o.warmup_steps, "untimed steps first")->capture_default_str();
+    command->add_option("--steps", o.steps, "timed steps")->capture_default_str();
+    command->add_option("--peak-tflops", o.peak_tflops,
+                        "peak TFLOP/s for MFU (default: looked up by device name)");
+    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+    command->add_option("--device-index", o.device_index, "CUDA device ordinal");
+    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
+    command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
+    command->add_flag("--json", arguments->json, "print one JSON object");
+    command->add_option("--json-out", arguments->json_out, "also write the JSON object to this file");
+    command->callback([arguments] {
+        BenchOptions& options = arguments->options;
+        options.precisions = parse_precision_list(arguments->precisions);
+        options.recompute = parse_recompute(arguments->recompute);
+        const std::vector<BenchResult> results = run_benchmark(options);
+        const std::string json = bench_json(options, results) + "\n";
+        std::cout << (arguments->json ? json : bench_table(options, results));
+        if (!arguments->json_out.empty()) {
+            std::ofstream file(arguments->json_out);
+            file << json;
+            if (!file.good()) throw Error(arguments->json_out + ": cannot write");
+        }
+    });
 }
 
 }  // namespace mixgpt::cli

@@ -1,14 +1,44 @@
-// Placeholder until the eval subcommand lands; replaced by its real definition.
+// `mixgpt eval`: flags (or a TOML file) onto EvalOptions; prints a summary or JSON.
+#include <iostream>
+
 #include "cli/commands.h"
 #include "cli/toml_config.h"
-#include "core/error.h"
+#include "eval/run_eval.h"
 
 namespace mixgpt::cli {
 
 void add_eval_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("eval", "eval (not yet implemented)");
+    auto options = std::make_shared<EvalOptions>();
+    auto json = std::make_shared<bool>(false);
+    CLI::App* command =
+        app.add_subcommand("eval", "perplexity, loss per token and bits per byte of a checkpoint");
     add_config_option(*command);
-    command->callback([] { throw Error("'eval' is not implemented yet"); });
+    command
+        ->add_option("checkpoint,--checkpoint", options->checkpoint,
+                     "checkpoint file, or a run directory (its newest valid checkpoint)")
+        ->required();
+    command->add_option("--dataset", options->dataset, "prepared dataset (default: the one trained on)");
+    command->add_option("--split", options->split, "train or val")->capture_default_str();
+    command->add_option("--text", options->text_inputs,
+                        "raw text instead of a dataset: files, directories or globs (.txt, .jsonl, .gz)");
+    command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
+    command->add_option("--batch-size,-b", options->batch_size,
+                        "windows per forward pass (default: training's)");
+    command->add_option("--seq-len,-t", options->seq_len, "window length T (default: the model's context)");
+    command->add_option(
+        "--stride", options->stride,
+        "sliding windows: advance by this many tokens, scoring only the new ones (default: T)");
+    command->add_option("--max-tokens", options->max_tokens, "evaluate only this many leading tokens");
+    command->add_option("--device", options->device.device, "cpu or cuda")->capture_default_str();
+    command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
+    command->add_option("--threads", options->device.threads, "CPU threads (0: OpenMP's default)");
+    command->add_option("--precision", options->device.precision,
+                        "fp32, tf32, bf16, fp16 (default: training's)");
+    command->add_flag("--json", *json, "print one JSON object");
+    command->callback([options, json] {
+        const EvalReport report = run_evaluation(*options);
+        std::cout << (*json ? eval_report_json(report) + "\n" : eval_report_text(report));
+    });
 }
 
 }  // namespace mixgpt::cli

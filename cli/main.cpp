@@ -26,9 +26,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& help) {
         return app.exit(help);
     } catch (const CLI::ParseError& error) {
-        std::fprintf(stderr, "mixgpt: %s\n", error.what());
-        std::fprintf(stderr, "Run with --help for usage.\n");
-        return error.get_exit_code() != 0 ? error.get_exit_code() : 2;
+        std::fprintf(stderr, "mixgpt: %s (see --help)\n", error.what());
+        return 2;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt: error: %s\n", error.what());
         return 1;

@@ -1,5 +1,6 @@
 #include "cli/toml_config.h"
 
+#include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -61,9 +62,26 @@ std::vector<CLI::ConfigItem> TomlConfig::from_config(std::istream& input) const 
 }
 
 void add_config_option(CLI::App& command) {
-    command.config_formatter(std::make_shared<TomlConfig>());
     command.set_config("--config", "", "read options from a TOML file (command-line values win)");
-    command.allow_config_extras(false);
+    // CLI11 2.1 reads a config file only for the top-level app, so a subcommand applies its own
+    // once its command line is parsed: each key fills the option of that name unless the
+    // command line already set it.
+    command.parse_complete_callback([&command] {
+        const CLI::Option* config = command.get_config_ptr();
+        if (config == nullptr || config->count() == 0) return;
+        const std::string path = config->as<std::string>();
+        std::ifstream file(path);
+        if (!file) throw CLI::ParseError(path + ": cannot open config file", CLI::ExitCodes::FileError);
+        for (const CLI::ConfigItem& item : TomlConfig().from_config(file)) {
+            CLI::Option* option = command.get_option_no_throw("--" + item.name);
+            if (option == nullptr || !option->get_configurable())
+                throw CLI::ParseError(path + ": unknown key '" + item.fullname() + "'",
+                                      CLI::ExitCodes::ExtrasError);
+            if (option->count() > 0) continue;
+            option->add_result(item.inputs);
+            option->run_callback();
+        }
+    });
 }
 
 }  // namespace mixgpt::cli

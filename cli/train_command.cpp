@@ -1,14 +1,158 @@
-// Placeholder until the train subcommand lands; replaced by its real definition.
+// `mixgpt train`: flags (or a TOML file) onto TrainOptions, then run_training or, with
+// --dry-run, the memory plans.
+#include <iostream>
+
 #include "cli/commands.h"
 #include "cli/toml_config.h"
-#include "core/error.h"
+#include "train/trainer.h"
 
 namespace mixgpt::cli {
+namespace {
+
+struct TrainArguments {
+    TrainOptions options;
+    std::string lr_schedule = "cosine";
+    std::string precision = "fp32";
+    std::string recompute = "none";
+};
+
+void run(TrainArguments& arguments) {
+    TrainOptions& options = arguments.options;
+    options.lr_decay = parse_lr_decay(arguments.lr_schedule);
+    options.precision = parse_precision(arguments.precision);
+    options.recompute = parse_recompute(arguments.recompute);
+    if (options.dry_run) {
+        print_memory_plans(options, std::cout);
+        return;
+    }
+    const TrainResult result = run_training(options);
+    std::cout << "steps " << result.steps_done << (result.stopped_by_signal ? " (stopped by a signal)" : "")
+              << "\nlast checkpoint " << result.last_checkpoint << "\nmetrics " << result.metrics_path
+              << "\n";
+}
+
+}  // namespace
 
 void add_train_command(CLI::App& app) {
-    CLI::App* command = app.add_subcommand("train", "train (not yet implemented)");
+    auto arguments = std::make_shared<TrainArguments>();
+    TrainOptions& o = arguments->options;
+    CLI::App* command = app.add_subcommand("train", "train a GPT on a prepared dataset");
     add_config_option(*command);
-    command->callback([] { throw Error("'train' is not implemented yet"); });
+
+    command->add_option("--model", o.model, "model preset d2, d6, d12, d24, d36, d48 (width 64*depth)")
+        ->capture_default_str()
+        ->group("Model");
+    command->add_option("--n-layer", o.n_layer, "override the preset's layer count")->group("Model");
+    command->add_option("--n-head", o.n_head, "override the preset's head count")->group("Model");
+    command->add_option("--n-embd", o.n_embd, "override the preset's width")->group("Model");
+
+    command->add_option("--dataset", o.dataset, "prepared dataset (.h5 from `mixgpt prepare`)")
+        ->group("Data");
+    command->add_option("--batch-size,-b", o.batch_size, "B: sequences per micro-step")
+        ->capture_default_str()
+        ->group("Data");
+    command->add_option("--seq-len,-t", o.seq_len, "T: tokens per sequence (the model's context)")
+        ->capture_default_str()
+        ->group("Data");
+    command
+        ->add_option("--total-batch-tokens", o.total_batch_tokens,
+                     "tokens per optimizer step (a multiple of B*T*ranks; 0: B*T*ranks)")
+        ->capture_default_str()
+        ->group("Data");
+    command->add_option("--steps", o.steps, "optimizer steps")->group("Data");
+    command->add_option("--tokens", o.token_budget, "token budget instead of --steps")->group("Data");
+
+    command->add_option("--lr", o.learning_rate, "peak learning rate")
+        ->capture_default_str()
+        ->group("Schedule");
+    command->add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")
+        ->capture_default_str()
+        ->group("Schedule");
+    command
+        ->add_option("--lr-schedule", arguments->lr_schedule,
+                     "decay after warm-up: cosine, linear, constant, wsd")
+        ->capture_default_str()
+        ->group("Schedule");
+    command->add_option("--final-lr-fraction", o.final_lr_fraction, "final learning rate / peak")
+        ->capture_default_str()
+        ->group("Schedule");
+    command->add_option("--decay-fraction", o.decay_fraction, "wsd: fraction of the steps spent decaying")
+        ->capture_default_str()
+        ->group("Schedule");
+
+    command->add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str()->group("Optimizer");
+    command->add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str()->group("Optimizer");
+    command->add_option("--epsilon", o.epsilon, "AdamW epsilon")->capture_default_str()->group("Optimizer");
+    command->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (matrices only)")
+        ->capture_default_str()
+        ->group("Optimizer");
+    command->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (<= 0: off)")
+        ->capture_default_str()
+        ->group("Optimizer");
+    command
+        ->add_flag("--stochastic-rounding", o.stochastic_rounding,
+                   "round the bf16 working copy stochastically")
+        ->group("Optimizer");
+
+    command->add_option("--precision", arguments->precision, "fp32, tf32, bf16 or fp16")
+        ->capture_default_str()
+        ->group("Precision");
+    command
+        ->add_option("--recompute", arguments->recompute, "activation recomputation: none, selective, full")
+        ->capture_default_str()
+        ->group("Precision");
+    command
+        ->add_option("--loss-scale", o.loss_scale,
+                     "auto (dynamic for fp16, else none), dynamic, static:<value> or none")
+        ->capture_default_str()
+        ->group("Precision");
+    command
+        ->add_option("--loss-scale-growth-interval", o.loss_scale_growth_interval,
+                     "dynamic scaling: clean steps before the scale doubles")
+        ->capture_default_str()
+        ->group("Precision");
+    command
+        ->add_option("--max-bad-steps", o.max_bad_steps,
+                     "consecutive non-finite steps after which the run stops")
+        ->capture_default_str()
+        ->group("Precision");
+
+    command->add_option("--seed", o.seed, "seed of the initialization and the data order")
+        ->capture_default_str()
+        ->group("Run");
+    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str()->group("Run");
+    command->add_option("--device-index", o.device_index, "CUDA device ordinal")
+        ->capture_default_str()
+        ->group("Run");
+    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
+    command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (0: only at the end)")
+        ->capture_default_str()
+        ->group("Run");
+    command->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation (0: all)")
+        ->capture_default_str()
+        ->group("Run");
+    command
+        ->add_option("--checkpoint-interval", o.checkpoint_interval,
+                     "steps between checkpoints (0: only at the end)")
+        ->capture_default_str()
+        ->group("Run");
+    command->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints")
+        ->capture_default_str()
+        ->group("Run");
+    command->add_option("--output-dir,-o", o.output_dir, "run directory: metrics.jsonl, checkpoints/")
+        ->capture_default_str()
+        ->group("Run");
+    command
+        ->add_option("--resume", o.resume,
+                     "continue from the newest valid checkpoint in the output directory (--resume) or a file "
+                     "(--resume FILE)")
+        ->expected(0, 1)
+        ->default_str("auto")
+        ->group("Run");
+    command->add_flag("--dry-run", o.dry_run, "print the memory plan for each recompute policy and exit")
+        ->group("Run");
+
+    command->callback([arguments] { run(*arguments); });
 }
 
 }  // namespace mixgpt::cli

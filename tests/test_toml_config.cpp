@@ -27,14 +27,17 @@ std::string write_config(const std::string& text) {
     return path.string();
 }
 
+// Parses `train <arguments>` with the options on a subcommand, as in mixgpt.
 Parsed parse(std::vector<std::string> arguments) {
     Parsed parsed;
     CLI::App app{"test"};
-    add_config_option(app);
-    app.add_option("--batch-size", parsed.batch_size);
-    app.add_option("--lr", parsed.lr);
-    app.add_option("--precision", parsed.precision);
-    app.add_flag("--compile", parsed.compile);
+    CLI::App* train = app.add_subcommand("train");
+    add_config_option(*train);
+    train->add_option("--batch-size", parsed.batch_size);
+    train->add_option("--lr", parsed.lr);
+    train->add_option("--precision", parsed.precision);
+    train->add_flag("--compile", parsed.compile);
+    arguments.insert(arguments.begin(), "train");
     std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
     app.parse(reversed);
     return parsed;

@@ -1,0 +1,47 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+#include "core/log.h"
+#include "kernels/backend_factory.h"
+
+namespace mixgpt {
+namespace cpu {
+
+CpuBackend::CpuBackend(const BackendOptions& options) : precision_(options.precision) {
+    MIXGPT_REQUIRE(options.threads >= 0,
+                   format("cpu backend: threads is %d, expected >= 0", options.threads));
+    if (options.threads > 0) omp_set_num_threads(options.threads);
+}
+
+std::string CpuBackend::name() const { return format("cpu (%d threads)", omp_get_max_threads()); }
+
+Buffer CpuBackend::allocate(size_t bytes) { return memory_.allocate(bytes); }
+
+Buffer CpuBackend::allocate_host_staging(size_t bytes) { return Buffer::host(bytes); }
+
+void CpuBackend::copy_to_backend(void* destination, const void* host_source, size_t bytes) {
+    std::memcpy(destination, host_source, bytes);
+}
+
+void CpuBackend::copy_to_host(void* host_destination, const void* source, size_t bytes) {
+    std::memcpy(host_destination, source, bytes);
+}
+
+void CpuBackend::copy_within(void* destination, const void* source, size_t bytes) {
+    std::memmove(destination, source, bytes);
+}
+
+void CpuBackend::fill_zero(void* destination, size_t bytes) { std::memset(destination, 0, bytes); }
+
+size_t CpuBackend::peak_memory_bytes() const { return memory_.peak_bytes(); }
+
+}  // namespace cpu
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
+    return std::make_unique<cpu::CpuBackend>(options);
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,112 @@
+// Matrix products through OpenBLAS sgemm in fixed tiles (tiled_gemm.h), with bias and GELU epilogue.
+// Under Precision::tf32 both operands are rounded to TF32 first, so TF32's error
+// is reproduced; bf16/fp16 operands are exact in float and products accumulate in float.
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/float_io.h"
+#include "kernels/cpu/gelu_math.h"
+#include "kernels/cpu/tensor_checks.h"
+#include "kernels/cpu/tiled_gemm.h"
+
+namespace mixgpt::cpu {
+namespace {
+
+constexpr int64_t kColumnBlock = 16;  // columns one thread owns in the bias-gradient sums
+
+// A matmul operand as floats, rounded to TF32 when the run's precision is tf32.
+class Operand {
+public:
+    Operand(const TensorView& view, Precision precision) : values_(view), data_(values_.data()) {
+        if (precision != Precision::tf32) return;
+        const int64_t n = view.numel();
+        rounded_.resize(static_cast<size_t>(n));
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i) rounded_[static_cast<size_t>(i)] = round_to_tf32(values_.data()[i]);
+        data_ = rounded_.data();
+    }
+    const float* data() const { return data_; }
+
+private:
+    FloatInput values_;
+    std::vector<float> rounded_;
+    const float* data_;
+};
+
+}  // namespace
+
+void CpuBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
+                                TensorView bias) {
+    const char* op = "matmul_forward";
+    require_rank(inp, act(), 2, op, "inp");
+    require_rank(weight, act(), 2, op, "weight");
+    const int64_t M = inp.dim(0), K = inp.dim(1), N = weight.dim(0);
+    require_tensor(weight, act(), {N, K}, op, "weight");
+    require_tensor(out, act(), {M, N}, op, "out");
+    if (pre_gelu.valid()) require_tensor(pre_gelu, act(), {M, N}, op, "pre_gelu");
+    if (bias.valid()) require_tensor(bias, act(), {N}, op, "bias");
+
+    const Operand a(inp, precision_), w(weight, precision_);
+    FloatOutput y(out, false);
+    tiled_sgemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, y.data(), N);
+    if (bias.valid() || pre_gelu.valid()) {
+        const FloatInput b(bias.valid() ? bias : TensorView());
+        FloatOutput pre(pre_gelu, false);
+        const DType dtype = act();
+        const bool with_gelu = pre_gelu.valid();
+#pragma omp parallel for schedule(static)
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+                float value = y.data()[m * N + n] + (bias.valid() ? b.data()[n] : 0.f);
+                if (with_gelu) {
+                    // GELU of the stored pre-activation, so gelu_forward(pre_gelu) recomputes out exactly.
+                    value = round_to_dtype(value, dtype);
+                    pre.data()[m * N + n] = value;
+                    value = gelu(value);
+                }
+                y.data()[m * N + n] = value;
+            }
+        if (with_gelu) pre.store();
+    }
+    y.store();
+}
+
+void CpuBackend::matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight, bool accumulate) {
+    const char* op = "matmul_backward_input";
+    require_rank(dout, act(), 2, op, "dout");
+    require_rank(weight, act(), 2, op, "weight");
+    const int64_t M = dout.dim(0), N = dout.dim(1), K = weight.dim(1);
+    require_tensor(weight, act(), {N, K}, op, "weight");
+    require_tensor(dinp, act(), {M, K}, op, "dinp");
+    const Operand dy(dout, precision_), w(weight, precision_);
+    FloatOutput dx(dinp, accumulate);
+    tiled_sgemm(false, false, M, K, N, dy.data(), N, w.data(), K, accumulate ? 1.f : 0.f, dx.data(), K);
+    dx.store();
+}
+
+void CpuBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
+                                        TensorView inp) {
+    const char* op = "matmul_backward_weight";
+    require_rank(dout, act(), 2, op, "dout");
+    require_rank(inp, act(), 2, op, "inp");
+    const int64_t M = dout.dim(0), N = dout.dim(1), K = inp.dim(1);
+    require_tensor(inp, act(), {M, K}, op, "inp");
+    require_tensor(dweight, DType::f32, {N, K}, op, "dweight");
+    if (dbias.valid()) require_tensor(dbias, DType::f32, {N}, op, "dbias");
+    const Operand dy(dout, precision_), x(inp, precision_);
+    tiled_sgemm(true, false, N, K, M, dy.data(), N, x.data(), K, 1.f, dweight.as<float>(), K);
+    if (!dbias.valid()) return;
+    // Column sums of dout in float (not TF32-rounded): each thread owns whole column blocks.
+    const FloatInput g(dout);
+    float* db = dbias.as<float>();
+#pragma omp parallel for schedule(static)
+    for (int64_t begin = 0; begin < N; begin += kColumnBlock) {
+        const int64_t width = begin + kColumnBlock < N ? kColumnBlock : N - begin;
+        float sums[kColumnBlock] = {};
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < width; ++j) sums[j] += g.data()[m * N + begin + j];
+        for (int64_t j = 0; j < width; ++j) db[begin + j] += sums[j];
+    }
+}
+
+}  // namespace mixgpt::cpu

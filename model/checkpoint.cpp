@@ -1,0 +1,331 @@
+#include "model/checkpoint.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/h5.h"
+#include "core/hdf5_check.h"
+#include "core/log.h"
+#include "model/parameters.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr size_t kUserBlockBytes = 512;
+constexpr const char* kMagic = "mixgpt checkpoint";
+constexpr int64_t kFormatVersion = 1;
+
+using FileHandle = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+FileHandle open_file(const std::string& path, const char* mode) {
+    FileHandle file(std::fopen(path.c_str(), mode), &std::fclose);
+    MIXGPT_REQUIRE(file != nullptr, path + ": cannot open");
+    return file;
+}
+
+// CRC-32 (zlib) of the bytes after the user block, read in 1 MiB chunks.
+uint32_t payload_crc32(const std::string& path) {
+    FileHandle file = open_file(path, "rb");
+    MIXGPT_REQUIRE(std::fseek(file.get(), static_cast<long>(kUserBlockBytes), SEEK_SET) == 0,
+                   path + ": cannot seek");
+    std::vector<unsigned char> chunk(1 << 20);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    size_t got = 0;
+    while ((got = std::fread(chunk.data(), 1, chunk.size(), file.get())) > 0)
+        crc = crc32(crc, chunk.data(), static_cast<uInt>(got));
+    MIXGPT_REQUIRE(!std::ferror(file.get()), path + ": read error");
+    return static_cast<uint32_t>(crc);
+}
+
+struct Header {
+    int64_t version = 0;
+    uint64_t payload_bytes = 0;
+    uint32_t payload_crc32 = 0;
+};
+
+std::string header_text(const Header& header) {
+    return format("%s\nversion %lld\npayload_bytes %llu\npayload_crc32 %08x\n", kMagic,
+                  static_cast<long long>(header.version),
+                  static_cast<unsigned long long>(header.payload_bytes), header.payload_crc32);
+}
+
+Header read_header(const std::string& path) {
+    std::vector<char> block(kUserBlockBytes + 1, '\0');
+    {
+        FileHandle file = open_file(path, "rb");
+        const size_t got = std::fread(block.data(), 1, kUserBlockBytes, file.get());
+        MIXGPT_REQUIRE(got == kUserBlockBytes, path + ": truncated checkpoint (shorter than its header)");
+    }
+    std::istringstream text(std::string(block.data()));
+    std::string magic, key;
+    Header header;
+    std::getline(text, magic);
+    MIXGPT_REQUIRE(magic == kMagic, path + ": not a mixgpt checkpoint (header missing)");
+    text >> key >> header.version;
+    MIXGPT_REQUIRE(text && key == "version", path + ": corrupt checkpoint header (version)");
+    MIXGPT_REQUIRE(header.version == kFormatVersion,
+                   path + ": checkpoint format version " + std::to_string(header.version) +
+                       ", this build reads " + std::to_string(kFormatVersion));
+    text >> key >> header.payload_bytes;
+    MIXGPT_REQUIRE(text && key == "payload_bytes", path + ": corrupt checkpoint header (payload_bytes)");
+    text >> key >> std::hex >> header.payload_crc32;
+    MIXGPT_REQUIRE(text && key == "payload_crc32", path + ": corrupt checkpoint header (payload_crc32)");
+    return header;
+}
+
+void create_with_user_block(const std::string& path) {
+    h5::Handle properties(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    H5_CHECK(properties.id());
+    H5_CHECK(H5Pset_userblock(properties.id(), kUserBlockBytes));
+    h5::Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, properties.id(), H5P_DEFAULT), H5Fclose);
+    if (file.id() < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        throw Error(path + ": cannot create the checkpoint file");
+    }
+}
+
+void write_header(const std::string& path) {
+    Header header;
+    header.version = kFormatVersion;
+    header.payload_bytes = std::filesystem::file_size(path) - kUserBlockBytes;
+    header.payload_crc32 = payload_crc32(path);
+    std::string block = header_text(header);
+    block.resize(kUserBlockBytes, '\0');
+    FileHandle file = open_file(path, "r+b");
+    const bool written = std::fwrite(block.data(), 1, block.size(), file.get()) == block.size() &&
+                         std::fflush(file.get()) == 0;
+    MIXGPT_REQUIRE(written, path + ": cannot write the checkpoint header");
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    return count;
+}
+
+template <typename T>
+std::vector<T> read_vector(const h5::File& file, const std::string& name, h5::Type type, int64_t expected) {
+    std::vector<T> values(static_cast<size_t>(expected));
+    file.read(name, type, values.data(), expected);
+    return values;
+}
+
+void write_options(h5::File& file, const std::vector<std::pair<std::string, std::string>>& options) {
+    file.create_group("/options");
+    std::string names;
+    for (const auto& [name, value] : options) {
+        MIXGPT_REQUIRE(name.find('\n') == std::string::npos && !name.empty(),
+                       "checkpoint option names must be non-empty single lines");
+        names += name + "\n";
+        file.set_attribute("/options", name, value);
+    }
+    file.set_attribute("/options", "names", names);
+}
+
+std::vector<std::pair<std::string, std::string>> read_options(const h5::File& file) {
+    std::vector<std::pair<std::string, std::string>> options;
+    std::istringstream names(file.attribute_string("/options", "names"));
+    for (std::string name; std::getline(names, name);)
+        options.emplace_back(name, file.attribute_string("/options", name));
+    return options;
+}
+
+void write_contents(h5::File& file, const Checkpoint& checkpoint) {
+    const int64_t n = static_cast<int64_t>(checkpoint.parameters.size());
+    const GPTConfig& config = checkpoint.config;
+    file.set_attribute("/", "format_version", kFormatVersion);
+    file.set_attribute("/", "n_layer", static_cast<int64_t>(config.n_layer));
+    file.set_attribute("/", "n_head", static_cast<int64_t>(config.n_head));
+    file.set_attribute("/", "n_embd", static_cast<int64_t>(config.n_embd));
+    file.set_attribute("/", "vocab_size", static_cast<int64_t>(config.vocab_size));
+    file.set_attribute("/", "max_seq_len", static_cast<int64_t>(config.max_seq_len));
+    file.set_attribute("/", "tokenizer_path", checkpoint.tokenizer_path);
+    file.set_attribute("/", "tokenizer_sha256", checkpoint.tokenizer_sha256);
+    file.set_attribute("/", "precision", std::string(precision_name(checkpoint.precision)));
+    file.set_attribute("/", "step", checkpoint.step);
+    file.set_attribute("/", "seed", static_cast<int64_t>(checkpoint.seed));
+    file.set_attribute("/", "tokens_seen", checkpoint.tokens_seen);
+    file.set_attribute("/", "loss_scale", static_cast<double>(checkpoint.status.loss_scale));
+    file.set_attribute("/", "clean_steps", static_cast<int64_t>(checkpoint.status.clean_steps));
+    file.set_attribute("/", "skipped_steps", static_cast<int64_t>(checkpoint.status.skipped_steps));
+    file.set_attribute("/", "optimizer_steps", static_cast<int64_t>(checkpoint.status.optimizer_steps));
+
+    file.write("parameters", h5::Type::f32, checkpoint.parameters.data(), {n});
+    if (!checkpoint.working_bits.empty())
+        file.write("working", h5::Type::u16, checkpoint.working_bits.data(), {n});
+    file.write("adam_m", h5::Type::f32, checkpoint.adam_m.data(), {n});
+    file.write("adam_v", h5::Type::f32, checkpoint.adam_v.data(), {n});
+    const int64_t state_count = static_cast<int64_t>(checkpoint.loader_state.size());
+    file.write("loader_state", h5::Type::i64, checkpoint.loader_state.data(), {state_count});
+    write_options(file, checkpoint.options);
+}
+
+int attribute_int32(const h5::File& file, const char* name) {
+    const int64_t value = file.attribute_int("/", name);
+    MIXGPT_REQUIRE(value >= INT32_MIN && value <= INT32_MAX,
+                   file.path() + ": attribute '" + name + "' out of range");
+    return static_cast<int>(value);
+}
+
+Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
+    Checkpoint checkpoint;
+    checkpoint.config.n_layer = attribute_int32(file, "n_layer");
+    checkpoint.config.n_head = attribute_int32(file, "n_head");
+    checkpoint.config.n_embd = attribute_int32(file, "n_embd");
+    checkpoint.config.vocab_size = attribute_int32(file, "vocab_size");
+    checkpoint.config.max_seq_len = attribute_int32(file, "max_seq_len");
+    checkpoint.config.validate();
+    checkpoint.tokenizer_path = file.attribute_string("/", "tokenizer_path");
+    checkpoint.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
+    checkpoint.precision = parse_precision(file.attribute_string("/", "precision"));
+    checkpoint.step = file.attribute_int("/", "step");
+    checkpoint.seed = static_cast<uint64_t>(file.attribute_int("/", "seed"));
+    checkpoint.tokens_seen = file.attribute_int("/", "tokens_seen");
+    checkpoint.status.loss_scale = static_cast<float>(file.attribute_double("/", "loss_scale"));
+    checkpoint.status.clean_steps = attribute_int32(file, "clean_steps");
+    checkpoint.status.skipped_steps = attribute_int32(file, "skipped_steps");
+    checkpoint.status.optimizer_steps = attribute_int32(file, "optimizer_steps");
+
+    const int64_t n = ParameterLayout(checkpoint.config).total();
+    checkpoint.parameters = read_vector<float>(file, "parameters", h5::Type::f32, n);
+    if (file.exists("working"))
+        checkpoint.working_bits = read_vector<uint16_t>(file, "working", h5::Type::u16, n);
+    if (content == CheckpointContent::everything) {
+        checkpoint.adam_m = read_vector<float>(file, "adam_m", h5::Type::f32, n);
+        checkpoint.adam_v = read_vector<float>(file, "adam_v", h5::Type::f32, n);
+        checkpoint.loader_state = read_vector<int64_t>(file, "loader_state", h5::Type::i64,
+                                                       element_count(file.shape("loader_state")));
+    }
+    checkpoint.options = read_options(file);
+    return checkpoint;
+}
+
+// Errors from HDF5 checks do not always name the file; every error leaving here does.
+std::string with_path(const std::string& path, const std::string& message) {
+    return message.compare(0, path.size(), path) == 0 ? message : path + ": " + message;
+}
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+    const size_t n = checkpoint.parameters.size();
+    MIXGPT_REQUIRE(static_cast<int64_t>(n) == ParameterLayout(checkpoint.config).total(),
+                   path + ": parameter count does not match the model shape");
+    MIXGPT_REQUIRE(checkpoint.adam_m.size() == n && checkpoint.adam_v.size() == n,
+                   path + ": optimizer moments do not match the parameter count");
+    MIXGPT_REQUIRE(checkpoint.working_bits.empty() || checkpoint.working_bits.size() == n,
+                   path + ": working copy does not match the parameter count");
+    const std::string directory = std::filesystem::path(path).parent_path().string();
+    make_directories(directory);
+    AtomicOutput output(path);
+    try {
+        create_with_user_block(output.temporary_path());
+        {
+            h5::File file = h5::File::open_write(output.temporary_path());
+            write_contents(file, checkpoint);
+            file.flush();
+        }
+        write_header(output.temporary_path());
+    } catch (const Error& error) {
+        throw Error(with_path(path, error.what()));
+    }
+    output.commit();
+}
+
+void verify_checkpoint_file(const std::string& path) {
+    MIXGPT_REQUIRE(file_exists(path), path + ": no such checkpoint");
+    const Header header = read_header(path);
+    const uint64_t size = std::filesystem::file_size(path);
+    const uint64_t expected = kUserBlockBytes + header.payload_bytes;
+    MIXGPT_REQUIRE(size >= expected,
+                   format("%s: truncated checkpoint (%llu of %llu bytes)", path.c_str(),
+                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
+    MIXGPT_REQUIRE(size == expected,
+                   format("%s: checkpoint has %llu bytes, its header says %llu", path.c_str(),
+                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
+    MIXGPT_REQUIRE(payload_crc32(path) == header.payload_crc32,
+                   path + ": corrupt checkpoint (checksum mismatch)");
+}
+
+Checkpoint read_checkpoint(const std::string& path, CheckpointContent content) {
+    verify_checkpoint_file(path);
+    try {
+        const h5::File file = h5::File::open_read(path);
+        return read_contents(file, content);
+    } catch (const Error& error) {
+        throw Error(with_path(path, error.what()));
+    }
+}
+
+void require_compatible(const Checkpoint& checkpoint, const std::string& checkpoint_path,
+                        const GPTConfig& config, const std::string& tokenizer_sha256) {
+    const auto require_same = [&](const char* field, int stored, int wanted) {
+        MIXGPT_REQUIRE(stored == wanted, format("%s: refusing checkpoint: %s is %d there, %d in this run",
+                                                checkpoint_path.c_str(), field, stored, wanted));
+    };
+    require_same("n_layer", checkpoint.config.n_layer, config.n_layer);
+    require_same("n_head", checkpoint.config.n_head, config.n_head);
+    require_same("n_embd", checkpoint.config.n_embd, config.n_embd);
+    require_same("vocab_size", checkpoint.config.vocab_size, config.vocab_size);
+    require_same("max_seq_len", checkpoint.config.max_seq_len, config.max_seq_len);
+    MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
+                   checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
+                       checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +
+                       " in this run (another tokenizer)");
+}
+
+std::string checkpoint_path(const std::string& directory, int64_t step) {
+    return (std::filesystem::path(directory) / format("step_%08lld.h5", static_cast<long long>(step)))
+        .string();
+}
+
+std::vector<std::string> list_checkpoints(const std::string& directory) {
+    std::vector<std::pair<int64_t, std::string>> found;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+        const std::string name = entry.path().filename().string();
+        long long step = 0;
+        int consumed = 0;
+        if (std::sscanf(name.c_str(), "step_%8lld.h5%n", &step, &consumed) == 1 &&
+            static_cast<size_t>(consumed) == name.size() &&
+            name.size() == std::string("step_00000000.h5").size())
+            found.emplace_back(step, entry.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    std::vector<std::string> paths;
+    for (auto& item : found) paths.push_back(std::move(item.second));
+    return paths;
+}
+
+std::string newest_valid_checkpoint(const std::string& directory) {
+    const std::vector<std::string> paths = list_checkpoints(directory);
+    for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
+        try {
+            verify_checkpoint_file(*path);
+            return *path;
+        } catch (const Error& error) {
+            log_warning(std::string("skipping invalid checkpoint: ") + error.what());
+        }
+    }
+    return "";
+}
+
+void remove_old_checkpoints(const std::string& directory, int keep) {
+    MIXGPT_REQUIRE(keep >= 1, "keep-checkpoints: must be at least 1");
+    const std::vector<std::string> paths = list_checkpoints(directory);
+    const size_t remove_count = paths.size() > static_cast<size_t>(keep) ? paths.size() - keep : 0;
+    for (size_t i = 0; i < remove_count; ++i) {
+        std::error_code error;
+        std::filesystem::remove(paths[i], error);
+        if (error) log_warning(paths[i] + ": cannot remove old checkpoint (" + error.message() + ")");
+    }
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,73 @@
+// Checkpoint files: the complete state of a training run in one HDF5 file, written atomically.
+//
+// Layout (HDF5 with a 512-byte user block in front):
+//   user block        "mixgpt checkpoint\nversion 1\npayload_bytes N\npayload_crc32 X\n", NUL padded;
+//                     N and the CRC-32 cover every byte after the user block, so a truncated or
+//                     corrupted file is refused before HDF5 reads any of it
+//   /parameters       (n) f32   FP32 master weights, in ParameterLayout order
+//   /working          (n) u16   bf16/fp16 bits of the working copy (16-bit runs only)
+//   /adam_m, /adam_v  (n) f32   AdamW moments
+//   /loader_state     (k) i64   the data loader's state (LoaderState::to_vector)
+//   /options          group whose string attributes are the training options as given
+//   attributes of /   model shape (n_layer, n_head, n_embd, vocab_size, max_seq_len), tokenizer_path,
+//                     tokenizer_sha256, precision, step, seed, tokens_seen, and the StepStatus fields
+//                     (loss_scale, clean_steps, skipped_steps, optimizer_steps)
+//
+// A run directory keeps checkpoints as <dir>/step_<8 digits>.h5; the newest K are kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/precision.h"
+#include "model/config.h"
+
+namespace mixgpt {
+
+struct Checkpoint {
+    GPTConfig config;
+    std::string tokenizer_path;
+    std::string tokenizer_sha256;
+    Precision precision = Precision::fp32;
+    int64_t step = 0;               // optimizer steps completed
+    uint64_t seed = 0;              // the run's seed; with `step` it fixes every random number still to come
+    int64_t tokens_seen = 0;        // training tokens consumed, all ranks
+    std::vector<float> parameters;  // (n) FP32 masters
+    std::vector<uint16_t> working_bits;  // (n) bf16/fp16 working copy; empty for fp32/tf32
+    std::vector<float> adam_m, adam_v;   // (n) each; empty when read without optimizer state
+    StepStatus status;                   // loss scale and counters (grad_norm_squared, skip: 0)
+    std::vector<int64_t> loader_state;
+    std::vector<std::pair<std::string, std::string>> options;
+};
+
+// weights: everything but the optimizer moments and the loader state (for eval and sampling).
+enum class CheckpointContent { weights, everything };
+
+// Writes to a temporary file, flushes, checksums and renames into `path`; nothing is left under
+// `path` if any step fails.
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+
+// Verifies the header, size and checksum, then reads; throws Error "<path>: <reason>" on anything
+// wrong (truncated, corrupt, missing fields, sizes that do not match the model shape).
+Checkpoint read_checkpoint(const std::string& path,
+                           CheckpointContent content = CheckpointContent::everything);
+
+// The header, size and checksum only; throws Error "<path>: <reason>".
+void verify_checkpoint_file(const std::string& path);
+
+// Throws Error naming the first field in which the checkpoint differs from this run.
+void require_compatible(const Checkpoint& checkpoint, const std::string& checkpoint_path,
+                        const GPTConfig& config, const std::string& tokenizer_sha256);
+
+std::string checkpoint_path(const std::string& directory, int64_t step);
+// Checkpoint files of a run directory, oldest first (by step); none when the directory is missing.
+std::vector<std::string> list_checkpoints(const std::string& directory);
+// The newest checkpoint that passes verify_checkpoint_file ("" if none); invalid ones are logged.
+std::string newest_valid_checkpoint(const std::string& directory);
+// Removes all but the newest `keep` checkpoints.
+void remove_old_checkpoints(const std::string& directory, int keep);
+
+}  // namespace mixgpt

@@ -1,0 +1,108 @@
+// The GPT-2 model written once against the op interface (kernels/ops.h): token
+// and position embeddings, pre-LayerNorm blocks (causal self-attention, 4x MLP
+// with tanh-GELU), final LayerNorm, output projection tied to wte, biases.
+// Owns its parameters, gradients, working copy and activations in backend memory.
+#pragma once
+
+#include <initializer_list>
+
+#include "core/memory.h"
+#include "kernels/ops.h"
+#include "model/activations.h"
+#include "model/config.h"
+#include "model/parameters.h"
+#include "model/weights.h"
+
+namespace mixgpt {
+
+class GPT {
+public:
+    // Allocates everything for batches of up to (batch_size, seq_len); parameters start at zero.
+    GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute);
+    GPT(const GPT&) = delete;
+    GPT& operator=(const GPT&) = delete;
+
+    const GPTConfig& config() const { return config_; }
+    const ParameterLayout& layout() const { return layout_; }
+    int batch_size() const { return batch_size_; }
+    int seq_len() const { return seq_len_; }
+    Recompute recompute() const { return recompute_; }
+    Backend& backend() const { return backend_; }
+
+    TensorView master_parameters();   // (n) f32, backend memory
+    TensorView gradients();           // (n) f32, backend memory
+    TensorView working_parameters();  // (n) act; the masters' memory for fp32/tf32
+    // Uploads `count` (== layout().total()) fp32 values and refreshes the working copy.
+    // Throws Error when wte's padding rows are not zero.
+    void load_master_parameters(const float* host_values, int64_t count);
+    void refresh_working_copy();  // masters -> working copy (cast)
+    void zero_gradients();
+
+    // tokens, targets: (b, t) i32 in backend memory with b <= batch_size, t <= seq_len (i32 views
+    // carry the 4-byte label DType::f32). Returns losses (b, t) f32 in backend memory.
+    TensorView forward(TensorView tokens, TensorView targets);
+    // Forward, loss, backward: gradients += d(sum of losses * gradient_scale * loss_scale)/dparams,
+    // loss_scale read from status in backend memory (null: 1). Returns the (unscaled) losses (b, t) f32.
+    TensorView forward_backward(TensorView tokens, TensorView targets, float gradient_scale,
+                                const StepStatus* status);
+    // Logits (b, t, Vp) act of the last forward(); after forward_backward they hold the logit gradients.
+    TensorView logits();
+
+    // Sampling with a KV cache (batch rows <= batch_size): forward of new tokens (rows, Tn) i32 in
+    // backend memory, Tn <= seq_len, at positions [position, position + Tn) <= max_seq_len, after
+    // earlier calls filled positions [0, position). Returns logits (rows, Vp) act of the last new position.
+    TensorView forward_cached(TensorView tokens, int position);
+
+private:
+    // Views of the activations one block reads and writes, for a batch of (b, t).
+    struct BlockActivations {
+        TensorView residual_in;              // (N, C) x_l
+        TensorView ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N)
+        TensorView qkv;                      // (b, t, 3C)
+        TensorView attention;                // (b, t, C)
+        TensorView lse;                      // (b, H, t)
+        TensorView residual2;                // (N, C) x_l + attention branch
+        TensorView ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
+        TensorView fc, fc_gelu;              // (N, 4C) before and after GELU
+        TensorView residual_out;             // (N, C) x_{l+1}
+    };
+    // The LayerNorm that follows a block: ln_1 of the next block, or ln_f after the last.
+    struct NextNorm {
+        TensorView out, mean, rstd, weight, bias;
+    };
+
+    TensorView activation(const char* name, int layer, std::initializer_list<int64_t> dims) const;
+    BlockActivations block_activations(int layer, int64_t b, int64_t t) const;
+    NextNorm next_norm(int layer, int64_t b, int64_t t) const;
+    void check_batch(const TensorView& tokens, const char* what) const;
+
+    void embed(TensorView tokens, int position, TensorView out);
+    // Block l from its (already normalized) input a.ln1 up to the MLP's GELU: all that the
+    // backward pass needs of it. cache_position >= 0: cached attention at that position.
+    void block_forward_to_gelu(int layer, const BlockActivations& a, int cache_position);
+    // The MLP's projection, residual add and the next LayerNorm.
+    void block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next);
+    void forward_pass(TensorView tokens, TensorView targets, bool compute_gradient, float gradient_scale,
+                      const StepStatus* status);
+    void backward_pass(TensorView tokens);
+    void block_backward(int layer, const BlockActivations& a, int64_t b, int64_t t);
+
+    Backend& backend_;
+    GPTConfig config_;
+    ParameterLayout layout_;
+    int batch_size_;
+    int seq_len_;
+    Recompute recompute_;
+    DType act_;
+    ActivationLayout activation_layout_;
+    Buffer masters_, gradients_, working_, activations_;
+    GPTTensors weights_;                       // views of the working copy
+    GPTTensors grads_;                         // views of the gradients
+    int64_t last_rows_ = 0, last_length_ = 0;  // (b, t) of the last forward
+    // forward_cached's state, allocated on first use: K and V caches (L, B, maxT, C) act,
+    // the last positions' final-norm rows (B, C) and their logits (B, Vp).
+    Buffer cache_;
+    TensorView k_cache_, v_cache_, last_norm_, cached_logits_;
+};
+
+}  // namespace mixgpt

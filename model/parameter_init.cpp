@@ -1,0 +1,57 @@
+// init_gpt2_parameters (declared in model/parameters.h).
+#include <cmath>
+
+#include "model/parameters.h"
+
+namespace mixgpt {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// A standard normal value determined by (stream, index) alone (Box-Muller on two hashed uniforms).
+double normal(uint64_t stream, int64_t index) {
+    const uint64_t bits = splitmix64(stream ^ splitmix64(static_cast<uint64_t>(index)));
+    const double u1 = (static_cast<double>(bits >> 11) + 1.0) * 0x1.0p-53;      // (0, 1]
+    const double u2 = static_cast<double>(splitmix64(bits) >> 11) * 0x1.0p-53;  // [0, 1)
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() &&
+           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<float> init_gpt2_parameters(const GPTConfig& config, const ParameterLayout& layout,
+                                        uint64_t seed) {
+    constexpr double kStd = 0.02;
+    const double residual_std = kStd / std::sqrt(2.0 * config.n_layer);
+    std::vector<float> values(static_cast<size_t>(layout.total()));
+    for (size_t tensor = 0; tensor < layout.views().size(); ++tensor) {
+        const ParameterView& view = layout.views()[tensor];
+        float* out = values.data() + view.offset;
+        if (!view.decay) {
+            const float constant = ends_with(view.name, "ln_1.weight") ||
+                                           ends_with(view.name, "ln_2.weight") || view.name == "ln_f.weight"
+                                       ? 1.f
+                                       : 0.f;
+            std::fill(out, out + view.numel, constant);
+            continue;
+        }
+        const double std = ends_with(view.name, "c_proj.weight") ? residual_std : kStd;
+        // wte's padding rows stay zero.
+        const int64_t count = view.name == "wte" ? int64_t{config.vocab_size} * config.n_embd : view.numel;
+        const uint64_t stream = splitmix64(seed ^ splitmix64(0x5eed0000ull + tensor));
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(std * normal(stream, i));
+    }
+    return values;
+}
+
+}  // namespace mixgpt

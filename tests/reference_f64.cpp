@@ -1,0 +1,339 @@
+#include "tests/reference_f64.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixgpt {
+namespace {
+
+constexpr double kLayerNormEpsilon = 1e-5;
+constexpr double kGeluCoefficient = 0.044715;
+
+size_t index(int64_t value) { return static_cast<size_t>(value); }
+
+}  // namespace
+
+double relative_norm_error(const std::vector<double>& out, const std::vector<double>& ref) {
+    MIXGPT_REQUIRE(out.size() == ref.size(), "relative_norm_error: sizes differ");
+    double difference = 0.0;
+    double reference = 0.0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        difference += (out[i] - ref[i]) * (out[i] - ref[i]);
+        reference += ref[i] * ref[i];
+    }
+    return reference == 0.0 ? std::sqrt(difference) : std::sqrt(difference / reference);
+}
+
+F64Vector f64_embedding_forward(const std::vector<int32_t>& tokens, const F64Vector& wte,
+                                const F64Vector& wpe, int B, int T, int C) {
+    F64Vector out(index(int64_t{B} * T * C));
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < T; ++t) {
+            const int64_t row = int64_t{b} * T + t;
+            const int64_t token = tokens[index(row)];
+            for (int c = 0; c < C; ++c)
+                out[index(row * C + c)] = wte[index(token * C + c)] + wpe[index(int64_t{t} * C + c)];
+        }
+    return out;
+}
+
+void f64_embedding_backward(F64Vector& dwte, F64Vector& dwpe, const F64Vector& dout,
+                            const std::vector<int32_t>& tokens, int B, int T, int C) {
+    for (int b = 0; b < B; ++b)
+        for (int t = 0; t < T; ++t) {
+            const int64_t row = int64_t{b} * T + t;
+            const int64_t token = tokens[index(row)];
+            for (int c = 0; c < C; ++c) {
+                dwte[index(token * C + c)] += dout[index(row * C + c)];
+                dwpe[index(int64_t{t} * C + c)] += dout[index(row * C + c)];
+            }
+        }
+}
+
+F64LayerNormForward f64_layernorm_forward(const F64Vector& inp, const F64Vector& weight,
+                                          const F64Vector& bias, int N, int C) {
+    F64LayerNormForward result{F64Vector(inp.size()), F64Vector(index(N)), F64Vector(index(N))};
+    for (int64_t n = 0; n < N; ++n) {
+        const double* x = inp.data() + n * C;
+        double mean = 0.0;
+        for (int c = 0; c < C; ++c) mean += x[c];
+        mean /= C;
+        double variance = 0.0;
+        for (int c = 0; c < C; ++c) variance += (x[c] - mean) * (x[c] - mean);
+        variance /= C;
+        const double rstd = 1.0 / std::sqrt(variance + kLayerNormEpsilon);
+        for (int c = 0; c < C; ++c)
+            result.out[index(n * C + c)] = (x[c] - mean) * rstd * weight[index(c)] + bias[index(c)];
+        result.mean[index(n)] = mean;
+        result.rstd[index(n)] = rstd;
+    }
+    return result;
+}
+
+F64ResidualLayerNormForward f64_residual_layernorm_forward(const F64Vector& residual_in,
+                                                           const F64Vector& branch, const F64Vector& weight,
+                                                           const F64Vector& bias, int N, int C) {
+    F64Vector residual_out(residual_in.size());
+    for (size_t i = 0; i < residual_in.size(); ++i) residual_out[i] = residual_in[i] + branch[i];
+    F64LayerNormForward norm = f64_layernorm_forward(residual_out, weight, bias, N, C);
+    return {std::move(residual_out), std::move(norm)};
+}
+
+F64LayerNormBackward f64_layernorm_backward(const F64Vector& dout, const F64Vector& inp,
+                                            const F64Vector& weight, int N, int C) {
+    const F64Vector ones(index(C), 1.0);
+    const F64Vector zeros(index(C), 0.0);
+    const F64LayerNormForward stats = f64_layernorm_forward(inp, ones, zeros, N, C);
+    F64LayerNormBackward result{F64Vector(inp.size()), F64Vector(index(C)), F64Vector(index(C))};
+    for (int64_t n = 0; n < N; ++n) {
+        const double* xhat = stats.out.data() + n * C;  // normalized input
+        const double* dy = dout.data() + n * C;
+        double mean_dxhat = 0.0;
+        double mean_dxhat_xhat = 0.0;
+        for (int c = 0; c < C; ++c) {
+            const double dxhat = dy[c] * weight[index(c)];
+            mean_dxhat += dxhat;
+            mean_dxhat_xhat += dxhat * xhat[c];
+            result.dweight[index(c)] += dy[c] * xhat[c];
+            result.dbias[index(c)] += dy[c];
+        }
+        mean_dxhat /= C;
+        mean_dxhat_xhat /= C;
+        const double rstd = stats.rstd[index(n)];
+        for (int c = 0; c < C; ++c) {
+            const double dxhat = dy[c] * weight[index(c)];
+            result.dinp[index(n * C + c)] = rstd * (dxhat - mean_dxhat - xhat[c] * mean_dxhat_xhat);
+        }
+    }
+    return result;
+}
+
+F64MatmulForward f64_matmul_forward(const F64Vector& inp, const F64Vector& weight, const F64Vector& bias,
+                                    int M, int K, int N, bool gelu) {
+    F64Vector product(index(int64_t{M} * N));
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+            double sum = bias.empty() ? 0.0 : bias[index(n)];
+            for (int64_t k = 0; k < K; ++k) sum += inp[index(m * K + k)] * weight[index(n * K + k)];
+            product[index(m * N + n)] = sum;
+        }
+    if (!gelu) return {std::move(product), {}};
+    F64Vector out = f64_gelu_forward(product);
+    return {std::move(out), std::move(product)};
+}
+
+F64Vector f64_matmul_backward_input(const F64Vector& dout, const F64Vector& weight, int M, int K, int N) {
+    F64Vector dinp(index(int64_t{M} * K));
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) {
+            double sum = 0.0;
+            for (int64_t n = 0; n < N; ++n) sum += dout[index(m * N + n)] * weight[index(n * K + k)];
+            dinp[index(m * K + k)] = sum;
+        }
+    return dinp;
+}
+
+F64MatmulWeightGradient f64_matmul_backward_weight(const F64Vector& dout, const F64Vector& inp, int M, int K,
+                                                   int N) {
+    F64MatmulWeightGradient result{F64Vector(index(int64_t{N} * K)), F64Vector(index(N))};
+    for (int64_t n = 0; n < N; ++n) {
+        for (int64_t k = 0; k < K; ++k) {
+            double sum = 0.0;
+            for (int64_t m = 0; m < M; ++m) sum += dout[index(m * N + n)] * inp[index(m * K + k)];
+            result.dweight[index(n * K + k)] = sum;
+        }
+        double column = 0.0;
+        for (int64_t m = 0; m < M; ++m) column += dout[index(m * N + n)];
+        result.dbias[index(n)] = column;
+    }
+    return result;
+}
+
+double f64_gelu(double x) {
+    const double s = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + std::tanh(s * (x + kGeluCoefficient * x * x * x)));
+}
+
+double f64_gelu_derivative(double x) {
+    const double s = std::sqrt(2.0 / M_PI);
+    const double inner = s * (x + kGeluCoefficient * x * x * x);
+    const double tanh_inner = std::tanh(inner);
+    const double sech_squared = 1.0 - tanh_inner * tanh_inner;
+    return 0.5 * (1.0 + tanh_inner) + 0.5 * x * sech_squared * s * (1.0 + 3.0 * kGeluCoefficient * x * x);
+}
+
+F64Vector f64_gelu_forward(const F64Vector& inp) {
+    F64Vector out(inp.size());
+    for (size_t i = 0; i < inp.size(); ++i) out[i] = f64_gelu(inp[i]);
+    return out;
+}
+
+F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu) {
+    F64Vector dinp(dout.size());
+    for (size_t i = 0; i < dout.size(); ++i) dinp[i] = dout[i] * f64_gelu_derivative(pre_gelu[i]);
+    return dinp;
+}
+
+namespace {
+
+// Causal softmax probabilities P (T,T) of one (b, h), with their log-sum-exp.
+struct HeadProbabilities {
+    F64Vector p;    // (T,T), zero above the diagonal
+    F64Vector lse;  // (T)
+};
+
+HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int T, int C, int head_dim) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    HeadProbabilities result{F64Vector(index(int64_t{T} * T)), F64Vector(index(T))};
+    for (int t = 0; t < T; ++t) {
+        const double* q = qkv.data() + (int64_t{b} * T + t) * 3 * C + int64_t{h} * head_dim;
+        double* row = result.p.data() + int64_t{t} * T;
+        double max_score = -INFINITY;
+        for (int s = 0; s <= t; ++s) {
+            const double* k = qkv.data() + (int64_t{b} * T + s) * 3 * C + C + int64_t{h} * head_dim;
+            double dot = 0.0;
+            for (int d = 0; d < head_dim; ++d) dot += q[d] * k[d];
+            row[s] = dot * scale;
+            max_score = std::max(max_score, row[s]);
+        }
+        double sum = 0.0;
+        for (int s = 0; s <= t; ++s) sum += std::exp(row[s] - max_score);
+        const double lse = max_score + std::log(sum);
+        for (int s = 0; s <= t; ++s) row[s] = std::exp(row[s] - lse);
+        result.lse[index(t)] = lse;
+    }
+    return result;
+}
+
+}  // namespace
+
+F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int C, int n_head) {
+    const int head_dim = C / n_head;
+    F64AttentionForward result{F64Vector(index(int64_t{B} * T * C)),
+                               F64Vector(index(int64_t{B} * n_head * T))};
+    for (int b = 0; b < B; ++b)
+        for (int h = 0; h < n_head; ++h) {
+            const HeadProbabilities probabilities = head_probabilities(qkv, b, h, T, C, head_dim);
+            for (int t = 0; t < T; ++t) {
+                result.lse[index((int64_t{b} * n_head + h) * T + t)] = probabilities.lse[index(t)];
+                double* out = result.out.data() + (int64_t{b} * T + t) * C + int64_t{h} * head_dim;
+                for (int s = 0; s <= t; ++s) {
+                    const double p = probabilities.p[index(int64_t{t} * T + s)];
+                    const double* v =
+                        qkv.data() + (int64_t{b} * T + s) * 3 * C + 2 * C + int64_t{h} * head_dim;
+                    for (int d = 0; d < head_dim; ++d) out[d] += p * v[d];
+                }
+            }
+        }
+    return result;
+}
+
+F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int C,
+                                 int n_head) {
+    const int head_dim = C / n_head;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    F64Vector dqkv(qkv.size());
+    auto at = [&](int b, int t, int part, int h) {
+        return (int64_t{b} * T + t) * 3 * C + int64_t{part} * C + int64_t{h} * head_dim;
+    };
+    for (int b = 0; b < B; ++b)
+        for (int h = 0; h < n_head; ++h) {
+            const HeadProbabilities probabilities = head_probabilities(qkv, b, h, T, C, head_dim);
+            for (int t = 0; t < T; ++t) {
+                const double* dy = dout.data() + (int64_t{b} * T + t) * C + int64_t{h} * head_dim;
+                const double* p = probabilities.p.data() + int64_t{t} * T;
+                // dP[s] = dy · v_s;  dS[s] = P[s] (dP[s] - sum_r P[r] dP[r])
+                F64Vector dp(index(t + 1));
+                double weighted = 0.0;
+                for (int s = 0; s <= t; ++s) {
+                    const double* v = qkv.data() + at(b, s, 2, h);
+                    double dot = 0.0;
+                    for (int d = 0; d < head_dim; ++d) dot += dy[d] * v[d];
+                    dp[index(s)] = dot;
+                    weighted += p[s] * dot;
+                }
+                const double* q = qkv.data() + at(b, t, 0, h);
+                double* dq = dqkv.data() + at(b, t, 0, h);
+                for (int s = 0; s <= t; ++s) {
+                    const double ds = p[s] * (dp[index(s)] - weighted) * scale;
+                    const double* k = qkv.data() + at(b, s, 1, h);
+                    double* dk = dqkv.data() + at(b, s, 1, h);
+                    double* dv = dqkv.data() + at(b, s, 2, h);
+                    for (int d = 0; d < head_dim; ++d) {
+                        dq[d] += ds * k[d];
+                        dk[d] += ds * q[d];
+                        dv[d] += p[s] * dy[d];
+                    }
+                }
+            }
+        }
+    return dqkv;
+}
+
+F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
+                             int V, double gradient_scale, double loss_scale) {
+    F64Classifier result{F64Vector(index(N)), F64Vector(index(int64_t{N} * Vp))};
+    for (int64_t n = 0; n < N; ++n) {
+        const double* row = logits.data() + n * Vp;
+        const int target = targets[index(n)];
+        MIXGPT_REQUIRE(target >= 0 && target < V, "f64_classifier: target outside the vocabulary");
+        const double max_logit = *std::max_element(row, row + V);
+        double sum = 0.0;
+        for (int j = 0; j < V; ++j) sum += std::exp(row[j] - max_logit);
+        const double lse = max_logit + std::log(sum);
+        result.losses[index(n)] = lse - row[target];
+        for (int j = 0; j < V; ++j) {
+            const double softmax = std::exp(row[j] - lse);
+            result.dlogits[index(n * Vp + j)] =
+                gradient_scale * loss_scale * (softmax - (j == target ? 1.0 : 0.0));
+        }
+    }
+    return result;
+}
+
+F64GradNorm f64_grad_norm_squared(const F64Vector& grads) {
+    F64GradNorm result;
+    for (double g : grads) result.norm_squared += g * g;
+    result.non_finite = !std::isfinite(result.norm_squared);
+    return result;
+}
+
+void f64_adamw_step(F64Vector& params, const F64Vector& grads, F64Vector& m, F64Vector& v,
+                    int64_t decay_count, const AdamWHyper& hyper, StepStatus& status) {
+    if (status.skip != 0) return;
+    const int t = ++status.optimizer_steps;
+    const double loss_scale = status.loss_scale;
+    const double norm = std::sqrt(static_cast<double>(status.grad_norm_squared)) / loss_scale;
+    double gradient_factor = 1.0 / loss_scale;
+    if (hyper.max_grad_norm > 0.f && norm > hyper.max_grad_norm)
+        gradient_factor *= hyper.max_grad_norm / norm;
+    const double beta1 = hyper.beta1;
+    const double beta2 = hyper.beta2;
+    const double correction1 = 1.0 - std::pow(beta1, t);
+    const double correction2 = 1.0 - std::pow(beta2, t);
+    for (size_t i = 0; i < params.size(); ++i) {
+        const double g = grads[i] * gradient_factor;
+        m[i] = beta1 * m[i] + (1.0 - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
+        const double update = (m[i] / correction1) / (std::sqrt(v[i] / correction2) + hyper.epsilon);
+        const double decay = static_cast<int64_t>(i) < decay_count ? double{hyper.weight_decay} : 0.0;
+        params[i] -= hyper.learning_rate * (update + decay * params[i]);
+    }
+}
+
+void f64_update_loss_scale(StepStatus& status, const LossScaleConfig& config) {
+    if (status.skip != 0) {
+        status.skipped_steps += 1;
+        status.clean_steps = 0;
+        if (config.dynamic)
+            status.loss_scale = std::max(status.loss_scale * config.backoff_factor, config.min_scale);
+        return;
+    }
+    status.clean_steps += 1;
+    if (config.dynamic && status.clean_steps >= config.growth_interval) {
+        status.loss_scale = std::min(status.loss_scale * config.growth_factor, config.max_scale);
+        status.clean_steps = 0;
+    }
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,123 @@
+// Plain, single-threaded float64 implementations of every op of kernels/ops.h,
+// forward and backward, on std::vector<double> with shapes passed as ints.
+//
+// They are the reference the backends are judged against: the CPU backend's
+// tests compare with them (relative norm error for fp32, the 2x rule for low
+// precision), the GPU tests (tests/gpu/) use them as the FP64 reference, and
+// tests/test_gradcheck_ops.cpp validates every backward here against central
+// differences of the matching forward. Semantics follow the comments of
+// kernels/ops.h; where those leave a choice, the choice is written here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace mixgpt {
+
+using F64Vector = std::vector<double>;
+
+// ||out - ref|| / ||ref|| (Euclidean norms; ||out - ref|| when ref is all zero).
+double relative_norm_error(const std::vector<double>& out, const std::vector<double>& ref);
+
+// ---- embeddings ----
+// out (B,T,C) = wte[tokens] + wpe[t]; tokens (B,T); wte (Vp,C); wpe (maxT,C)
+F64Vector f64_embedding_forward(const std::vector<int32_t>& tokens, const F64Vector& wte,
+                                const F64Vector& wpe, int B, int T, int C);
+// dwte (Vp,C) +=, dwpe (maxT,C) +=; dout (B,T,C)
+void f64_embedding_backward(F64Vector& dwte, F64Vector& dwpe, const F64Vector& dout,
+                            const std::vector<int32_t>& tokens, int B, int T, int C);
+
+// ---- layer norm, eps = 1e-5, biased variance ----
+struct F64LayerNormForward {
+    F64Vector out;   // (N,C)
+    F64Vector mean;  // (N)
+    F64Vector rstd;  // (N) = 1 / sqrt(variance + eps)
+};
+F64LayerNormForward f64_layernorm_forward(const F64Vector& inp, const F64Vector& weight,
+                                          const F64Vector& bias, int N, int C);
+struct F64ResidualLayerNormForward {
+    F64Vector residual_out;    // (N,C) = residual_in + branch
+    F64LayerNormForward norm;  // LN(residual_out)
+};
+F64ResidualLayerNormForward f64_residual_layernorm_forward(const F64Vector& residual_in,
+                                                           const F64Vector& branch, const F64Vector& weight,
+                                                           const F64Vector& bias, int N, int C);
+struct F64LayerNormBackward {
+    F64Vector dinp;     // (N,C)
+    F64Vector dweight;  // (C)
+    F64Vector dbias;    // (C)
+};
+// The statistics are recomputed from inp in float64.
+F64LayerNormBackward f64_layernorm_backward(const F64Vector& dout, const F64Vector& inp,
+                                            const F64Vector& weight, int N, int C);
+
+// ---- matrix products ----
+struct F64MatmulForward {
+    F64Vector out;       // (M,N) = inp · weight^T + bias, or gelu of that with gelu
+    F64Vector pre_gelu;  // (M,N) the product before GELU; empty without gelu
+};
+// inp (M,K); weight (N,K); bias (N) or empty for none.
+F64MatmulForward f64_matmul_forward(const F64Vector& inp, const F64Vector& weight, const F64Vector& bias,
+                                    int M, int K, int N, bool gelu);
+// dinp (M,K) = dout (M,N) · weight (N,K)
+F64Vector f64_matmul_backward_input(const F64Vector& dout, const F64Vector& weight, int M, int K, int N);
+struct F64MatmulWeightGradient {
+    F64Vector dweight;  // (N,K) = dout^T · inp
+    F64Vector dbias;    // (N) column sums of dout
+};
+F64MatmulWeightGradient f64_matmul_backward_weight(const F64Vector& dout, const F64Vector& inp, int M, int K,
+                                                   int N);
+
+// ---- GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) ----
+double f64_gelu(double x);
+double f64_gelu_derivative(double x);
+F64Vector f64_gelu_forward(const F64Vector& inp);
+F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu);
+
+// ---- causal multi-head attention, scale 1/sqrt(C / n_head) ----
+struct F64AttentionForward {
+    F64Vector out;  // (B,T,C)
+    F64Vector lse;  // (B,H,T) log-sum-exp of each query's scaled scores over keys 0..t
+};
+// qkv (B,T,3C): [q | k | v] along the last axis, head h at columns h*hd..(h+1)*hd of each.
+F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int C, int n_head);
+// dqkv (B,T,3C) from dout (B,T,C).
+F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int C,
+                                 int n_head);
+
+// ---- fused classifier over a padded vocabulary ----
+struct F64Classifier {
+    F64Vector losses;   // (N) logsumexp(logits[i, :V]) - logits[i, target]
+    F64Vector dlogits;  // (N,Vp) gradient_scale * loss_scale * (softmax - onehot); 0 in columns >= V
+};
+// logits (N,Vp); targets (N) in [0, V).
+F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
+                             int V, double gradient_scale, double loss_scale);
+
+// ---- optimizer ----
+struct F64GradNorm {
+    double norm_squared = 0.0;
+    bool non_finite = false;  // some gradient is Inf or NaN (the step is to be skipped)
+};
+F64GradNorm f64_grad_norm_squared(const F64Vector& grads);
+
+// One AdamW step with the semantics of Backend::adamw_step, reading and updating
+// `status` the same way. Unless status.skip:
+//   t = ++status.optimizer_steps
+//   g = grad / loss_scale
+//   norm = sqrt(grad_norm_squared) / loss_scale; if max_grad_norm > 0 and norm > max_grad_norm,
+//     g *= max_grad_norm / norm
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   p -= lr * ( (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + wd * p ), wd only for i < decay_count
+void f64_adamw_step(F64Vector& params, const F64Vector& grads, F64Vector& m, F64Vector& v,
+                    int64_t decay_count, const AdamWHyper& hyper, StepStatus& status);
+
+// Backend::update_loss_scale:
+//   skip:     skipped_steps += 1, clean_steps = 0; dynamic: loss_scale = max(loss_scale * backoff, min_scale)
+//   no skip:  clean_steps += 1; dynamic and clean_steps >= growth_interval:
+//             loss_scale = min(loss_scale * growth, max_scale), clean_steps = 0
+void f64_update_loss_scale(StepStatus& status, const LossScaleConfig& config);
+
+}  // namespace mixgpt

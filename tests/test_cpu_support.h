@@ -1,0 +1,56 @@
+// Helpers of the CPU backend and model tests: tensors in host memory made from
+// float64 values (rounded to their dtype), read back as float64, and the error
+// bounds the tests judge by.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <vector>
+
+#include "core/memory.h"
+#include "core/tensor.h"
+#include "tests/reference_f64.h"
+
+namespace mixgpt::test {
+
+// The FP32 criterion of issue 4 (also used against PyTorch): relative norm error of an fp32
+// result against its float64 reference.
+constexpr double kFp32Tolerance = 1e-5;
+
+// A tensor in host memory (what the CPU backend works on).
+class HostTensor {
+public:
+    HostTensor(DType dtype, std::initializer_list<int64_t> shape);  // zeros
+    HostTensor(const std::vector<double>& values, DType dtype, std::initializer_list<int64_t> shape);
+    TensorView view() const { return view_; }
+    std::vector<double> values() const;
+
+private:
+    Buffer buffer_;
+    TensorView view_;
+};
+
+// int32 values (tokens, targets) with the view label DType::f32 (see kernels/cpu/tensor_checks.h).
+class IntTensor {
+public:
+    IntTensor(std::vector<int32_t> values, std::initializer_list<int64_t> shape);
+    TensorView view() const { return view_; }
+    const std::vector<int32_t>& values() const { return values_; }
+
+private:
+    std::vector<int32_t> values_;
+    TensorView view_;
+};
+
+std::vector<double> random_normal(size_t count, uint32_t seed, double std = 1.0);
+std::vector<int32_t> random_tokens(size_t count, int32_t vocabulary, uint32_t seed);
+// The values a tensor of `dtype` holds after storing `values`.
+std::vector<double> rounded(const std::vector<double>& values, DType dtype);
+// The error storage in `dtype` alone puts on `reference`: the yardstick of the 2x rule.
+double storage_error(const std::vector<double>& reference, DType dtype);
+// The bound a result stored in `dtype` must meet against its float64 reference: the FP32
+// criterion for fp32, else twice the storage error of the reference in that dtype.
+double tolerance_for(const std::vector<double>& reference, DType dtype);
+
+}  // namespace mixgpt::test

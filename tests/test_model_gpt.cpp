@@ -1,0 +1,219 @@
+// The GPT on the CPU backend: activation recomputation, thread count, loss
+// scaling, KV-cached decoding, the padded vocabulary, shorter batches, bad input.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include "core/error.h"
+#include "model/memory_plan.h"
+#include "tests/test_cpu_support.h"
+#include "tests/test_model_support.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr int kBatch = 2, kLength = 12;
+
+struct ModelRun {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<GPT> model;
+};
+
+ModelRun make_run(Precision precision, Recompute recompute, const GPTConfig& config = test::tiny_config(),
+                  int batch = kBatch, int length = kLength) {
+    ModelRun run{make_backend({"cpu", 0, precision, 0}), nullptr};
+    run.model = std::make_unique<GPT>(*run.backend, config, batch, length, recompute);
+    const std::vector<float> values = test::spread_parameters(config, run.model->layout(), 7);
+    run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
+    return run;
+}
+
+std::vector<int32_t> tokens_for(const GPTConfig& config, int64_t count, uint32_t seed) {
+    return test::random_tokens(static_cast<size_t>(count), config.vocab_size, seed);
+}
+
+class ModelPrecisions : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(ModelPrecisions, RecomputePoliciesGiveBitIdenticalGradients) {
+    const GPTConfig config = test::tiny_config();
+    const auto tokens = tokens_for(config, kBatch * kLength, 1),
+               targets = tokens_for(config, kBatch * kLength, 2);
+    ModelRun none = make_run(GetParam(), Recompute::none);
+    const test::PassResult reference = test::training_pass(*none.model, tokens, targets, kBatch, kLength);
+    for (Recompute policy : {Recompute::selective, Recompute::full}) {
+        ModelRun run = make_run(GetParam(), policy);
+        const test::PassResult result = test::training_pass(*run.model, tokens, targets, kBatch, kLength);
+        EXPECT_EQ(result.losses, reference.losses) << recompute_name(policy);
+        EXPECT_EQ(result.gradients, reference.gradients) << recompute_name(policy);
+    }
+}
+
+TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
+    const GPTConfig config = test::tiny_config();
+    ModelRun run = make_run(GetParam(), Recompute::none);
+    const int64_t Vp = config.padded_vocab_size();
+    const auto tokens = tokens_for(config, kBatch * kLength, 3);
+    const test::IntTensor token_tensor(tokens, {kBatch, kLength});
+    run.model->forward(token_tensor.view(), token_tensor.view());
+    const TensorView full = run.model->logits();  // (B, T, Vp)
+    std::vector<float> expected(static_cast<size_t>(full.numel()));
+    convert_to_float(full.data, full.dtype, expected.data(), expected.size());
+
+    // A prefill of 5 positions, then one token at a time. The matrix products see different row
+    // counts in the two computations (so sums may be blocked differently): the logits agree to
+    // the precision's own criterion rather than bit for bit.
+    int position = 0;
+    for (int count : {5, 1, 1, 1, 1, 1, 1, 1}) {
+        std::vector<int32_t> chunk;
+        for (int b = 0; b < kBatch; ++b)
+            chunk.insert(chunk.end(), tokens.begin() + b * kLength + position,
+                         tokens.begin() + b * kLength + position + count);
+        const test::IntTensor chunk_tensor(chunk, {kBatch, count});
+        const TensorView logits = run.model->forward_cached(chunk_tensor.view(), position);  // (B, Vp)
+        std::vector<float> got(static_cast<size_t>(logits.numel()));
+        convert_to_float(logits.data, logits.dtype, got.data(), got.size());
+        position += count;
+        std::vector<double> cached(got.begin(), got.end()), full_row;
+        for (int b = 0; b < kBatch; ++b)
+            full_row.insert(full_row.end(), expected.begin() + (b * kLength + position - 1) * Vp,
+                            expected.begin() + (b * kLength + position) * Vp);
+        EXPECT_LE(relative_norm_error(cached, full_row), test::tolerance_for(full_row, logits.dtype))
+            << "position " << position - 1;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, ModelPrecisions,
+                         ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16,
+                                           Precision::fp16),
+                         [](const auto& info) { return std::string(precision_name(info.param)); });
+
+// Large enough that the matmul tiles and the OpenMP loops split the work (M = 256 rows): 1 thread,
+// one per processor and 3 give the same bits.
+TEST(ModelThreads, ThreadCountDoesNotChangeLossOrGradients) {
+    GPTConfig config = test::tiny_config();
+    config.n_embd = 128;
+    config.max_seq_len = 64;
+    const int batch = 4, length = 64;
+    const auto tokens = tokens_for(config, batch * length, 4),
+               targets = tokens_for(config, batch * length, 5);
+    auto pass_with = [&](int threads) {
+        omp_set_num_threads(threads);
+        ModelRun run = make_run(Precision::fp32, Recompute::none, config, batch, length);
+        return test::training_pass(*run.model, tokens, targets, batch, length);
+    };
+    const int threads = omp_get_max_threads();
+    const test::PassResult one = pass_with(1);
+    for (int count : {omp_get_num_procs(), 3}) {
+        const test::PassResult several = pass_with(count);
+        EXPECT_EQ(one.losses, several.losses) << count << " threads";
+        EXPECT_EQ(one.gradients, several.gradients) << count << " threads";
+    }
+    omp_set_num_threads(threads);
+}
+
+// Scaling the loss by a power of two scales every gradient exactly (fp32, no overflow).
+TEST(ModelLossScale, GradientsScaleWithTheLossScale) {
+    const GPTConfig config = test::tiny_config();
+    const auto tokens = tokens_for(config, kBatch * kLength, 6),
+               targets = tokens_for(config, kBatch * kLength, 7);
+    ModelRun run = make_run(Precision::fp32, Recompute::none);
+    const test::PassResult plain = test::training_pass(*run.model, tokens, targets, kBatch, kLength);
+    StepStatus status;
+    status.loss_scale = 1024.f;
+    const test::PassResult scaled =
+        test::training_pass(*run.model, tokens, targets, kBatch, kLength, &status);
+    EXPECT_EQ(scaled.losses, plain.losses);
+    for (size_t i = 0; i < plain.gradients.size(); ++i)
+        ASSERT_EQ(scaled.gradients[i], 1024.f * plain.gradients[i]);
+}
+
+TEST(ModelVocabularyPadding, PaddingRowsGetNoGradientAndStayZero) {
+    const GPTConfig config = test::tiny_config();
+    ModelRun run = make_run(Precision::bf16, Recompute::none);
+    const ParameterView& wte = run.model->layout().find("wte");
+    const int64_t first = wte.offset + int64_t{config.vocab_size} * config.n_embd,
+                  last = wte.offset + wte.numel;
+    const int64_t n = run.model->layout().total();
+    Buffer moments = run.backend->allocate(2 * static_cast<size_t>(n) * sizeof(float));
+    const TensorView m(moments.as<float>(), DType::f32, {n}), v(moments.as<float>() + n, DType::f32, {n});
+    AdamWHyper hyper;
+    hyper.learning_rate = 1e-2f;
+    StepStatus status;
+    for (int step = 0; step < 3; ++step) {
+        const auto tokens = tokens_for(config, kBatch * kLength, 10 + step);
+        const test::PassResult result = test::training_pass(*run.model, tokens, tokens, kBatch, kLength);
+        for (int64_t i = first; i < last; ++i) ASSERT_EQ(result.gradients[static_cast<size_t>(i)], 0.f);
+        run.backend->grad_norm_squared(&status, run.model->gradients());
+        run.backend->adamw_step(run.model->master_parameters(), run.model->gradients(), m, v,
+                                run.model->working_parameters(), run.model->layout().decay_count(), hyper,
+                                &status);
+    }
+    EXPECT_EQ(status.optimizer_steps, 3);
+    const float* masters = run.model->master_parameters().as<const float>();
+    for (int64_t i = first; i < last; ++i) ASSERT_EQ(masters[i], 0.f);
+    EXPECT_NE(masters[wte.offset], 0.f);
+}
+
+// A batch smaller than the model's (b < B, t < T) gives the losses of the same tokens in a
+// full batch: attention is causal and the rows are independent.
+TEST(ModelBatchShape, ShorterBatchGivesThePrefixLosses) {
+    const GPTConfig config = test::tiny_config();
+    ModelRun run = make_run(Precision::fp32, Recompute::none);
+    const auto tokens = tokens_for(config, kBatch * kLength, 20);
+    const test::IntTensor all(tokens, {kBatch, kLength});
+    const TensorView full_losses = run.model->forward(all.view(), all.view());
+    const std::vector<float> full(full_losses.as<float>(), full_losses.as<float>() + kBatch * kLength);
+    const int length = 5;
+    const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + length);
+    const test::IntTensor short_batch(prefix, {1, length});
+    const TensorView short_losses = run.model->forward(short_batch.view(), short_batch.view());
+    std::vector<double> got, expected;
+    for (int t = 0; t < length; ++t) {
+        got.push_back(short_losses.as<float>()[t]);
+        expected.push_back(full[static_cast<size_t>(t)]);
+    }
+    EXPECT_LE(relative_norm_error(got, expected), test::kFp32Tolerance);
+}
+
+TEST(ModelInput, BadShapesAndParametersAreRefused) {
+    const GPTConfig config = test::tiny_config();
+    ModelRun run = make_run(Precision::fp32, Recompute::none);
+    const test::IntTensor too_long(std::vector<int32_t>(kLength + 1, 0), {1, kLength + 1});
+    EXPECT_THROW(run.model->forward(too_long.view(), too_long.view()), Error);
+    const test::IntTensor out_of_vocabulary({config.vocab_size, 0}, {1, 2});
+    EXPECT_THROW(run.model->forward(out_of_vocabulary.view(), out_of_vocabulary.view()), Error);
+    std::vector<float> values = test::spread_parameters(config, run.model->layout(), 1);
+    values[static_cast<size_t>(run.model->layout().find("wte").offset +
+                               int64_t{config.vocab_size} * config.n_embd)] = 1.f;
+    EXPECT_THROW(run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size())),
+                 Error);
+    EXPECT_THROW(run.model->load_master_parameters(values.data(), 10), Error);
+    EXPECT_THROW(GPT(*run.backend, config, kBatch, config.max_seq_len + 1, Recompute::none), Error);
+}
+
+// What plan_memory promises is what the model allocates (the optimizer's moments belong to the
+// trainer and are not allocated by the GPT), and recomputation saves activation memory.
+TEST(ModelMemoryPlan, PlanMatchesAllocationsAndRecomputeSaves) {
+    GPTConfig config = test::tiny_config();
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
+        size_t previous = 0;
+        for (Recompute policy : {Recompute::none, Recompute::selective, Recompute::full}) {
+            auto backend = make_backend({"cpu", 0, precision, 0});
+            const GPT model(*backend, config, kBatch, kLength, policy);
+            const MemoryPlan plan = plan_memory(config, kBatch, kLength, precision, policy);
+            EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state);
+            EXPECT_EQ(plan.optimizer_state, 2 * plan.parameters);
+            EXPECT_EQ(plan.working_copy, precision == Precision::fp32 ? 0 : plan.parameters / 2);
+            if (previous != 0) {
+                EXPECT_LT(plan.activations, previous) << recompute_name(policy);
+            }
+            previous = plan.activations;
+        }
+    }
+    const std::string table =
+        format_memory_plan(plan_memory(config, kBatch, kLength, Precision::bf16, Recompute::none));
+    EXPECT_NE(table.find("activations"), std::string::npos);
+    EXPECT_NE(table.find("total"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -1,0 +1,99 @@
+// ParameterLayout (names, order, decay range) and GPT-2 initialization.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/parameters.h"
+
+namespace mixgpt {
+namespace {
+
+GPTConfig small_config() {
+    GPTConfig config;
+    config.n_layer = 3;
+    config.n_head = 2;
+    config.n_embd = 32;
+    config.vocab_size = 200;
+    config.max_seq_len = 64;
+    return config;
+}
+
+TEST(ModelParameters, LayoutIsContiguousWithDecayedMatricesFirst) {
+    const GPTConfig config = small_config();
+    const ParameterLayout layout(config);
+    int64_t offset = 0;
+    bool in_decay = true;
+    for (const ParameterView& view : layout.views()) {
+        EXPECT_EQ(view.offset, offset) << view.name;
+        EXPECT_EQ(view.decay, view.shape.size() == 2) << view.name;
+        if (!view.decay) in_decay = false;
+        EXPECT_TRUE(view.decay == in_decay) << view.name << " breaks the decay range";
+        offset += view.numel;
+        if (view.decay) {
+            EXPECT_LE(offset, layout.decay_count());
+        }
+    }
+    EXPECT_EQ(offset, layout.total());
+    EXPECT_EQ(layout.views().size(), static_cast<size_t>(2 + 12 * config.n_layer + 2));
+    const int64_t padding = int64_t{config.padded_vocab_size() - config.vocab_size} * config.n_embd;
+    EXPECT_EQ(layout.total(), config.num_parameters() + padding);
+}
+
+TEST(ModelParameters, NamesAndShapesFollowGpt2) {
+    const ParameterLayout layout(small_config());
+    EXPECT_EQ(layout.find("wte").shape, (std::vector<int64_t>{256, 32}));
+    EXPECT_EQ(layout.find("wpe").shape, (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(layout.find("h.2.attn.c_attn.weight").shape, (std::vector<int64_t>{96, 32}));
+    EXPECT_EQ(layout.find("h.0.mlp.c_proj.weight").shape, (std::vector<int64_t>{32, 128}));
+    EXPECT_EQ(layout.find("h.1.mlp.c_fc.bias").shape, (std::vector<int64_t>{128}));
+    EXPECT_EQ(layout.find("ln_f.bias").shape, (std::vector<int64_t>{32}));
+    EXPECT_THROW(layout.find("h.3.ln_1.weight"), Error);
+}
+
+TEST(ModelParameters, InitializationFollowsGpt2) {
+    const GPTConfig config = small_config();
+    const ParameterLayout layout(config);
+    const std::vector<float> values = init_gpt2_parameters(config, layout, 1234);
+    auto statistics = [&](const std::string& name, int64_t count) {
+        const ParameterView& view = layout.find(name);
+        double sum = 0.0, squares = 0.0;
+        for (int64_t i = 0; i < count; ++i) {
+            sum += values[static_cast<size_t>(view.offset + i)];
+            squares +=
+                values[static_cast<size_t>(view.offset + i)] * values[static_cast<size_t>(view.offset + i)];
+        }
+        return std::make_pair(sum / count, std::sqrt(squares / count));
+    };
+    // Sample standard deviations of n normal values are within 5 / sqrt(2n) (relative) of the truth.
+    const ParameterView& wte = layout.find("wte");
+    const int64_t real = int64_t{config.vocab_size} * config.n_embd;
+    const auto [wte_mean, wte_std] = statistics("wte", real);
+    EXPECT_NEAR(wte_std, 0.02, 0.02 * 5 / std::sqrt(2.0 * real));
+    EXPECT_NEAR(wte_mean, 0.0, 0.02 * 5 / std::sqrt(real));
+    for (int64_t i = real; i < wte.numel; ++i) ASSERT_EQ(values[static_cast<size_t>(wte.offset + i)], 0.f);
+    const int64_t projection = layout.find("h.1.mlp.c_proj.weight").numel;
+    const double residual_std = 0.02 / std::sqrt(2.0 * config.n_layer);
+    EXPECT_NEAR(statistics("h.1.mlp.c_proj.weight", projection).second, residual_std,
+                residual_std * 5 / std::sqrt(2.0 * projection));
+    EXPECT_EQ(statistics("h.0.ln_1.weight", 32), std::make_pair(1.0, 1.0));
+    EXPECT_EQ(statistics("h.0.attn.c_attn.bias", 96), std::make_pair(0.0, 0.0));
+    EXPECT_EQ(statistics("ln_f.weight", 32).first, 1.0);
+}
+
+TEST(ModelParameters, InitializationDependsOnSeedOnlyNotThreads) {
+    const GPTConfig config = small_config();
+    const ParameterLayout layout(config);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const std::vector<float> single = init_gpt2_parameters(config, layout, 99);
+    omp_set_num_threads(3);
+    const std::vector<float> three = init_gpt2_parameters(config, layout, 99);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(single, three);
+    EXPECT_NE(single, init_gpt2_parameters(config, layout, 100));
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -1,0 +1,60 @@
+#include "tests/test_model_support.h"
+
+#include <random>
+
+namespace mixgpt::test {
+
+GPTConfig tiny_config() {
+    GPTConfig config;
+    config.n_layer = 2;
+    config.n_head = 2;
+    config.n_embd = 32;
+    config.vocab_size = 200;
+    config.max_seq_len = 16;
+    return config;
+}
+
+std::vector<float> spread_parameters(const GPTConfig& config, const ParameterLayout& layout, uint32_t seed) {
+    std::mt19937 generator(seed);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> values(static_cast<size_t>(layout.total()));
+    for (const ParameterView& view : layout.views()) {
+        const bool is_norm = view.name.find("ln_") != std::string::npos;
+        const bool is_weight =
+            view.name.size() > 6 && view.name.compare(view.name.size() - 6, 6, "weight") == 0;
+        const int64_t count = view.name == "wte" ? int64_t{config.vocab_size} * config.n_embd : view.numel;
+        for (int64_t i = 0; i < count; ++i) {
+            float value = normal(generator);
+            if (view.decay)
+                value *= 0.1f;
+            else if (is_norm)
+                value = (is_weight ? 1.f : 0.f) + 0.1f * value;
+            else
+                value *= 0.05f;
+            values[static_cast<size_t>(view.offset + i)] = value;
+        }
+    }
+    return values;
+}
+
+PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
+                         int64_t b, int64_t t, const StepStatus* status) {
+    Backend& backend = model.backend();
+    const size_t count = static_cast<size_t>(b * t);
+    Buffer batch = backend.allocate(2 * count * sizeof(int32_t));
+    auto* token_memory = batch.as<int32_t>();
+    backend.copy_to_backend(token_memory, tokens.data(), count * sizeof(int32_t));
+    backend.copy_to_backend(token_memory + count, targets.data(), count * sizeof(int32_t));
+    model.zero_gradients();
+    const TensorView losses = model.forward_backward(TensorView(token_memory, DType::f32, {b, t}),
+                                                     TensorView(token_memory + count, DType::f32, {b, t}),
+                                                     1.f / static_cast<float>(count), status);
+    PassResult result{std::vector<float>(count),
+                      std::vector<float>(static_cast<size_t>(model.layout().total()))};
+    backend.copy_to_host(result.losses.data(), losses.data, count * sizeof(float));
+    backend.copy_to_host(result.gradients.data(), model.gradients().data,
+                         result.gradients.size() * sizeof(float));
+    return result;
+}
+
+}  // namespace mixgpt::test

@@ -1,0 +1,30 @@
+// Helpers of the GPT tests: small configurations, parameters spread wide enough
+// that attention is far from uniform, and one training pass read back to the host.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/gpt.h"
+
+namespace mixgpt::test {
+
+// 2 layers, 2 heads, width 32, vocabulary 200 (padded 256), context 16.
+GPTConfig tiny_config();
+
+// Random parameters: matrices N(0, 0.1) (wte's padding rows 0), biases N(0, 0.05), LayerNorm
+// weights 1 + N(0, 0.1) and biases N(0, 0.1). Deterministic in `seed`.
+std::vector<float> spread_parameters(const GPTConfig& config, const ParameterLayout& layout, uint32_t seed);
+
+struct PassResult {
+    std::vector<float> losses;     // (b * t)
+    std::vector<float> gradients;  // (n)
+};
+
+// Zeroes the gradients, runs forward_backward(gradient_scale 1 / (b t)) on host tokens/targets
+// (b, t), and reads losses and gradients back.
+PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
+                         int64_t b, int64_t t, const StepStatus* status = nullptr);
+
+}  // namespace mixgpt::test

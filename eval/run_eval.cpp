@@ -1,0 +1,153 @@
+#include "eval/run_eval.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/h5.h"
+#include "core/log.h"
+#include "eval/dataset_path.h"
+#include "eval/evaluate.h"
+#include "tokenizer/corpus.h"
+#include "tokenizer/dataset.h"
+#include "tokenizer/loader.h"
+
+namespace mixgpt {
+namespace {
+
+struct TokenSource {
+    std::vector<int32_t> tokens;
+    double bytes_per_token = 0;
+};
+
+// The first `count` tokens of a split (format: tokenizer/dataset.h), as int32.
+std::vector<int32_t> read_split_tokens(const DatasetInfo& info, const std::string& split, int64_t count) {
+    std::vector<int32_t> tokens(static_cast<size_t>(count));
+    const h5::File file = h5::File::open_read(info.path);
+    file.read_range("/" + split + "/tokens", h5::Type::i32, tokens.data(), 0, count);
+    return tokens;
+}
+
+// Each document's tokens followed by the end-of-text token, as the dataset stores them.
+TokenSource tokenize_text(const std::vector<std::string>& inputs, const Tokenizer& tokenizer,
+                          int64_t max_tokens) {
+    CorpusOptions corpus_options;
+    corpus_options.inputs = inputs;
+    Corpus corpus = Corpus::from_files(resolve_inputs(corpus_options), corpus_options);
+    TokenSource source;
+    int64_t bytes = 0;
+    TextSegment segment;
+    while (corpus.next(segment) &&
+           (max_tokens == 0 || static_cast<int64_t>(source.tokens.size()) < max_tokens)) {
+        const std::vector<int32_t> pieces = tokenizer.encode(segment.text);
+        source.tokens.insert(source.tokens.end(), pieces.begin(), pieces.end());
+        if (segment.last) source.tokens.push_back(tokenizer.eot_id());
+        bytes += static_cast<int64_t>(segment.text.size());
+    }
+    MIXGPT_REQUIRE(!source.tokens.empty(), "text: the inputs hold no text");
+    source.bytes_per_token = static_cast<double>(bytes) / static_cast<double>(source.tokens.size());
+    if (max_tokens > 0 && static_cast<int64_t>(source.tokens.size()) > max_tokens)
+        source.tokens.resize(static_cast<size_t>(max_tokens));
+    return source;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) text += (text.empty() ? "" : " ") + part;
+    return text;
+}
+
+}  // namespace
+
+EvalReport run_evaluation(const EvalOptions& options) {
+    MIXGPT_REQUIRE(
+        options.batch_size >= 0 && options.seq_len >= 0 && options.stride >= 0 && options.max_tokens >= 0,
+        "batch-size, seq-len, stride, max-tokens: must not be negative");
+    CheckpointModel loaded = CheckpointModel::read(options.checkpoint);
+    const Checkpoint& trained = loaded.checkpoint;
+    const std::string trained_batch = checkpoint_option(trained, "batch_size");
+    MIXGPT_REQUIRE(options.batch_size > 0 || !trained_batch.empty(),
+                   "batch-size: not recorded in the checkpoint, give --batch-size");
+    const int batch_size = options.batch_size > 0 ? options.batch_size : std::stoi(trained_batch);
+    const int seq_len = options.seq_len > 0 ? options.seq_len : trained.config.max_seq_len;
+    MIXGPT_REQUIRE(seq_len <= trained.config.max_seq_len, "seq-len: " + std::to_string(seq_len) +
+                                                              " exceeds the model's context of " +
+                                                              std::to_string(trained.config.max_seq_len));
+    const int stride = options.stride > 0 ? options.stride : seq_len;
+
+    loaded.instantiate(options.device, batch_size, seq_len);
+    EvalReport report;
+    report.checkpoint = loaded.path;
+    report.step = loaded.checkpoint.step;
+    report.seq_len = seq_len;
+    report.stride = stride;
+    report.batch_size = batch_size;
+
+    if (!options.text_inputs.empty()) {
+        const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
+        const TokenSource source = tokenize_text(options.text_inputs, tokenizer, options.max_tokens);
+        report.source = "text " + join(options.text_inputs);
+        report.bytes_per_token = source.bytes_per_token;
+        report.totals = evaluate_tokens(*loaded.model, source.tokens, stride);
+    } else {
+        const std::string given =
+            options.dataset.empty() ? checkpoint_option(loaded.checkpoint, "dataset") : options.dataset;
+        MIXGPT_REQUIRE(!given.empty(), "dataset: not given and not recorded in the checkpoint");
+        const std::string dataset = resolve_dataset_path(given);
+        const DatasetInfo info = read_dataset_info(dataset);
+        MIXGPT_REQUIRE(info.tokenizer_sha256 == loaded.checkpoint.tokenizer_sha256,
+                       dataset + ": tokenizer_sha256 is " + info.tokenizer_sha256 + ", the checkpoint " +
+                           loaded.path + " was trained with " + loaded.checkpoint.tokenizer_sha256);
+        const SplitInfo& split = info.split(options.split);
+        report.source = "dataset " + dataset + " split " + options.split;
+        report.bytes_per_token = static_cast<double>(split.bytes) / static_cast<double>(split.tokens);
+        if (stride == seq_len && options.max_tokens == 0) {
+            LoaderOptions loader_options;
+            loader_options.dataset_path = dataset;
+            loader_options.split = options.split;
+            loader_options.batch_size = batch_size;
+            loader_options.seq_len = seq_len;
+            loader_options.mode = LoaderMode::eval;
+            loader_options.prefetch = false;
+            loader_options.vocab_limit = loaded.checkpoint.config.vocab_size;
+            DataLoader loader(loader_options);
+            report.totals = evaluate_loader(*loaded.model, loader, 0);
+        } else {
+            const int64_t count =
+                options.max_tokens > 0 ? std::min(options.max_tokens, split.tokens) : split.tokens;
+            report.totals =
+                evaluate_tokens(*loaded.model, read_split_tokens(info, options.split, count), stride);
+        }
+    }
+    report.mean_loss = report.totals.mean_loss();
+    report.perplexity = report.totals.perplexity();
+    report.bits_per_byte = report.totals.bits_per_byte(report.bytes_per_token);
+    return report;
+}
+
+std::string eval_report_json(const EvalReport& report) {
+    const nlohmann::ordered_json json = {{"checkpoint", report.checkpoint},
+                                         {"step", report.step},
+                                         {"source", report.source},
+                                         {"seq_len", report.seq_len},
+                                         {"stride", report.stride},
+                                         {"batch_size", report.batch_size},
+                                         {"tokens", report.totals.tokens},
+                                         {"total_nats", report.totals.nats},
+                                         {"mean_loss", report.mean_loss},
+                                         {"perplexity", report.perplexity},
+                                         {"bytes_per_token", report.bytes_per_token},
+                                         {"bits_per_byte", report.bits_per_byte}};
+    return json.dump(2);
+}
+
+std::string eval_report_text(const EvalReport& report) {
+    return format(
+        "checkpoint     %s (step %lld)\nsource         %s\nwindows        T=%d, stride %d\n"
+        "tokens scored  %lld\nmean loss      %.6f nats/token\nperplexity     %.4f\n"
+        "bits per byte  %.6f (%.3f bytes/token)\n",
+        report.checkpoint.c_str(), static_cast<long long>(report.step), report.source.c_str(), report.seq_len,
+        report.stride, static_cast<long long>(report.totals.tokens), report.mean_loss, report.perplexity,
+        report.bits_per_byte, report.bytes_per_token);
+}
+
+}  // namespace mixgpt

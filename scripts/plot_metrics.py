@@ -1,0 +1,105 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Plots a training run's metrics file (metrics.jsonl from `mixgpt train`) as a PNG.
+
+Top panel: training loss per step (faint) with a moving average, and the validation loss at
+each evaluation. Bottom panel: learning rate, and the loss scale when it is not constantly 1.
+A resumed run appends to the file; for a step seen twice the later line wins.
+
+    scripts/plot_metrics.py runs/demo/metrics.jsonl            # writes runs/demo/metrics.png
+    scripts/plot_metrics.py runs/demo/metrics.jsonl -o loss.png
+"""
+import argparse
+import json
+import math
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_metrics(path):
+    """Returns ({step: train record}, {step: eval record}), later lines replacing earlier ones."""
+    train, evaluation = {}, {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                sys.exit(f"{path}:{number}: not JSON ({error.msg})")
+            kind = record.get("type")
+            if kind == "train":
+                train[record["step"]] = record
+            elif kind == "eval":
+                evaluation[record["step"]] = record
+    return train, evaluation
+
+
+def as_number(value):
+    return math.nan if value is None else float(value)
+
+
+def moving_average(values, window):
+    averaged, total, count, queue = [], 0.0, 0, []
+    for value in values:
+        queue.append(value)
+        if math.isfinite(value):
+            total, count = total + value, count + 1
+        if len(queue) > window:
+            old = queue.pop(0)
+            if math.isfinite(old):
+                total, count = total - old, count - 1
+        averaged.append(total / count if count else math.nan)
+    return averaged
+
+
+def plot(train, evaluation, output, title):
+    steps = sorted(train)
+    losses = [as_number(train[s]["loss"]) for s in steps]
+    figure, (loss_axis, lr_axis) = plt.subplots(
+        2, 1, figsize=(9, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    loss_axis.plot(steps, losses, color="tab:blue", alpha=0.25, linewidth=0.8, label="train loss")
+    window = max(1, len(steps) // 50)
+    loss_axis.plot(steps, moving_average(losses, window), color="tab:blue", linewidth=1.6,
+                   label=f"train loss ({window}-step mean)")
+    if evaluation:
+        eval_steps = sorted(evaluation)
+        loss_axis.plot(eval_steps, [as_number(evaluation[s]["val_loss"]) for s in eval_steps], "o-",
+                       color="tab:orange", linewidth=1.6, label="validation loss")
+    loss_axis.set_ylabel("loss (nats/token)")
+    loss_axis.set_title(title)
+    loss_axis.grid(alpha=0.3)
+    loss_axis.legend()
+
+    lr_axis.plot(steps, [as_number(train[s]["lr"]) for s in steps], color="tab:green", label="learning rate")
+    lr_axis.set_ylabel("learning rate")
+    lr_axis.set_xlabel("step")
+    lr_axis.grid(alpha=0.3)
+    scales = [as_number(train[s]["loss_scale"]) for s in steps]
+    if any(scale != 1.0 for scale in scales):
+        scale_axis = lr_axis.twinx()
+        scale_axis.plot(steps, scales, color="tab:red", linewidth=1.0, label="loss scale")
+        scale_axis.set_yscale("log", base=2)
+        scale_axis.set_ylabel("loss scale")
+    figure.tight_layout()
+    figure.savefig(output, dpi=120)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("metrics", help="metrics.jsonl of a training run")
+    parser.add_argument("-o", "--output", help="PNG to write (default: beside the metrics file)")
+    arguments = parser.parse_args()
+    train, evaluation = read_metrics(arguments.metrics)
+    if not train:
+        sys.exit(f"{arguments.metrics}: no training steps recorded")
+    output = arguments.output or arguments.metrics.rsplit(".", 1)[0] + ".png"
+    plot(train, evaluation, output, arguments.metrics)
+    print(output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+// Checkpoint files: exact round trip, atomic write, refusal of truncated, corrupted and
+// mismatched files with a message naming the problem, and the run directory's bookkeeping.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "model/parameters.h"
+
+namespace mixgpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        directory_ = fs::temp_directory_path() / ("mixgpt_checkpoint_test_" + std::to_string(::getpid()));
+        fs::remove_all(directory_);
+        fs::create_directories(directory_);
+    }
+    void TearDown() override { fs::remove_all(directory_); }
+
+    static Checkpoint make_checkpoint(int64_t step) {
+        Checkpoint checkpoint;
+        checkpoint.config.n_layer = 1;
+        checkpoint.config.n_head = 2;
+        checkpoint.config.n_embd = 8;
+        checkpoint.config.vocab_size = 20;
+        checkpoint.config.max_seq_len = 8;
+        checkpoint.tokenizer_path = "data/tiny/tokenizer.model";
+        checkpoint.tokenizer_sha256 = std::string(64, 'a');
+        checkpoint.precision = Precision::bf16;
+        checkpoint.step = step;
+        checkpoint.seed = 0x9e3779b97f4a7c15ull;
+        checkpoint.tokens_seen = 1234 * step;
+        const size_t n = static_cast<size_t>(ParameterLayout(checkpoint.config).total());
+        std::mt19937 random(static_cast<unsigned>(step));
+        std::normal_distribution<float> normal;
+        for (std::vector<float>* values : {&checkpoint.parameters, &checkpoint.adam_m, &checkpoint.adam_v})
+            for (size_t i = 0; i < n; ++i) values->push_back(normal(random));
+        for (size_t i = 0; i < n; ++i) checkpoint.working_bits.push_back(static_cast<uint16_t>(random()));
+        checkpoint.status.loss_scale = 32768.f;
+        checkpoint.status.clean_steps = 17;
+        checkpoint.status.skipped_steps = 3;
+        checkpoint.status.optimizer_steps = static_cast<int32_t>(step) - 3;
+        checkpoint.loader_state = {2, 41, -7, int64_t{1} << 40};
+        checkpoint.options = {
+            {"lr", "0.00059999999999999995"}, {"dataset", "data/tiny/dataset.h5"}, {"empty", ""}};
+        return checkpoint;
+    }
+
+    std::string path(const std::string& name) const { return (directory_ / name).string(); }
+
+    fs::path directory_;
+};
+
+std::string error_of(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    return "";
+}
+
+TEST_F(CheckpointTest, RoundTripIsExact) {
+    const Checkpoint written = make_checkpoint(40);
+    write_checkpoint(path("a.h5"), written);
+    const Checkpoint read = read_checkpoint(path("a.h5"));
+    EXPECT_EQ(read.config.n_layer, 1);
+    EXPECT_EQ(read.config.n_head, 2);
+    EXPECT_EQ(read.config.n_embd, 8);
+    EXPECT_EQ(read.config.vocab_size, 20);
+    EXPECT_EQ(read.config.max_seq_len, 8);
+    EXPECT_EQ(read.tokenizer_path, written.tokenizer_path);
+    EXPECT_EQ(read.tokenizer_sha256, written.tokenizer_sha256);
+    EXPECT_EQ(read.precision, Precision::bf16);
+    EXPECT_EQ(read.step, 40);
+    EXPECT_EQ(read.seed, written.seed);
+    EXPECT_EQ(read.tokens_seen, written.tokens_seen);
+    EXPECT_EQ(read.parameters, written.parameters);
+    EXPECT_EQ(read.working_bits, written.working_bits);
+    EXPECT_EQ(read.adam_m, written.adam_m);
+    EXPECT_EQ(read.adam_v, written.adam_v);
+    EXPECT_EQ(read.status.loss_scale, 32768.f);
+    EXPECT_EQ(read.status.clean_steps, 17);
+    EXPECT_EQ(read.status.skipped_steps, 3);
+    EXPECT_EQ(read.status.optimizer_steps, 37);
+    EXPECT_EQ(read.loader_state, written.loader_state);
+    EXPECT_EQ(read.options, written.options);
+
+    const Checkpoint weights = read_checkpoint(path("a.h5"), CheckpointContent::weights);
+    EXPECT_EQ(weights.parameters, written.parameters);
+    EXPECT_TRUE(weights.adam_m.empty());
+}
+
+TEST_F(CheckpointTest, WriteLeavesOnlyTheFinalFile) {
+    write_checkpoint(path("sub/dir/a.h5"), make_checkpoint(1));
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(directory_ / "sub/dir"))
+        names.push_back(entry.path().filename());
+    EXPECT_EQ(names, std::vector<std::string>{"a.h5"});
+
+    Checkpoint broken = make_checkpoint(2);
+    broken.adam_v.pop_back();
+    EXPECT_THROW(write_checkpoint(path("b.h5"), broken), Error);
+    EXPECT_FALSE(fs::exists(path("b.h5")));
+}
+
+TEST_F(CheckpointTest, TruncationAtAnyByteIsRefusedCleanly) {
+    write_checkpoint(path("full.h5"), make_checkpoint(3));
+    const auto size = static_cast<int64_t>(fs::file_size(path("full.h5")));
+    fs::copy_file(path("full.h5"), path("cut.h5"));
+    for (int64_t length = size - 1; length >= 0; --length) {
+        ASSERT_EQ(::truncate(path("cut.h5").c_str(), length), 0);
+        const std::string message = error_of([&] { read_checkpoint(path("cut.h5")); });
+        ASSERT_NE(message.find(path("cut.h5") + ": "), std::string::npos)
+            << "length " << length << ": " << message;
+        ASSERT_TRUE(message.find("truncated") != std::string::npos ||
+                    message.find("not a mixgpt") != std::string::npos)
+            << "length " << length << ": " << message;
+    }
+}
+
+TEST_F(CheckpointTest, CorruptionAnywhereIsRefused) {
+    write_checkpoint(path("bad.h5"), make_checkpoint(4));
+    const auto size = static_cast<int64_t>(fs::file_size(path("bad.h5")));
+    const auto flip_byte = [&](int64_t position) {
+        std::fstream file(path("bad.h5"), std::ios::binary | std::ios::in | std::ios::out);
+        file.seekg(position);
+        const char original = static_cast<char>(file.get());
+        file.seekp(position);
+        file.put(static_cast<char>(original ^ 0x5a));
+    };
+    // Every 3rd byte after the header (HDF5 metadata and datasets alike), one at a time.
+    for (int64_t position = 512; position < size; position += 3) {
+        flip_byte(position);
+        const std::string message = error_of([&] { read_checkpoint(path("bad.h5")); });
+        ASSERT_NE(message.find("corrupt checkpoint (checksum mismatch)"), std::string::npos)
+            << "byte " << position << ": " << message;
+        flip_byte(position);
+    }
+    EXPECT_NO_THROW(read_checkpoint(path("bad.h5")));
+    flip_byte(0);
+    EXPECT_NE(error_of([&] { read_checkpoint(path("bad.h5")); }).find("not a mixgpt checkpoint"),
+              std::string::npos);
+}
+
+TEST_F(CheckpointTest, MismatchedShapeOrTokenizerNamesTheField) {
+    const Checkpoint checkpoint = make_checkpoint(5);
+    const std::string sha = checkpoint.tokenizer_sha256;
+    EXPECT_NO_THROW(require_compatible(checkpoint, "c.h5", checkpoint.config, sha));
+    struct Case {
+        const char* field;
+        int GPTConfig::*member;
+    };
+    for (const Case& change : {Case{"n_layer", &GPTConfig::n_layer}, Case{"n_head", &GPTConfig::n_head},
+                               Case{"n_embd", &GPTConfig::n_embd}, Case{"vocab_size", &GPTConfig::vocab_size},
+                               Case{"max_seq_len", &GPTConfig::max_seq_len}}) {
+        GPTConfig other = checkpoint.config;
+        other.*change.member *= 2;
+        const std::string message = error_of([&] { require_compatible(checkpoint, "c.h5", other, sha); });
+        EXPECT_NE(message.find(std::string(change.field) + " is "), std::string::npos) << message;
+        EXPECT_EQ(message.rfind("c.h5: ", 0), 0u) << message;
+    }
+    const std::string message =
+        error_of([&] { require_compatible(checkpoint, "c.h5", checkpoint.config, std::string(64, 'b')); });
+    EXPECT_NE(message.find("tokenizer_sha256"), std::string::npos) << message;
+}
+
+TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
+    const std::string run = path("run");
+    EXPECT_TRUE(list_checkpoints(run).empty());
+    EXPECT_EQ(newest_valid_checkpoint(run), "");
+    for (int64_t step : {5, 10, 100, 20}) write_checkpoint(checkpoint_path(run, step), make_checkpoint(step));
+    std::ofstream(run + "/notes.txt") << "not a checkpoint";
+    EXPECT_EQ(list_checkpoints(run),
+              (std::vector<std::string>{checkpoint_path(run, 5), checkpoint_path(run, 10),
+                                        checkpoint_path(run, 20), checkpoint_path(run, 100)}));
+    remove_old_checkpoints(run, 2);
+    EXPECT_EQ(list_checkpoints(run),
+              (std::vector<std::string>{checkpoint_path(run, 20), checkpoint_path(run, 100)}));
+    EXPECT_EQ(newest_valid_checkpoint(run), checkpoint_path(run, 100));
+    ASSERT_EQ(::truncate(checkpoint_path(run, 100).c_str(), 1000), 0);
+    EXPECT_EQ(newest_valid_checkpoint(run), checkpoint_path(run, 20));
+    EXPECT_EQ(read_checkpoint(newest_valid_checkpoint(run)).step, 20);
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -1,0 +1,159 @@
+// Resume is bit-exact: N steps straight equal N/2 steps stopped by SIGTERM (checkpoint written,
+// normal return), then a fresh trainer resuming from the run directory for the rest: the same
+// weights, optimizer state, loss scale, data position and per-step losses, for fp32 with
+// gradient accumulation, bf16 with stochastic rounding and fp16 with dynamic loss scaling.
+// Bad checkpoints are refused with a message, and divergence stops a run cleanly.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "tests/test_train_support.h"
+#include "train/trainer.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+
+// step -> loss of every "train" line (a later line for the same step wins).
+std::map<int64_t, double> train_losses(const std::string& metrics_path) {
+    std::map<int64_t, double> losses;
+    std::ifstream file(metrics_path);
+    for (std::string line; std::getline(file, line);) {
+        const nlohmann::json record = nlohmann::json::parse(line);
+        if (record["type"] == "train") losses[record["step"].get<int64_t>()] = record["loss"].get<double>();
+    }
+    return losses;
+}
+
+std::string error_of(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    return "";
+}
+
+struct ResumeCase {
+    const char* name;
+    Precision precision;
+    bool stochastic_rounding;
+    int accumulation_steps;
+};
+
+class TrainResumeTest : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(TrainResumeTest, StopAndResumeEqualsAStraightRun) {
+    const ResumeCase& c = GetParam();
+    TempDirectory directory(std::string("mixgpt_resume_") + c.name);
+    TrainOptions options = tiny_train_options(directory.file("straight"));
+    options.precision = c.precision;
+    options.stochastic_rounding = c.stochastic_rounding;
+    options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * c.accumulation_steps;
+    options.steps = 8;
+    options.eval_interval = 3;
+    options.eval_batches = 2;
+    const TrainResult straight = run_training(options);
+    ASSERT_EQ(straight.steps_done, 8);
+    ASSERT_FALSE(straight.stopped_by_signal);
+
+    options.output_dir = directory.file("stopped");
+    const TrainResult first = run_training(options, [](const TrainMetrics& metrics) {
+        if (metrics.step == 4) std::raise(SIGTERM);
+    });
+    EXPECT_TRUE(first.stopped_by_signal);
+    EXPECT_EQ(first.steps_done, 4);
+    EXPECT_EQ(first.last_checkpoint, checkpoint_path(checkpoint_directory(options.output_dir), 4));
+
+    options.resume = "auto";
+    const TrainResult second = run_training(options);
+    EXPECT_FALSE(second.stopped_by_signal);
+    EXPECT_EQ(second.steps_done, 8);
+
+    const Checkpoint expected = read_checkpoint(straight.last_checkpoint);
+    const Checkpoint resumed = read_checkpoint(second.last_checkpoint);
+    EXPECT_EQ(resumed.step, 8);
+    EXPECT_EQ(resumed.parameters, expected.parameters);
+    EXPECT_EQ(resumed.working_bits, expected.working_bits);
+    EXPECT_EQ(resumed.adam_m, expected.adam_m);
+    EXPECT_EQ(resumed.adam_v, expected.adam_v);
+    EXPECT_EQ(resumed.loader_state, expected.loader_state);
+    EXPECT_EQ(resumed.status.loss_scale, expected.status.loss_scale);
+    EXPECT_EQ(resumed.status.clean_steps, expected.status.clean_steps);
+    EXPECT_EQ(resumed.status.optimizer_steps, expected.status.optimizer_steps);
+    EXPECT_EQ(resumed.tokens_seen, expected.tokens_seen);
+    EXPECT_EQ(train_losses(second.metrics_path), train_losses(straight.metrics_path));
+    EXPECT_EQ(second.last_val_loss, straight.last_val_loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, TrainResumeTest,
+                         ::testing::Values(ResumeCase{"fp32_accumulation", Precision::fp32, false, 2},
+                                           ResumeCase{"bf16_stochastic_rounding", Precision::bf16, true, 1},
+                                           ResumeCase{"fp16_dynamic_scaling", Precision::fp16, false, 1}),
+                         [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
+
+TEST(TrainCheckpointTest, BadCheckpointsAreRefusedAndAutoResumeFallsBack) {
+    TempDirectory directory("mixgpt_resume_bad");
+    TrainOptions options = tiny_train_options(directory.file("run"));
+    options.steps = 4;
+    options.checkpoint_interval = 2;
+    const TrainResult done = run_training(options);
+    const std::string newest = checkpoint_path(checkpoint_directory(options.output_dir), 4);
+    ASSERT_EQ(done.last_checkpoint, newest);
+
+    // A given file that is truncated: a one-line refusal naming it.
+    std::filesystem::copy_file(newest, directory.file("cut.h5"));
+    std::filesystem::resize_file(directory.file("cut.h5"), std::filesystem::file_size(newest) / 2);
+    options.resume = directory.file("cut.h5");
+    const std::string message = error_of([&] { run_training(options); });
+    EXPECT_NE(message.find(directory.file("cut.h5") + ": truncated checkpoint"), std::string::npos)
+        << message;
+
+    // Auto: the newest is damaged, so training continues from the older one.
+    std::filesystem::resize_file(newest, 1000);
+    options.resume = "auto";
+    options.steps = 6;
+    const TrainResult resumed = run_training(options);
+    EXPECT_EQ(resumed.steps_done, 6);
+    std::ifstream metrics(resumed.metrics_path);
+    std::string line, last_resume;
+    while (std::getline(metrics, line))
+        if (line.find("\"resume\"") != std::string::npos) last_resume = line;
+    EXPECT_EQ(nlohmann::json::parse(last_resume)["step"], 2);
+
+    // Another model shape: refused, naming the field.
+    options.n_embd = 64;
+    const std::string shape = error_of([&] { run_training(options); });
+    EXPECT_NE(shape.find("refusing checkpoint: n_embd is 32 there, 64 in this run"), std::string::npos)
+        << shape;
+}
+
+TEST(TrainDivergenceTest, NonFiniteStepsStopTheRunAndKeepTheLastCheckpoint) {
+    TempDirectory directory("mixgpt_diverge");
+    TrainOptions options = tiny_train_options(directory.file("run"));
+    options.steps = 20;
+    options.warmup_steps = 0;
+    options.learning_rate = 1e30;  // the first update sends the weights to ~1e30: the next forward overflows
+    options.lr_decay = LrDecay::constant;
+    options.checkpoint_interval = 1;
+    options.max_bad_steps = 3;
+    const std::string message = error_of([&] { run_training(options); });
+    EXPECT_NE(message.find("training diverged: 3 consecutive steps with non-finite loss or gradients"),
+              std::string::npos)
+        << message;
+    const std::string last = newest_valid_checkpoint(checkpoint_directory(options.output_dir));
+    ASSERT_FALSE(last.empty());
+    EXPECT_NE(message.find("the last checkpoint (" + last + ") is intact"), std::string::npos) << message;
+    const Checkpoint checkpoint = read_checkpoint(last);
+    EXPECT_EQ(checkpoint.status.optimizer_steps, 1);  // only the first update was applied
+    EXPECT_EQ(checkpoint.status.skipped_steps, checkpoint.step - 1);
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -1,0 +1,164 @@
+// Shared by the trainer, eval, sample and CLI tests: a tiny prepared dataset (made once per test
+// process through `mixgpt prepare`'s library call, from a generated corpus) and the options of a
+// tiny model that trains on it in milliseconds per step.
+#pragma once
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/gpt.h"
+#include "model/parameters.h"
+#include "tokenizer/prepare.h"
+#include "train/train_options.h"
+
+namespace mixgpt::testing_support {
+
+// A directory under the system temp dir, emptied now and removed when the object goes.
+class TempDirectory {
+public:
+    explicit TempDirectory(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDirectory() { std::filesystem::remove_all(path_); }
+    TempDirectory(const TempDirectory&) = delete;
+    TempDirectory& operator=(const TempDirectory&) = delete;
+
+    std::string path() const { return path_.string(); }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
+// Documents of simple, repetitive sentences: learnable in a few steps by a tiny model.
+inline std::vector<std::string> generated_documents(int count, uint64_t seed) {
+    static const char* const kSubjects[] = {"the cat", "a dog", "the old man", "my sister", "the bird"};
+    static const char* const kVerbs[] = {"sees", "likes", "finds", "follows", "keeps"};
+    static const char* const kObjects[] = {"the red ball", "a small house", "the river", "an apple",
+                                           "the moon"};
+    std::mt19937_64 random(seed);
+    std::vector<std::string> documents;
+    for (int d = 0; d < count; ++d) {
+        std::string text;
+        const int sentences = 4 + static_cast<int>(random() % 6);
+        for (int s = 0; s < sentences; ++s) {
+            text += kSubjects[random() % 5];
+            text += ' ';
+            text += kVerbs[random() % 5];
+            text += ' ';
+            text += kObjects[random() % 5];
+            text += ".\n";
+        }
+        documents.push_back(text);
+    }
+    return documents;
+}
+
+struct TinyDataset {
+    std::string directory;  // holds dataset.h5 and tokenizer.model
+    std::string dataset_path;
+    std::string tokenizer_path;
+    std::string corpus_directory;  // the text files it was made from
+};
+
+// Made on first use; lives until the test process ends.
+inline const TinyDataset& tiny_dataset() {
+    static TempDirectory directory("mixgpt_tiny_dataset");
+    static const TinyDataset dataset = [] {
+        TinyDataset made;
+        made.corpus_directory = directory.file("corpus");
+        std::filesystem::create_directories(made.corpus_directory);
+        const std::vector<std::string> documents = generated_documents(160, 7);
+        for (size_t i = 0; i < documents.size(); ++i)
+            std::ofstream(made.corpus_directory + "/doc" + std::to_string(1000 + i) + ".txt") << documents[i];
+        PrepareOptions options;
+        options.corpus.inputs = {made.corpus_directory};
+        options.output_directory = directory.file("data");
+        options.tokenizer.vocab_size = 300;
+        options.tokenizer.threads = 1;
+        options.val_fraction = 0.15;
+        options.seed = 3;
+        options.threads = 1;
+        const PrepareResult result = run_prepare(options);
+        made.directory = options.output_directory;
+        made.dataset_path = result.dataset_path;
+        made.tokenizer_path = result.tokenizer_path;
+        return made;
+    }();
+    return dataset;
+}
+
+// 2 layers, 2 heads, width 32, T = 16, B = 4: a few milliseconds per step.
+inline TrainOptions tiny_train_options(const std::string& output_dir) {
+    TrainOptions options;
+    options.dataset = tiny_dataset().dataset_path;
+    options.model = "d2";
+    options.n_embd = 32;
+    options.batch_size = 4;
+    options.seq_len = 16;
+    options.steps = 8;
+    options.learning_rate = 3e-3;
+    options.warmup_steps = 2;
+    options.threads = 1;
+    options.output_dir = output_dir;
+    options.seed = 11;
+    return options;
+}
+
+// (rows, T+1) token windows, uniform over [0, vocab).
+inline std::vector<int32_t> random_windows(int rows, int seq_len, int vocab, uint64_t seed) {
+    std::mt19937_64 random(seed);
+    std::vector<int32_t> windows(static_cast<size_t>(rows) * (seq_len + 1));
+    for (int32_t& token : windows) token = static_cast<int32_t>(random() % static_cast<uint64_t>(vocab));
+    return windows;
+}
+
+// 2 layers, 2 heads, width 32, vocabulary 100, context 16.
+inline GPTConfig tiny_config() {
+    GPTConfig config;
+    config.n_layer = 2;
+    config.n_head = 2;
+    config.n_embd = 32;
+    config.vocab_size = 100;
+    config.max_seq_len = 16;
+    return config;
+}
+
+inline std::unique_ptr<Backend> cpu_backend(Precision precision) {
+    BackendOptions options;
+    options.precision = precision;
+    options.threads = 1;
+    return make_backend(options);
+}
+
+inline void load_initial_parameters(GPT& model, uint64_t seed) {
+    const std::vector<float> values = init_gpt2_parameters(model.config(), model.layout(), seed);
+    model.load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
+}
+
+inline std::vector<float> read_floats(Backend& backend, const TensorView& view) {
+    std::vector<float> values(static_cast<size_t>(view.numel()));
+    backend.copy_to_host(values.data(), view.data, view.bytes());
+    return values;
+}
+
+// ||out - ref|| / ||ref|| in double.
+inline double relative_error(const std::vector<float>& out, const std::vector<float>& ref) {
+    double difference = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        difference += (static_cast<double>(out[i]) - ref[i]) * (static_cast<double>(out[i]) - ref[i]);
+        norm += static_cast<double>(ref[i]) * ref[i];
+    }
+    return std::sqrt(difference / norm);
+}
+
+}  // namespace mixgpt::testing_support

@@ -1,0 +1,166 @@
+#include "train/benchmark.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/gpt.h"
+#include "model/parameters.h"
+#include "train/communicator.h"
+#include "train/flops.h"
+#include "train/loss_scaling.h"
+#include "train/train_step.h"
+
+namespace mixgpt {
+namespace {
+
+GPTConfig bench_config(const BenchOptions& options) {
+    GPTConfig config = GPTConfig::preset(options.model, options.vocab_size, options.seq_len);
+    if (options.n_layer > 0) config.n_layer = options.n_layer;
+    if (options.n_head > 0) config.n_head = options.n_head;
+    if (options.n_embd > 0) config.n_embd = options.n_embd;
+    config.validate();
+    return config;
+}
+
+BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config, Precision precision,
+                            const std::vector<int32_t>& windows) {
+    BackendOptions backend_options;
+    backend_options.device = options.device;
+    backend_options.device_index = options.device_index;
+    backend_options.precision = precision;
+    backend_options.threads = options.threads;
+    const std::unique_ptr<Backend> backend = make_backend(backend_options);
+    GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
+    const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
+    model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
+    const LossScalePolicy loss_scale = parse_loss_scale("auto", precision);
+    SingleProcessCommunicator communicator;
+    TrainStep step(model, communicator, 1, loss_scale.config(), loss_scale.initial_status());
+    AdamWHyper hyper;
+    hyper.learning_rate = 1e-4f;
+
+    const auto run_steps = [&](int count) {
+        for (int i = 0; i < count; ++i) {
+            step.begin();
+            step.micro_step(windows.data());
+            step.finish(hyper);
+        }
+    };
+    run_steps(options.warmup_steps);
+    backend->synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    run_steps(options.steps);
+    backend->synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    BenchResult result;
+    result.precision = precision;
+    result.device_name = backend->name();
+    result.emulated = options.device == "cpu" && precision != Precision::fp32;
+    result.ms_per_step = seconds * 1e3 / options.steps;
+    result.tokens_per_second =
+        static_cast<double>(options.batch_size) * options.seq_len * options.steps / seconds;
+    result.achieved_tflops =
+        training_flops_per_token(config, options.seq_len) * result.tokens_per_second / 1e12;
+    result.peak_tflops =
+        options.peak_tflops > 0 ? options.peak_tflops : peak_tflops(result.device_name, precision);
+    result.mfu = result.peak_tflops > 0 ? result.achieved_tflops / result.peak_tflops
+                                        : std::numeric_limits<double>::quiet_NaN();
+    result.peak_memory_bytes = backend->peak_memory_bytes();
+    result.last_loss = step.result().loss;
+    return result;
+}
+
+}  // namespace
+
+std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
+    MIXGPT_REQUIRE(options.batch_size >= 1 && options.seq_len >= 1,
+                   "batch-size, seq-len: must be at least 1");
+    MIXGPT_REQUIRE(options.warmup_steps >= 0, "warmup-steps: must not be negative");
+    MIXGPT_REQUIRE(options.steps >= 1, "steps: must be at least 1");
+    MIXGPT_REQUIRE(!options.precisions.empty(), "precision: give at least one");
+    MIXGPT_REQUIRE(options.vocab_size >= 1, "vocab-size: must be at least 1");
+    const GPTConfig config = bench_config(options);
+
+    std::mt19937_64 random(options.seed);
+    std::vector<int32_t> windows(static_cast<size_t>(options.batch_size) * (options.seq_len + 1));
+    for (int32_t& token : windows)
+        token = static_cast<int32_t>(random() % static_cast<uint64_t>(config.vocab_size));
+
+    std::vector<BenchResult> results;
+    for (Precision precision : options.precisions) {
+        log_info(format("bench %s: %d warm-up and %d timed steps of B=%d, T=%d", precision_name(precision),
+                        options.warmup_steps, options.steps, options.batch_size, options.seq_len));
+        results.push_back(bench_precision(options, config, precision, windows));
+    }
+    return results;
+}
+
+std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
+    const GPTConfig config = bench_config(options);
+    std::string text =
+        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %.3g model GFLOP per token\n",
+               options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
+               options.seq_len, recompute_name(options.recompute),
+               training_flops_per_token(config, options.seq_len) / 1e9);
+    text += format("%-9s %12s %12s %10s %10s %8s %12s  %s\n", "precision", "tokens/s", "ms/step", "TFLOP/s",
+                   "peak", "MFU", "peak MiB", "device");
+    bool any_emulated = false;
+    for (const BenchResult& r : results) {
+        any_emulated = any_emulated || r.emulated;
+        const std::string peak = r.peak_tflops > 0 ? format("%.1f", r.peak_tflops) : "-";
+        const std::string mfu = std::isnan(r.mfu) ? "-" : format("%.1f%%", 100.0 * r.mfu);
+        text += format("%-9s %12.1f %12.2f %10.3f %10s %8s %12.1f  %s%s\n", precision_name(r.precision),
+                       r.tokens_per_second, r.ms_per_step, r.achieved_tflops, peak.c_str(), mfu.c_str(),
+                       static_cast<double>(r.peak_memory_bytes) / (1 << 20), r.device_name.c_str(),
+                       r.emulated ? " (emulated)" : "");
+    }
+    if (any_emulated)
+        text +=
+            "emulated: the CPU backend computes in fp32 on tf32/bf16/fp16-rounded storage; these rows "
+            "measure "
+            "the rounding's cost, not hardware support\n";
+    if (results.empty() || results.front().peak_tflops <= 0)
+        text += "MFU needs a peak: unknown for this device; give --peak-tflops\n";
+    return text;
+}
+
+std::string bench_json(const BenchOptions& options, const std::vector<BenchResult>& results) {
+    const GPTConfig config = bench_config(options);
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const BenchResult& r : results) {
+        rows.push_back(
+            {{"precision", precision_name(r.precision)},
+             {"device", r.device_name},
+             {"emulated", r.emulated},
+             {"tokens_per_second", r.tokens_per_second},
+             {"ms_per_step", r.ms_per_step},
+             {"achieved_tflops", r.achieved_tflops},
+             {"peak_tflops", r.peak_tflops > 0 ? nlohmann::ordered_json(r.peak_tflops) : nullptr},
+             {"mfu", std::isnan(r.mfu) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.mfu)},
+             {"peak_memory_bytes", r.peak_memory_bytes},
+             {"last_loss", r.last_loss}});
+    }
+    const nlohmann::ordered_json json = {
+        {"model", options.model},
+        {"n_layer", config.n_layer},
+        {"n_head", config.n_head},
+        {"n_embd", config.n_embd},
+        {"vocab_size", config.vocab_size},
+        {"parameters", config.num_parameters()},
+        {"batch_size", options.batch_size},
+        {"seq_len", options.seq_len},
+        {"recompute", recompute_name(options.recompute)},
+        {"warmup_steps", options.warmup_steps},
+        {"steps", options.steps},
+        {"flops_per_token", training_flops_per_token(config, options.seq_len)},
+        {"results", rows}};
+    return json.dump(2);
+}
+
+}  // namespace mixgpt

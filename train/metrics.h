@@ -1,0 +1,53 @@
+// The training run's metrics file: JSON Lines, one object per line, flushed as written so a
+// stopped run leaves only complete lines. Every line has "type" and "step":
+//   {"type":"train","step":12,"loss":3.91,"lr":0.0006,"grad_norm":1.2,"loss_scale":65536,
+//    "skipped":false,"skipped_total":0,"tokens":49152,"tokens_per_second":5230.1,"ms_per_step":783.1,
+//    "memory_bytes":123456}
+//   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
+//   {"type":"resume","step":50}                  (a resumed run appends after this line)
+// Non-finite numbers are written as null.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace mixgpt {
+
+struct TrainMetrics {
+    int64_t step = 0;  // optimizer steps completed, this one included
+    double loss = 0, learning_rate = 0, grad_norm = 0, loss_scale = 1;
+    bool skipped = false;
+    int64_t skipped_total = 0;
+    int64_t tokens = 0;  // tokens consumed since the start of training
+    double tokens_per_second = 0, ms_per_step = 0;
+    size_t memory_bytes = 0;
+};
+
+struct EvalMetrics {
+    int64_t step = 0;
+    double val_loss = 0, val_perplexity = 0;
+    int64_t val_tokens = 0;
+};
+
+class MetricsWriter {
+public:
+    // Opens `path` for appending (append) or truncates it; throws Error naming the file.
+    MetricsWriter(const std::string& path, bool append);
+    ~MetricsWriter();
+    MetricsWriter(const MetricsWriter&) = delete;
+    MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+    void write(const TrainMetrics& metrics);
+    void write(const EvalMetrics& metrics);
+    void write_resume(int64_t step);
+    const std::string& path() const { return path_; }
+
+private:
+    void write_line(const std::string& line);
+
+    std::string path_;
+    std::FILE* file_ = nullptr;
+};
+
+}  // namespace mixgpt

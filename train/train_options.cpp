@@ -1,0 +1,155 @@
+#include "train/train_options.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixgpt {
+namespace {
+
+std::string join(const std::vector<int64_t>& values) {
+    std::string text;
+    for (int64_t value : values) text += (text.empty() ? "" : ", ") + std::to_string(value);
+    return text;
+}
+
+void require_positive(double value, const char* option) {
+    MIXGPT_REQUIRE(std::isfinite(value) && value > 0, std::string(option) + ": must be a positive number");
+}
+
+}  // namespace
+
+int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_len, int world_size) {
+    const int64_t micro = static_cast<int64_t>(batch_size) * seq_len * world_size;
+    const std::string micro_text =
+        format("B*T*ranks = %d*%d*%d = %lld", batch_size, seq_len, world_size, static_cast<long long>(micro));
+    if (total_batch_tokens == 0) return 1;
+    MIXGPT_REQUIRE(
+        total_batch_tokens >= micro,
+        format("total-batch-tokens: %lld is less than one micro-batch (%s); use %lld or a multiple",
+               static_cast<long long>(total_batch_tokens), micro_text.c_str(),
+               static_cast<long long>(micro)));
+    if (total_batch_tokens % micro != 0) {
+        const int64_t below = total_batch_tokens / micro * micro;
+        std::string message = format("total-batch-tokens: %lld is not a multiple of %s; totals that work: %s",
+                                     static_cast<long long>(total_batch_tokens), micro_text.c_str(),
+                                     join({below, below + micro}).c_str());
+        const int64_t per_sequence = static_cast<int64_t>(seq_len) * world_size;
+        if (total_batch_tokens % per_sequence == 0) {
+            std::vector<int64_t> sizes;
+            const int64_t sequences = total_batch_tokens / per_sequence;
+            for (int64_t b = 1; b <= sequences && sizes.size() < 8; ++b)
+                if (sequences % b == 0) sizes.push_back(b);
+            message += "; or keep it with batch-size " + join(sizes);
+        }
+        throw Error(message);
+    }
+    const int64_t steps = total_batch_tokens / micro;
+    MIXGPT_REQUIRE(steps <= 1 << 20, "total-batch-tokens: more than 2^20 accumulation steps");
+    return static_cast<int>(steps);
+}
+
+GPTConfig model_config_for(const TrainOptions& options, int vocab_size) {
+    GPTConfig config = GPTConfig::preset(options.model, vocab_size, options.seq_len);
+    if (options.n_layer > 0) config.n_layer = options.n_layer;
+    if (options.n_head > 0) config.n_head = options.n_head;
+    if (options.n_embd > 0) config.n_embd = options.n_embd;
+    config.validate();
+    return config;
+}
+
+TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size) {
+    MIXGPT_REQUIRE(options.batch_size >= 1, "batch-size: must be at least 1");
+    MIXGPT_REQUIRE(options.seq_len >= 1, "seq-len: must be at least 1");
+    MIXGPT_REQUIRE(options.steps >= 0 && options.token_budget >= 0, "steps, tokens: must not be negative");
+    MIXGPT_REQUIRE((options.steps > 0) != (options.token_budget > 0),
+                   "steps, tokens: give exactly one of --steps and --tokens");
+    MIXGPT_REQUIRE(options.eval_interval >= 0, "eval-interval: must not be negative");
+    MIXGPT_REQUIRE(options.eval_batches >= 0, "eval-batches: must not be negative");
+    MIXGPT_REQUIRE(options.checkpoint_interval >= 0, "checkpoint-interval: must not be negative");
+    MIXGPT_REQUIRE(options.keep_checkpoints >= 1, "keep-checkpoints: must be at least 1");
+    MIXGPT_REQUIRE(options.max_bad_steps >= 1, "max-bad-steps: must be at least 1");
+    MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");
+    MIXGPT_REQUIRE(options.beta1 >= 0 && options.beta1 < 1, "beta1: must lie in [0, 1)");
+    MIXGPT_REQUIRE(options.beta2 >= 0 && options.beta2 < 1, "beta2: must lie in [0, 1)");
+    require_positive(options.epsilon, "epsilon");
+    MIXGPT_REQUIRE(std::isfinite(options.weight_decay) && options.weight_decay >= 0,
+                   "weight-decay: must not be negative");
+    MIXGPT_REQUIRE(std::isfinite(options.grad_clip), "grad-clip: must be a number");
+    MIXGPT_REQUIRE(!options.stochastic_rounding || options.precision == Precision::bf16,
+                   "stochastic-rounding: applies to bf16 runs only");
+
+    TrainPlan plan;
+    plan.model = model_config_for(options, vocab_size);
+    plan.accumulation_steps =
+        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, world_size);
+    plan.tokens_per_step =
+        static_cast<int64_t>(options.batch_size) * options.seq_len * plan.accumulation_steps * world_size;
+    plan.total_steps = options.steps > 0
+                           ? options.steps
+                           : (options.token_budget + plan.tokens_per_step - 1) / plan.tokens_per_step;
+
+    plan.schedule.peak = options.learning_rate;
+    plan.schedule.warmup_steps = options.warmup_steps;
+    plan.schedule.total_steps = plan.total_steps;
+    plan.schedule.decay = options.lr_decay;
+    plan.schedule.final_fraction = options.final_lr_fraction;
+    plan.schedule.decay_fraction = options.decay_fraction;
+    plan.schedule.validate();
+
+    plan.adamw.beta1 = static_cast<float>(options.beta1);
+    plan.adamw.beta2 = static_cast<float>(options.beta2);
+    plan.adamw.epsilon = static_cast<float>(options.epsilon);
+    plan.adamw.weight_decay = static_cast<float>(options.weight_decay);
+    plan.adamw.max_grad_norm = static_cast<float>(options.grad_clip);
+    plan.adamw.stochastic_rounding = options.stochastic_rounding;
+
+    plan.loss_scale =
+        parse_loss_scale(options.loss_scale, options.precision, options.loss_scale_growth_interval);
+    return plan;
+}
+
+std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options) {
+    const auto number = [](double value) { return format("%.17g", value); };
+    const auto integer = [](int64_t value) { return std::to_string(value); };
+    return {
+        {"model", options.model},
+        {"n_layer", integer(options.n_layer)},
+        {"n_head", integer(options.n_head)},
+        {"n_embd", integer(options.n_embd)},
+        {"dataset", options.dataset},
+        {"batch_size", integer(options.batch_size)},
+        {"seq_len", integer(options.seq_len)},
+        {"total_batch_tokens", integer(options.total_batch_tokens)},
+        {"steps", integer(options.steps)},
+        {"tokens", integer(options.token_budget)},
+        {"lr", number(options.learning_rate)},
+        {"warmup_steps", integer(options.warmup_steps)},
+        {"lr_schedule", lr_decay_name(options.lr_decay)},
+        {"final_lr_fraction", number(options.final_lr_fraction)},
+        {"decay_fraction", number(options.decay_fraction)},
+        {"beta1", number(options.beta1)},
+        {"beta2", number(options.beta2)},
+        {"epsilon", number(options.epsilon)},
+        {"weight_decay", number(options.weight_decay)},
+        {"grad_clip", number(options.grad_clip)},
+        {"stochastic_rounding", options.stochastic_rounding ? "true" : "false"},
+        {"precision", precision_name(options.precision)},
+        {"recompute", recompute_name(options.recompute)},
+        {"loss_scale", options.loss_scale},
+        {"loss_scale_growth_interval", integer(options.loss_scale_growth_interval)},
+        {"max_bad_steps", integer(options.max_bad_steps)},
+        {"seed", std::to_string(options.seed)},
+        {"device", options.device},
+        {"device_index", integer(options.device_index)},
+        {"threads", integer(options.threads)},
+        {"eval_interval", integer(options.eval_interval)},
+        {"eval_batches", integer(options.eval_batches)},
+        {"checkpoint_interval", integer(options.checkpoint_interval)},
+        {"keep_checkpoints", integer(options.keep_checkpoints)},
+        {"output_dir", options.output_dir},
+    };
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,88 @@
+// Everything `mixgpt train` is told, as plain values (filled by cli/train_command.cpp from flags
+// and TOML), and the resolved plan derived from it: model shape, accumulation steps, step count,
+// schedule, optimizer and loss-scaling settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/precision.h"
+#include "model/config.h"
+#include "train/loss_scaling.h"
+#include "train/lr_schedule.h"
+
+namespace mixgpt {
+
+struct TrainOptions {
+    // model: a preset (d2, d6, d12, ...) whose fields the overrides replace when > 0
+    std::string model = "d6";
+    int n_layer = 0, n_head = 0, n_embd = 0;
+
+    // data and batch
+    std::string dataset;             // a prepared dataset (.h5)
+    int batch_size = 4;              // B: sequences per micro-step on each rank
+    int seq_len = 256;               // T (also the model's max_seq_len)
+    int64_t total_batch_tokens = 0;  // tokens per optimizer step over all ranks; 0: B*T*ranks
+    int64_t steps = 0;               // optimizer steps; 0: token_budget / total batch
+    int64_t token_budget = 0;
+
+    // learning-rate schedule
+    double learning_rate = 6e-4;
+    int64_t warmup_steps = 0;
+    LrDecay lr_decay = LrDecay::cosine;
+    double final_lr_fraction = 0.1;
+    double decay_fraction = 0.2;
+
+    // AdamW; weight decay applies to matrices only
+    double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weight_decay = 0.1;
+    double grad_clip = 1.0;            // max global gradient norm; <= 0: no clipping
+    bool stochastic_rounding = false;  // bf16 working copy only
+
+    // precision
+    Precision precision = Precision::fp32;
+    Recompute recompute = Recompute::none;
+    std::string loss_scale = "auto";  // auto | dynamic | static:<value> | none
+    int loss_scale_growth_interval = 2000;
+    int max_bad_steps = 20;  // consecutive non-finite steps before the run stops
+
+    // run
+    uint64_t seed = 1337;
+    std::string device = "cpu";
+    int device_index = 0;
+    int threads = 0;                  // CPU threads; 0: OpenMP's default
+    int64_t eval_interval = 0;        // steps between evaluations; 0: only after the last step
+    int64_t eval_batches = 0;         // validation batches per evaluation; 0: the whole split
+    int64_t checkpoint_interval = 0;  // steps between checkpoints; 0: only after the last step
+    int keep_checkpoints = 3;         // the newest K are kept
+    std::string output_dir = "runs/train";
+    std::string resume;    // "": start fresh; "auto": newest valid checkpoint; else a file
+    bool dry_run = false;  // print the memory plan for each recompute policy and stop
+};
+
+// The run derived from the options, the dataset's vocabulary and the number of ranks.
+struct TrainPlan {
+    GPTConfig model;
+    int accumulation_steps = 1;   // micro-steps per optimizer step
+    int64_t tokens_per_step = 0;  // B * T * accumulation_steps * ranks
+    int64_t total_steps = 0;
+    LrSchedule schedule;
+    AdamWHyper adamw;  // learning_rate and seed are set per step
+    LossScalePolicy loss_scale;
+};
+
+// Validates every option (throws Error naming the option) and derives the plan.
+TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size);
+
+// Micro-steps per optimizer step: total / (B * T * ranks). A total that is not a multiple is an
+// error listing the nearest totals that work and the micro-batch sizes that divide it.
+int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_len, int world_size);
+
+GPTConfig model_config_for(const TrainOptions& options, int vocab_size);
+
+// The options as (name, value) text pairs, recorded in checkpoints.
+std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options);
+
+}  // namespace mixgpt

@@ -1,0 +1,364 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "eval/dataset_path.h"
+#include "eval/evaluate.h"
+#include "model/checkpoint.h"
+#include "model/gpt.h"
+#include "model/memory_plan.h"
+#include "model/parameters.h"
+#include "tokenizer/dataset.h"
+#include "tokenizer/loader.h"
+#include "train/communicator.h"
+#include "train/stop_signal.h"
+#include "train/train_step.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// splitmix64 of (seed, step): the stochastic-rounding seed of one step.
+uint64_t step_seed(uint64_t seed, int64_t step) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
+
+class Trainer {
+public:
+    Trainer(const TrainOptions& options, const StepObserver& observer);
+    TrainResult run();
+
+private:
+    void resume_from(const std::string& path);
+    void warn_about_changed_options(const Checkpoint& checkpoint) const;
+    void save_checkpoint();
+    void evaluate();
+    TrainMetrics run_step();
+    void check_divergence(const TrainMetrics& metrics);
+
+    const TrainOptions& options_;
+    StepObserver observer_;
+    SingleProcessCommunicator communicator_;
+    DatasetInfo dataset_;
+    TrainPlan plan_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<GPT> model_;
+    std::unique_ptr<DataLoader> loader_;
+    std::unique_ptr<TrainStep> train_step_;
+    std::unique_ptr<MetricsWriter> metrics_;
+
+    int64_t step_ = 0;  // optimizer steps completed
+    int64_t tokens_seen_ = 0;
+    StepStatus status_;  // host copy of the backend's StepStatus after the last step
+    int bad_steps_in_a_row_ = 0;
+    bool evaluation_possible_ = true;
+    TrainResult result_;
+};
+
+Trainer::Trainer(const TrainOptions& options, const StepObserver& observer)
+    : options_(options), observer_(observer) {
+    MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
+    dataset_ = read_dataset_info(resolve_dataset_path(options.dataset));
+    plan_ = plan_training(options, dataset_.vocab_size, communicator_.world_size());
+
+    BackendOptions backend_options;
+    backend_options.device = options.device;
+    backend_options.device_index = options.device_index;
+    backend_options.precision = options.precision;
+    backend_options.threads = options.threads;
+    backend_ = make_backend(backend_options);
+    model_ =
+        std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute);
+
+    LoaderOptions loader_options;
+    loader_options.dataset_path = dataset_.path;
+    loader_options.split = "train";
+    loader_options.batch_size = options.batch_size;
+    loader_options.seq_len = options.seq_len;
+    loader_options.mode = LoaderMode::train;
+    loader_options.seed = options.seed;
+    loader_options.rank = communicator_.rank();
+    loader_options.world_size = communicator_.world_size();
+    loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
+    loader_options.vocab_limit = plan_.model.vocab_size;
+    Backend* backend = backend_.get();
+    loader_options.allocate_staging = [backend](size_t bytes) {
+        return backend->allocate_host_staging(bytes);
+    };
+    loader_ = std::make_unique<DataLoader>(loader_options);
+
+    status_ = plan_.loss_scale.initial_status();
+    train_step_ = std::make_unique<TrainStep>(*model_, communicator_, plan_.accumulation_steps,
+                                              plan_.loss_scale.config(), status_);
+
+    evaluation_possible_ = dataset_.val.tokens >= options.seq_len + 1;
+    if (!evaluation_possible_)
+        log_warning(format("the validation split has %lld tokens, fewer than seq-len + 1 = %d: no evaluation",
+                           static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+    result_.metrics_path = metrics_path(options.output_dir);
+}
+
+void Trainer::resume_from(const std::string& path) {
+    const Checkpoint checkpoint = read_checkpoint(path);
+    require_compatible(checkpoint, path, plan_.model, dataset_.tokenizer_sha256);
+    warn_about_changed_options(checkpoint);
+    model_->load_master_parameters(checkpoint.parameters.data(),
+                                   static_cast<int64_t>(checkpoint.parameters.size()));
+    const TensorView working = model_->working_parameters();
+    const bool same_working_dtype = activation_dtype(checkpoint.precision) == working.dtype;
+    if (working.dtype != DType::f32 && same_working_dtype && !checkpoint.working_bits.empty())
+        backend_->copy_to_backend(working.data, checkpoint.working_bits.data(), working.bytes());
+    train_step_->upload_moments({checkpoint.adam_m, checkpoint.adam_v});
+    status_ = checkpoint.status;
+    train_step_->write_status(status_);
+    loader_->restore(LoaderState::from_vector(checkpoint.loader_state));
+    step_ = checkpoint.step;
+    tokens_seen_ = checkpoint.tokens_seen;
+    result_.last_checkpoint = path;
+    log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
+                    static_cast<long long>(step_), static_cast<double>(status_.loss_scale),
+                    status_.skipped_steps));
+}
+
+void Trainer::warn_about_changed_options(const Checkpoint& checkpoint) const {
+    for (const auto& [name, value] : describe_options(options_)) {
+        for (const auto& [stored_name, stored_value] : checkpoint.options) {
+            if (stored_name == name && stored_value != value && name != "steps" && name != "tokens")
+                log_warning("option " + name + " is " + value + " now, " + stored_value +
+                            " in the checkpoint");
+        }
+    }
+}
+
+void Trainer::save_checkpoint() {
+    Checkpoint checkpoint;
+    checkpoint.config = plan_.model;
+    checkpoint.tokenizer_path = dataset_.tokenizer_path;
+    checkpoint.tokenizer_sha256 = dataset_.tokenizer_sha256;
+    checkpoint.precision = options_.precision;
+    checkpoint.step = step_;
+    checkpoint.seed = options_.seed;
+    checkpoint.tokens_seen = tokens_seen_;
+    const TensorView masters = model_->master_parameters();
+    checkpoint.parameters.resize(static_cast<size_t>(masters.numel()));
+    backend_->copy_to_host(checkpoint.parameters.data(), masters.data, masters.bytes());
+    const TensorView working = model_->working_parameters();
+    if (working.dtype != DType::f32) {
+        checkpoint.working_bits.resize(static_cast<size_t>(working.numel()));
+        backend_->copy_to_host(checkpoint.working_bits.data(), working.data, working.bytes());
+    }
+    OptimizerMoments moments = train_step_->download_moments();
+    checkpoint.adam_m = std::move(moments.m);
+    checkpoint.adam_v = std::move(moments.v);
+    checkpoint.status = train_step_->read_status();
+    checkpoint.status.grad_norm_squared = 0;
+    checkpoint.status.skip = 0;
+    checkpoint.loader_state = loader_->state().to_vector();
+    checkpoint.options = describe_options(options_);
+
+    const std::string directory = checkpoint_directory(options_.output_dir);
+    const std::string path = checkpoint_path(directory, step_);
+    write_checkpoint(path, checkpoint);
+    remove_old_checkpoints(directory, options_.keep_checkpoints);
+    result_.last_checkpoint = path;
+    log_info("checkpoint " + path);
+}
+
+void Trainer::evaluate() {
+    if (!evaluation_possible_) return;
+    LoaderOptions loader_options;
+    loader_options.dataset_path = dataset_.path;
+    loader_options.split = "val";
+    loader_options.batch_size = options_.batch_size;
+    loader_options.seq_len = options_.seq_len;
+    loader_options.mode = LoaderMode::eval;
+    loader_options.rank = communicator_.rank();
+    loader_options.world_size = communicator_.world_size();
+    loader_options.prefetch = false;
+    loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
+    loader_options.vocab_limit = plan_.model.vocab_size;
+    DataLoader loader(loader_options);
+    const LossTotals totals = evaluate_loader(*model_, loader, options_.eval_batches);
+    EvalMetrics metrics;
+    metrics.step = step_;
+    metrics.val_loss = totals.mean_loss();
+    metrics.val_perplexity = totals.perplexity();
+    metrics.val_tokens = totals.tokens;
+    metrics_->write(metrics);
+    result_.last_val_loss = metrics.val_loss;
+    log_info(format("step %lld: val loss %.4f, perplexity %.2f over %lld tokens",
+                    static_cast<long long>(step_), metrics.val_loss, metrics.val_perplexity,
+                    static_cast<long long>(metrics.val_tokens)));
+}
+
+TrainMetrics Trainer::run_step() {
+    const auto start = std::chrono::steady_clock::now();
+    AdamWHyper hyper = plan_.adamw;
+    hyper.learning_rate = static_cast<float>(plan_.schedule.learning_rate(step_));
+    hyper.seed = step_seed(options_.seed, step_);
+
+    train_step_->begin();
+    Batch batch;
+    for (int micro = 0; micro < plan_.accumulation_steps; ++micro) {
+        loader_->next(batch);
+        train_step_->micro_step(batch.tokens);
+    }
+    train_step_->finish(hyper);
+    const StepResult result = train_step_->result();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    TrainMetrics metrics;
+    const float scale_used = status_.loss_scale;
+    status_ = result.status;
+    ++step_;
+    tokens_seen_ += plan_.tokens_per_step;
+    metrics.step = step_;
+    metrics.loss = result.loss;
+    metrics.learning_rate = hyper.learning_rate;
+    metrics.grad_norm = std::sqrt(static_cast<double>(status_.grad_norm_squared)) / scale_used;
+    metrics.loss_scale = scale_used;
+    metrics.skipped = status_.skip != 0;
+    metrics.skipped_total = status_.skipped_steps;
+    metrics.tokens = tokens_seen_;
+    metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
+    metrics.ms_per_step = seconds * 1e3;
+    metrics.memory_bytes = backend_->peak_memory_bytes();
+    return metrics;
+}
+
+// A step is bad when its loss is not finite, or its gradients were not finite and no loss
+// scaling can recover (no dynamic scale, or the scale already at its floor).
+void Trainer::check_divergence(const TrainMetrics& metrics) {
+    const LossScaleConfig config = plan_.loss_scale.config();
+    const bool unrecoverable_skip =
+        metrics.skipped && (!config.dynamic || metrics.loss_scale <= config.min_scale);
+    const bool bad = !std::isfinite(metrics.loss) || unrecoverable_skip;
+    bad_steps_in_a_row_ = bad ? bad_steps_in_a_row_ + 1 : 0;
+    if (bad)
+        log_warning(
+            format("step %lld: non-finite loss or gradients, update skipped", static_cast<long long>(step_)));
+    MIXGPT_REQUIRE(
+        bad_steps_in_a_row_ < options_.max_bad_steps,
+        format("training diverged: %d consecutive steps with non-finite loss or gradients (up to step "
+               "%lld); stopped without saving, the last checkpoint (%s) is intact",
+               bad_steps_in_a_row_, static_cast<long long>(step_),
+               result_.last_checkpoint.empty() ? "none" : result_.last_checkpoint.c_str()));
+}
+
+TrainResult Trainer::run() {
+    bool resumed = false;
+    if (!options_.resume.empty()) {
+        const std::string path = options_.resume == "auto"
+                                     ? newest_valid_checkpoint(checkpoint_directory(options_.output_dir))
+                                     : options_.resume;
+        if (path.empty()) {
+            log_info("no checkpoint in " + checkpoint_directory(options_.output_dir) +
+                     ": starting from scratch");
+        } else {
+            resume_from(path);
+            resumed = true;
+        }
+    }
+    if (!resumed) {
+        const std::vector<float> initial = init_gpt2_parameters(plan_.model, model_->layout(), options_.seed);
+        model_->load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
+    }
+    make_directories(options_.output_dir);
+    metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed);
+    if (resumed) metrics_->write_resume(step_);
+
+    log_info(format("model %s: %d layers, %d heads, width %d, vocabulary %d (%.2fM parameters) on %s",
+                    options_.model.c_str(), plan_.model.n_layer, plan_.model.n_head, plan_.model.n_embd,
+                    plan_.model.vocab_size, static_cast<double>(plan_.model.num_parameters()) / 1e6,
+                    backend_->name().c_str()));
+    log_info(format(
+        "%lld steps of %lld tokens (B=%d, T=%d, %d accumulation steps), precision %s, recompute %s, "
+        "loss scaling %s",
+        static_cast<long long>(plan_.total_steps), static_cast<long long>(plan_.tokens_per_step),
+        options_.batch_size, options_.seq_len, plan_.accumulation_steps, precision_name(options_.precision),
+        recompute_name(options_.recompute), plan_.loss_scale.describe().c_str()));
+
+    StopSignalGuard signals;
+    Progress progress("train", static_cast<double>(plan_.total_steps - step_), "step");
+    const int64_t first_step = step_;
+    int64_t last_saved_step = resumed ? step_ : -1;
+    result_.last_loss = kNaN;
+    result_.last_val_loss = kNaN;
+    while (step_ < plan_.total_steps && !signals.stop_requested()) {
+        const TrainMetrics metrics = run_step();
+        metrics_->write(metrics);
+        result_.last_loss = metrics.loss;
+        progress.update(static_cast<double>(step_ - first_step),
+                        format("step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s",
+                               static_cast<long long>(step_), static_cast<long long>(plan_.total_steps),
+                               metrics.loss, metrics.learning_rate, metrics.tokens_per_second));
+        check_divergence(metrics);
+        if (observer_) observer_(metrics);
+        if (is_due(step_, options_.eval_interval) && step_ < plan_.total_steps) evaluate();
+        if (is_due(step_, options_.checkpoint_interval)) {
+            save_checkpoint();
+            last_saved_step = step_;
+        }
+    }
+    progress.finish(format("step %lld/%lld | loss %.4f", static_cast<long long>(step_),
+                           static_cast<long long>(plan_.total_steps), result_.last_loss));
+    result_.stopped_by_signal = signals.stop_requested();
+    if (result_.stopped_by_signal)
+        log_info(format("signal %d: stopping after step %lld", signals.signal_number(),
+                        static_cast<long long>(step_)));
+    else
+        evaluate();
+    if (last_saved_step != step_) save_checkpoint();
+    result_.steps_done = step_;
+    return result_;
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainOptions& options, const StepObserver& observer) {
+    Trainer trainer(options, observer);
+    return trainer.run();
+}
+
+void print_memory_plans(const TrainOptions& options, std::ostream& out) {
+    const int vocab_size =
+        options.dataset.empty() ? 50257 : read_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
+    const GPTConfig config = model_config_for(options, vocab_size);
+    const int accumulation_steps =
+        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, 1);
+    out << format("model %s: %d layers, %d heads, width %d, vocabulary %d%s, %.2fM parameters\n",
+                  options.model.c_str(), config.n_layer, config.n_head, config.n_embd, vocab_size,
+                  options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
+                  static_cast<double>(config.num_parameters()) / 1e6);
+    out << format("micro-batch B=%d, T=%d, precision %s, %d accumulation steps\n", options.batch_size,
+                  options.seq_len, precision_name(options.precision), accumulation_steps);
+    for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+        out << "\nrecompute " << recompute_name(recompute) << ":\n";
+        out << format_memory_plan(
+            plan_memory(config, options.batch_size, options.seq_len, options.precision, recompute));
+    }
+}
+
+std::string metrics_path(const std::string& output_dir) {
+    return (std::filesystem::path(output_dir) / "metrics.jsonl").string();
+}
+
+std::string checkpoint_directory(const std::string& output_dir) {
+    return (std::filesystem::path(output_dir) / "checkpoints").string();
+}
+
+}  // namespace mixgpt

@@ -67,7 +67,7 @@ BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
 KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
 CONFIG_STAMP := $(BUILD)/config.stamp
 
-.PHONY: all test test-gpu test-mpi demo bench bundle format clean help setup sass print-config
+.PHONY: all test test-gpu demo bench bundle format clean help setup sass fixtures print-config
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
@@ -80,6 +80,7 @@ help:
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
 	@echo "make bundle     self-contained folder build/bundle to run on a GPU host"
+	@echo "make fixtures   regenerate the PyTorch reference fixtures and compare (needs python3-torch)"
 	@echo "make sass       dump SASS of the CUDA kernels and count tensor-core instructions"
 	@echo "make format     clang-format every source file"
 	@echo "make clean      remove build/"
@@ -145,6 +146,9 @@ bench: all
 
 bundle: all
 	@scripts/bundle.sh $(BUILD)
+
+fixtures: all
+	@scripts/make_fixtures.sh $(BUILD)
 
 sass: all
 	@scripts/dump_sass.sh $(BUILD)

@@ -151,8 +151,11 @@ void File::write(const std::string& name, Type type, const void* data, const std
                                : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                  H5Sclose);
     H5_CHECK(space.id());
+    Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    H5_CHECK(properties.id());
+    H5_CHECK(H5Pset_obj_track_times(properties.id(), false));  // same content, same bytes
     Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT,
-                              H5P_DEFAULT, H5P_DEFAULT),
+                              properties.id(), H5P_DEFAULT),
                    H5Dclose);
     H5_CHECK(dataset.id());
     H5_CHECK(H5Dwrite(dataset.id(), native_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
@@ -220,6 +223,7 @@ void File::create_extendible(const std::string& name, Type type, int64_t chunk_e
     Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     H5_CHECK(properties.id());
     H5_CHECK(H5Pset_chunk(properties.id(), 1, &chunk));
+    H5_CHECK(H5Pset_obj_track_times(properties.id(), false));
     Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT,
                               properties.id(), H5P_DEFAULT),
                    H5Dclose);

@@ -17,6 +17,10 @@ packages=(
   python3-numpy python3-h5py python3-matplotlib python3-sentencepiece  # scripts/
 )
 
+# --with-torch adds Debian's PyTorch (CPU), needed only to regenerate the reference fixtures
+# (make fixtures); the committed fixtures let the tests run without it.
+if [[ "${1:-}" == "--with-torch" ]]; then packages+=(python3-torch); fi
+
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

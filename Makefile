@@ -108,23 +108,28 @@ $(BUILD)/libmixgpt.a: $(LIB_OBJS)
 	$(QUIET)ar rcs $@ $^
 
 $(BUILD)/mixgpt: $(MAIN_OBJ) $(BUILD)/libmixgpt.a
-	$(CXX) -o $@ $^ $(LDLIBS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ $(LDLIBS)
 	@$(if $(filter 1,$(WITH_CUDA)),echo "built $@ with the CUDA backend (GPU_ARCHS=$(GPU_ARCHS))",echo "built $@ (CPU only: no CUDA toolkit found)")
 
 $(BUILD)/mixgpt_tests: $(TEST_OBJS) $(BUILD)/libmixgpt.a
-	$(CXX) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
 # Tests run under `mpirun -np 2`; tests/mpi/ provides its own main (MPI_Init before GoogleTest).
 $(BUILD)/mixgpt_mpi_tests: $(MPI_TEST_OBJS) $(BUILD)/libmixgpt.a
-	$(CXX) -o $@ $^ -lgtest $(LDLIBS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ -lgtest $(LDLIBS)
 
 # Google Benchmark micro-benchmarks (bench/*.cpp): performance, not tests.
 $(BUILD)/mixgpt_benchmarks: $(BENCH_OBJS) $(BUILD)/libmixgpt.a
-	$(CXX) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
 
 # The kernel lab (bench/kernel_lab/, CUDA builds only): validates, then times, every hot kernel.
 $(BUILD)/mixgpt_kernel_lab: $(KERNEL_LAB_OBJS) $(BUILD)/libmixgpt.a
-	$(CXX) -o $@ $^ $(LDLIBS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ $(LDLIBS)
 
 setup:
 	@scripts/setup.sh

@@ -14,6 +14,8 @@ for name in mixgpt mixgpt_tests mixgpt_mpi_tests mixgpt_benchmarks; do
   [[ -x "$build/$name" ]] && binaries+=("$build/$name")
 done
 cp "${binaries[@]}" "$bundle/bin/"
+# Host debug sections are most of the binaries' size; device line info (in the fatbin) stays.
+strip --strip-debug "$bundle"/bin/*
 
 # Libraries every Linux host has (glibc and the loader) and the CUDA ones the host provides.
 is_host_library() {
@@ -67,7 +69,10 @@ MIXGPT_REQUIRE_GPU=1 "$here/bin/mixgpt_tests" --gtest_filter='Gpu*' "$@"
 RUN
 chmod +x "$bundle/run_gpu_tests.sh"
 
-echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1)); libraries:"
+# One compressed file, for carrying the bundle to a GPU host.
+tar -C "$(dirname "$bundle")" -cf - "$(basename "$bundle")" | xz -T0 -6 > "$bundle.tar.xz"
+
+echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1)), $bundle.tar.xz ($(du -h "$bundle.tar.xz" | cut -f1)); libraries:"
 ls "$bundle/lib"
 echo "bundle: unresolved outside the bundle (expected: only CUDA libraries the GPU host provides):"
 ldd "$bundle/bin/mixgpt" | grep -v "$bundle" | grep "=>" || true

@@ -10,7 +10,7 @@ bundle="$build/bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
 binaries=()
-for name in mixgpt mixgpt_tests mixgpt_mpi_tests mixgpt_benchmarks; do
+for name in mixgpt mixgpt_tests mixgpt_mpi_tests mixgpt_benchmarks mixgpt_kernel_lab; do
   [[ -x "$build/$name" ]] && binaries+=("$build/$name")
 done
 cp "${binaries[@]}" "$bundle/bin/"

@@ -15,6 +15,7 @@ struct BenchArguments {
     BenchOptions options;
     std::string precisions = "fp32,tf32,bf16,fp16";
     std::string recompute = "none";
+    std::string attention = "flash";
     bool json = false;
     std::string json_out;
 };
@@ -52,6 +53,10 @@ void add_bench_command(CLI::App& app) {
                         "peak TFLOP/s for MFU (default: looked up by device name)");
     command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
+    command->add_option("--attention", arguments->attention,
+                        "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128) or simple")
+        ->check(CLI::IsMember({"flash", "simple"}))
+        ->capture_default_str();
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
     command->add_flag("--json", arguments->json, "print one JSON object");
@@ -60,6 +65,7 @@ void add_bench_command(CLI::App& app) {
         BenchOptions& options = arguments->options;
         options.precisions = parse_precision_list(arguments->precisions);
         options.recompute = parse_recompute(arguments->recompute);
+        options.flash_attention = arguments->attention == "flash";
         const std::vector<BenchResult> results = run_benchmark(options);
         const std::string json = bench_json(options, results) + "\n";
         std::cout << (arguments->json ? json : bench_table(options, results));

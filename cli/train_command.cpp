@@ -151,6 +151,16 @@ void add_train_command(CLI::App& app) {
         ->group("Run");
     command->add_flag("--dry-run", o.dry_run, "print the memory plan for each recompute policy and exit")
         ->group("Run");
+    command->add_flag("--zero", o.zero_optimizer, "ZeRO-1: shard the optimizer state over the ranks")
+        ->group("Data parallel (under mpirun or srun)");
+    command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")
+        ->capture_default_str()
+        ->group("Data parallel (under mpirun or srun)");
+    command
+        ->add_option("--collective-timeout", o.collective_timeout,
+                     "seconds a rank waits in one collective before the job is aborted (0: forever)")
+        ->capture_default_str()
+        ->group("Data parallel (under mpirun or srun)");
 
     command->callback([arguments] { run(*arguments); });
 }

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # The whole test suite: the unit tests (GPU tests skip without a GPU), then the
-# data-parallel tests under mpirun with 2 ranks. Ends with GoogleTest's summary.
-set -euo pipefail
+# data-parallel tests under mpirun with 2 ranks; ends with one line
+# "N passed, N failed, N skipped" summing GoogleTest's reports of both.
+set -uo pipefail
 build="${1:-build}"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 
-"$build/mixgpt_tests" --gtest_brief=1
+"$build/mixgpt_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
+unit_status=${PIPESTATUS[0]}
 
-if [[ -x "$build/mixgpt_mpi_tests" ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-  mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
+mpi_status=${PIPESTATUS[0]}
+
+count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
+  grep -E "^\[  $1 *\] [0-9]+ tests?[,.]" "$log" | sed -E 's/^[^]]*\] ([0-9]+) .*/\1/' |
+    awk '{ n += $1 } END { print n + 0 }'
+}
+passed=$(count PASSED); failed=$(count FAILED); skipped=$(count SKIPPED)
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+if ((unit_status != 0 || mpi_status != 0)); then
+  echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status)" >&2
+  exit 1
 fi

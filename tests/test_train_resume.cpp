@@ -7,7 +7,6 @@
 
 #include <csignal>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -19,17 +18,6 @@ namespace mixgpt {
 namespace {
 
 using namespace testing_support;
-
-// step -> loss of every "train" line (a later line for the same step wins).
-std::map<int64_t, double> train_losses(const std::string& metrics_path) {
-    std::map<int64_t, double> losses;
-    std::ifstream file(metrics_path);
-    for (std::string line; std::getline(file, line);) {
-        const nlohmann::json record = nlohmann::json::parse(line);
-        if (record["type"] == "train") losses[record["step"].get<int64_t>()] = record["loss"].get<double>();
-    }
-    return losses;
-}
 
 std::string error_of(const std::function<void()>& action) {
     try {

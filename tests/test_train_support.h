@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -159,6 +161,17 @@ inline double relative_error(const std::vector<float>& out, const std::vector<fl
         norm += static_cast<double>(ref[i]) * ref[i];
     }
     return std::sqrt(difference / norm);
+}
+
+// step -> loss of every "train" line of a metrics file (a later line for the same step wins).
+inline std::map<int64_t, double> train_losses(const std::string& metrics_path) {
+    std::map<int64_t, double> losses;
+    std::ifstream file(metrics_path);
+    for (std::string line; std::getline(file, line);) {
+        const nlohmann::json record = nlohmann::json::parse(line);
+        if (record["type"] == "train") losses[record["step"].get<int64_t>()] = record["loss"].get<double>();
+    }
+    return losses;
 }
 
 }  // namespace mixgpt::testing_support

@@ -34,6 +34,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     backend_options.device_index = options.device_index;
     backend_options.precision = precision;
     backend_options.threads = options.threads;
+    backend_options.flash_attention = options.flash_attention;
     const std::unique_ptr<Backend> backend = make_backend(backend_options);
     GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
     const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
@@ -104,9 +105,9 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
     std::string text =
-        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %.3g model GFLOP per token\n",
+        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s attention, %.3g model GFLOP per token\n",
                options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-               options.seq_len, recompute_name(options.recompute),
+               options.seq_len, recompute_name(options.recompute), options.flash_attention ? "flash" : "simple",
                training_flops_per_token(config, options.seq_len) / 1e9);
     text += format("%-9s %12s %12s %10s %10s %8s %12s  %s\n", "precision", "tokens/s", "ms/step", "TFLOP/s",
                    "peak", "MFU", "peak MiB", "device");
@@ -156,6 +157,7 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
         {"batch_size", options.batch_size},
         {"seq_len", options.seq_len},
         {"recompute", recompute_name(options.recompute)},
+        {"attention", options.flash_attention ? "flash" : "simple"},
         {"warmup_steps", options.warmup_steps},
         {"steps", options.steps},
         {"flops_per_token", training_flops_per_token(config, options.seq_len)},

@@ -29,6 +29,7 @@ struct BenchOptions {
     double peak_tflops = 0;  // > 0: the peak to compute MFU against, instead of the device table
     std::string device = "cpu";
     int device_index = 0;
+    bool flash_attention = true;  // CUDA: false times the simple attention kernels instead
     int threads = 0;
     uint64_t seed = 1;
 };

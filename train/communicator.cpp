@@ -1,16 +1,73 @@
 #include "train/communicator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
 #include "core/error.h"
 
 namespace mixgpt {
 
-void SingleProcessCommunicator::all_reduce_mean(TensorView values) {
+void require_f32(const TensorView& values, const char* collective) {
     MIXGPT_REQUIRE(values.dtype == DType::f32,
-                   "all_reduce_mean: expects f32 values, got " + std::string(dtype_name(values.dtype)));
+                   std::string(collective) + ": expects f32 values, got " + dtype_name(values.dtype));
+    MIXGPT_REQUIRE(values.rank == 1,
+                   std::string(collective) + ": expects a 1-D view, got " + values.shape_string());
 }
 
-void SingleProcessCommunicator::broadcast(TensorView, int root) {
-    MIXGPT_REQUIRE(root == 0, "broadcast: root " + std::to_string(root) + " outside a world of 1 rank");
+void require_segments(const TensorView& values, const std::vector<int64_t>& counts, int world_size,
+                      const char* collective) {
+    MIXGPT_REQUIRE(values.rank == 1,
+                   std::string(collective) + ": expects a 1-D view, got " + values.shape_string());
+    MIXGPT_REQUIRE(counts.size() == static_cast<size_t>(world_size),
+                   std::string(collective) + ": " + std::to_string(counts.size()) + " segment counts for " +
+                       std::to_string(world_size) + " ranks");
+    MIXGPT_REQUIRE(std::all_of(counts.begin(), counts.end(), [](int64_t count) { return count >= 0; }),
+                   std::string(collective) + ": negative segment count");
+    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+    MIXGPT_REQUIRE(total == values.numel(), std::string(collective) + ": segments of " +
+                                                std::to_string(total) + " elements for a view of " +
+                                                std::to_string(values.numel()));
+}
+
+void require_root(int root, int world_size, const char* collective) {
+    MIXGPT_REQUIRE(root >= 0 && root < world_size, std::string(collective) + ": root " +
+                                                       std::to_string(root) + " outside a world of " +
+                                                       std::to_string(world_size) + " ranks");
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+    return name;
+}
+
+std::string SingleProcessCommunicator::describe() const { return "host " + host_name(); }
+
+void SingleProcessCommunicator::all_reduce(TensorView values, Reduction) {
+    require_f32(values, "all_reduce");
+}
+
+void SingleProcessCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
+    require_f32(values, "reduce_scatter_mean");
+    require_segments(values, counts, 1, "reduce_scatter_mean");
+}
+
+void SingleProcessCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
+    require_segments(values, counts, 1, "all_gather");
+}
+
+void SingleProcessCommunicator::broadcast_host(void*, size_t, int root) {
+    require_root(root, 1, "broadcast");
+}
+
+void SingleProcessCommunicator::gather_host(const float* part, float* whole,
+                                            const std::vector<int64_t>& counts, int root) {
+    require_root(root, 1, "gather");
+    MIXGPT_REQUIRE(counts.size() == 1 && counts[0] >= 0, "gather: expects one segment count for 1 rank");
+    if (part != whole) std::memmove(whole, part, static_cast<size_t>(counts[0]) * sizeof(float));
 }
 
 }  // namespace mixgpt

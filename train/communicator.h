@@ -1,16 +1,30 @@
-// Collectives between the processes of one training job.
+// Collectives between the processes (ranks) of one data-parallel training job.
 //
-// The trainer calls all_reduce_mean on the gradient arena once per optimizer step, after the
-// last micro-step's backward (the gradients are final there) and before the norm and the update.
-// Only the single-process implementation exists now; MPI (host buffers) and NCCL (device
-// buffers) implementations plug in behind the same interface.
+// Two kinds of operations:
+// - On backend memory (gradients, parameters, the StepStatus): asynchronous. They start in call
+//   order and are complete when wait() returns; until then nothing may read or write their
+//   buffers. The caller makes sure the buffers are final first (Backend::synchronize() on a
+//   backend with its own stream).
+// - On host memory (checkpoints, losses, start-up lines, agreement on stopping): blocking.
+//
+// Segments: reduce_scatter_mean and all_gather cut their 1-D view into one segment per rank,
+// counts[r] elements for rank r, in rank order (counts may be 0 and need not be equal).
+//
+// Implementations: SingleProcessCommunicator (here), MpiCommunicator (train/mpi_communicator.h:
+// host-memory buffers, so the CPU backend) and NcclCommunicator (train/cuda/: device buffers).
+// Every blocking wait of the multi-process ones is bounded by the collective timeout
+// (train/collective_watchdog.h).
 #pragma once
 
-#include <memory>
+#include <cstddef>
+#include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
 namespace mixgpt {
+
+enum class Reduction { sum, mean };
 
 class Communicator {
 public:
@@ -19,23 +33,61 @@ public:
     virtual int rank() const = 0;
     virtual int world_size() const = 0;
     virtual int local_rank() const = 0;  // rank among the processes of this node (picks the GPU)
+    // Where this rank runs, for the start-up lines: "host node07" or "host node07, NCCL 2.28.9".
+    virtual std::string describe() const = 0;
 
-    // values (n) f32 in backend memory = the element-wise mean over all ranks.
-    virtual void all_reduce_mean(TensorView values) = 0;
-    // values (any dtype) on every rank = the values of rank `root`.
-    virtual void broadcast(TensorView values, int root) = 0;
+    // ---- backend memory, asynchronous ----
+    // values (n) f32 = the element-wise sum or mean over ranks.
+    virtual void all_reduce(TensorView values, Reduction reduction) = 0;
+    // values (sum of counts) f32: this rank's segment becomes the element-wise mean over ranks of
+    // that segment; the other segments are left unspecified.
+    virtual void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) = 0;
+    // values (sum of counts) any dtype: every rank's segment, as that rank holds it, is copied
+    // into the same segment on every rank.
+    virtual void all_gather(TensorView values, const std::vector<int64_t>& counts) = 0;
+    // Completes every backend-memory collective started.
+    virtual void wait() = 0;
+
+    // ---- host memory, blocking ----
+    virtual void broadcast_host(void* data, size_t bytes, int root) = 0;
+    // values (count) = the element-wise sum over ranks.
+    virtual void all_reduce_sum_host(double* values, int count) = 0;
+    // part (counts[rank()]) of every rank, concatenated in rank order into whole (sum of counts) on
+    // root; whole is not touched elsewhere (may be null there).
+    virtual void gather_host(const float* part, float* whole, const std::vector<int64_t>& counts,
+                             int root) = 0;
+    // Every rank's text, indexed by rank, on every rank.
+    virtual std::vector<std::string> all_gather_text(const std::string& text) = 0;
     virtual void barrier() = 0;
 };
 
-// One process: rank 0 of 1; every collective is the identity.
+// One process: rank 0 of 1; every collective leaves the data as it is.
 class SingleProcessCommunicator final : public Communicator {
 public:
     int rank() const override { return 0; }
     int world_size() const override { return 1; }
     int local_rank() const override { return 0; }
-    void all_reduce_mean(TensorView values) override;
-    void broadcast(TensorView values, int root) override;
+    std::string describe() const override;
+
+    void all_reduce(TensorView values, Reduction reduction) override;
+    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
+    void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void wait() override {}
+
+    void broadcast_host(void* data, size_t bytes, int root) override;
+    void all_reduce_sum_host(double*, int) override {}
+    void gather_host(const float* part, float* whole, const std::vector<int64_t>& counts, int root) override;
+    std::vector<std::string> all_gather_text(const std::string& text) override { return {text}; }
     void barrier() override {}
 };
+
+// Checks shared by the implementations; throw Error naming the collective.
+void require_f32(const TensorView& values, const char* collective);
+void require_segments(const TensorView& values, const std::vector<int64_t>& counts, int world_size,
+                      const char* collective);
+void require_root(int root, int world_size, const char* collective);
+
+// The host name of this machine ("unknown" if it cannot be read).
+std::string host_name();
 
 }  // namespace mixgpt

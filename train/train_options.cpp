@@ -79,6 +79,9 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(std::isfinite(options.grad_clip), "grad-clip: must be a number");
     MIXGPT_REQUIRE(!options.stochastic_rounding || options.precision == Precision::bf16,
                    "stochastic-rounding: applies to bf16 runs only");
+    require_positive(options.bucket_mb, "bucket-mb");
+    MIXGPT_REQUIRE(std::isfinite(options.collective_timeout) && options.collective_timeout >= 0,
+                   "collective-timeout: must be a number of seconds >= 0 (0: no timeout)");
 
     TrainPlan plan;
     plan.model = model_config_for(options, vocab_size);
@@ -149,6 +152,9 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"checkpoint_interval", integer(options.checkpoint_interval)},
         {"keep_checkpoints", integer(options.keep_checkpoints)},
         {"output_dir", options.output_dir},
+        {"zero_optimizer", options.zero_optimizer ? "true" : "false"},
+        {"bucket_mb", number(options.bucket_mb)},
+        {"collective_timeout", number(options.collective_timeout)},
     };
 }
 

@@ -60,6 +60,12 @@ struct TrainOptions {
     std::string output_dir = "runs/train";
     std::string resume;    // "": start fresh; "auto": newest valid checkpoint; else a file
     bool dry_run = false;  // print the memory plan for each recompute policy and stop
+
+    // data parallelism: one process per rank, started by mpirun or srun (train/README.md)
+    bool zero_optimizer = false;      // ZeRO stage 1: the optimizer state sharded over the ranks
+    double bucket_mb = 25;            // MiB of fp32 gradients per collective
+    double collective_timeout = 600;  // seconds a rank waits in one collective before the job is
+                                      // aborted (0: forever); must exceed a checkpoint's write time
 };
 
 // The run derived from the options, the dataset's vocabulary and the number of ranks.

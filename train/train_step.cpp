@@ -1,21 +1,44 @@
 #include "train/train_step.h"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "core/error.h"
 
 namespace mixgpt {
+namespace {
+
+// Where the probe of make_norm_global lives in the status buffer.
+constexpr size_t kProbeStatusOffset = sizeof(StepStatus);
+constexpr size_t kProbeValueOffset = 2 * sizeof(StepStatus);
+// sum * 2^-70 squared stays below FLT_MAX for every finite float sum.
+constexpr float kProbeScale = 0x1p-70f;
+
+char* at(const Buffer& buffer, size_t offset) { return static_cast<char*>(buffer.data()) + offset; }
+
+}  // namespace
 
 TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
-                     const LossScaleConfig& loss_scale, const StepStatus& initial_status)
+                     const LossScaleConfig& loss_scale, const StepStatus& initial_status,
+                     const DataParallelConfig& parallel)
     : backend_(model.backend()),
       model_(model),
       communicator_(communicator),
       accumulation_steps_(accumulation_steps),
-      loss_scale_(loss_scale) {
+      loss_scale_(loss_scale),
+      parallel_(parallel),
+      shards_(model.layout().total(), parallel.shard_optimizer ? communicator.world_size() : 1),
+      owned_(shards_.shard(parallel.shard_optimizer ? communicator.rank() : 0)) {
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
-    const size_t arena_bytes = static_cast<size_t>(model.layout().total()) * sizeof(float);
-    m_ = backend_.allocate(arena_bytes);
-    v_ = backend_.allocate(arena_bytes);
-    status_ = backend_.allocate(sizeof(StepStatus));
+    MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
+    const int64_t n = model.layout().total();
+    gradient_buckets_ = bucket_ranges(n, sizeof(float), parallel.bucket_bytes);
+    working_buckets_ = bucket_ranges(n, dtype_size(model.working_parameters().dtype), parallel.bucket_bytes);
+    // At least one element each, so that an empty shard still has valid (unused) pointers.
+    const size_t moment_bytes = static_cast<size_t>(std::max<int64_t>(owned_.count(), 1)) * sizeof(float);
+    m_ = backend_.allocate(moment_bytes);
+    v_ = backend_.allocate(moment_bytes);
+    status_ = backend_.allocate(kProbeValueOffset + sizeof(float));
     write_status(initial_status);
     const size_t tokens = static_cast<size_t>(model.batch_size()) * static_cast<size_t>(model.seq_len());
     step_losses_ = backend_.allocate(static_cast<size_t>(accumulation_steps) * tokens * sizeof(float));
@@ -48,15 +71,82 @@ void TrainStep::micro_step(const int32_t* windows) {
 void TrainStep::finish(const AdamWHyper& hyper) {
     MIXGPT_REQUIRE(next_micro_step_ == accumulation_steps_,
                    "train step: finished before all micro-steps ran");
-    const TensorView gradients = model_.gradients();
-    communicator_.all_reduce_mean(gradients);
+    const TensorView gradients = model_.gradients();  // (n) f32
+    if (sharded()) {
+        update_shard(gradients, hyper);
+        return;
+    }
+    if (communicator_.world_size() > 1) all_reduce_gradients(gradients);
     backend_.grad_norm_squared(status_pointer(), gradients);
     const TensorView working = model_.working_parameters();
     const bool separate_working = working.dtype != DType::f32;
-    backend_.adamw_step(model_.master_parameters(), gradients, arena_view(m_), arena_view(v_),
+    backend_.adamw_step(model_.master_parameters(), gradients, moment_view(m_), moment_view(v_),
                         separate_working ? working : TensorView(), model_.layout().decay_count(), hyper,
                         status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
+}
+
+void TrainStep::all_reduce_gradients(const TensorView& gradients) {
+    backend_.synchronize();  // the gradients are final before any rank reads them
+    for (const ElementRange& bucket : gradient_buckets_)
+        communicator_.all_reduce(slice_elements(gradients, bucket), Reduction::mean);
+    communicator_.wait();
+}
+
+void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hyper) {
+    if (communicator_.world_size() > 1) {
+        backend_.synchronize();  // the gradients are final before any rank reads them
+        for (const ElementRange& bucket : gradient_buckets_)
+            communicator_.reduce_scatter_mean(slice_elements(gradients, bucket),
+                                              shards_.counts_within(bucket));
+        communicator_.wait();
+    }
+
+    const TensorView owned_gradients = slice_elements(gradients, owned_);  // (owned) f32
+    backend_.grad_norm_squared(status_pointer(), owned_gradients);
+    make_norm_global();
+
+    const TensorView working = model_.working_parameters();
+    const bool separate_working = working.dtype != DType::f32;
+    const int64_t decay_count =
+        std::clamp<int64_t>(model_.layout().decay_count() - owned_.begin, 0, owned_.count());
+    AdamWHyper shard_hyper = hyper;
+    // Stochastic rounding draws from (seed, index within the shard): another stream per shard.
+    shard_hyper.seed ^= static_cast<uint64_t>(owned_.begin) * 0x9e3779b97f4a7c15ull;
+    backend_.adamw_step(slice_elements(model_.master_parameters(), owned_), owned_gradients, moment_view(m_),
+                        moment_view(v_), separate_working ? slice_elements(working, owned_) : TensorView(),
+                        decay_count, shard_hyper, status_pointer());
+    backend_.update_loss_scale(status_pointer(), loss_scale_);
+    gather_working_copy();
+}
+
+// status.grad_norm_squared holds this rank's shard's sum of squares: all-reduce it into the
+// global sum, then decide skip from that sum with the backend's own finiteness test, identically
+// on every rank and without the host: grad_norm_squared of the one-element vector
+// {sum * 2^-70} (scaled so that its square is finite whenever the sum is) sets the probe's skip,
+// which is copied into the status.
+void TrainStep::make_norm_global() {
+    char* norm = at(status_, offsetof(StepStatus, grad_norm_squared));
+    if (communicator_.world_size() > 1) {
+        backend_.synchronize();
+        communicator_.all_reduce(TensorView(norm, DType::f32, {1}), Reduction::sum);
+        communicator_.wait();
+    }
+    const TensorView probe_value(at(status_, kProbeValueOffset), DType::f32, {1});
+    backend_.copy_within(probe_value.data, norm, sizeof(float));
+    backend_.scale(probe_value, kProbeScale);
+    backend_.grad_norm_squared(reinterpret_cast<StepStatus*>(at(status_, kProbeStatusOffset)), probe_value);
+    backend_.copy_within(at(status_, offsetof(StepStatus, skip)),
+                         at(status_, kProbeStatusOffset + offsetof(StepStatus, skip)), sizeof(int32_t));
+}
+
+void TrainStep::gather_working_copy() {
+    if (communicator_.world_size() == 1) return;
+    const TensorView working = model_.working_parameters();  // the masters in fp32/tf32
+    backend_.synchronize();
+    for (const ElementRange& bucket : working_buckets_)
+        communicator_.all_gather(slice_elements(working, bucket), shards_.counts_within(bucket));
+    communicator_.wait();
 }
 
 StepResult TrainStep::result() {
@@ -64,20 +154,21 @@ StepResult TrainStep::result() {
     backend_.copy_to_host(host_losses_.data(), step_losses_.data(), host_losses_.size() * sizeof(float));
     double sum = 0;
     for (float loss : host_losses_) sum += loss;
-    result.loss = sum / static_cast<double>(host_losses_.size());
+    communicator_.all_reduce_sum_host(&sum, 1);
+    result.loss = sum / (static_cast<double>(host_losses_.size()) * communicator_.world_size());
     result.status = read_status();
     return result;
 }
 
-TensorView TrainStep::arena_view(const Buffer& arena) const {
-    return TensorView(arena.data(), DType::f32, {model_.layout().total()});
+TensorView TrainStep::moment_view(const Buffer& moment) const {
+    return TensorView(moment.data(), DType::f32, {owned_.count()});
 }
 
 OptimizerMoments TrainStep::download_moments() const {
-    const size_t n = static_cast<size_t>(model_.layout().total());
-    OptimizerMoments moments{std::vector<float>(n), std::vector<float>(n)};
-    backend_.copy_to_host(moments.m.data(), m_.data(), n * sizeof(float));
-    backend_.copy_to_host(moments.v.data(), v_.data(), n * sizeof(float));
+    const size_t count = static_cast<size_t>(owned_.count());
+    OptimizerMoments moments{std::vector<float>(count), std::vector<float>(count)};
+    backend_.copy_to_host(moments.m.data(), m_.data(), count * sizeof(float));
+    backend_.copy_to_host(moments.v.data(), v_.data(), count * sizeof(float));
     return moments;
 }
 
@@ -85,8 +176,39 @@ void TrainStep::upload_moments(const OptimizerMoments& moments) {
     const size_t n = static_cast<size_t>(model_.layout().total());
     MIXGPT_REQUIRE(moments.m.size() == n && moments.v.size() == n,
                    "optimizer moments do not match the parameter count");
-    backend_.copy_to_backend(m_.data(), moments.m.data(), n * sizeof(float));
-    backend_.copy_to_backend(v_.data(), moments.v.data(), n * sizeof(float));
+    const size_t bytes = static_cast<size_t>(owned_.count()) * sizeof(float);
+    backend_.copy_to_backend(m_.data(), moments.m.data() + owned_.begin, bytes);
+    backend_.copy_to_backend(v_.data(), moments.v.data() + owned_.begin, bytes);
+}
+
+std::vector<float> TrainStep::gather_owned(const TensorView& full_arena, const Buffer* shard_arena,
+                                           int root) {
+    const bool is_root = communicator_.rank() == root;
+    const int64_t n = model_.layout().total();
+    std::vector<float> whole(is_root ? static_cast<size_t>(n) : 0);
+    if (!sharded()) {
+        const void* source = shard_arena != nullptr ? shard_arena->data() : full_arena.data;
+        if (is_root) backend_.copy_to_host(whole.data(), source, whole.size() * sizeof(float));
+        return whole;
+    }
+    std::vector<float> part(static_cast<size_t>(owned_.count()));
+    const void* source =
+        shard_arena != nullptr ? shard_arena->data() : slice_elements(full_arena, owned_).data;
+    backend_.copy_to_host(part.data(), source, part.size() * sizeof(float));
+    communicator_.gather_host(part.data(), whole.data(), shards_.counts_within({0, n}), root);
+    return whole;
+}
+
+std::vector<float> TrainStep::gather_masters(int root) {
+    return gather_owned(model_.master_parameters(), nullptr, root);
+}
+
+OptimizerMoments TrainStep::gather_moments(int root) {
+    const TensorView none;
+    OptimizerMoments moments;
+    moments.m = gather_owned(none, &m_, root);
+    moments.v = gather_owned(none, &v_, root);
+    return moments;
 }
 
 StepStatus TrainStep::read_status() const {

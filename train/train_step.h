@@ -2,16 +2,29 @@
 //
 //   zero the gradient arena
 //   k micro-steps: forward + backward, gradients += d(sum of losses / (B*T*k) * loss_scale)
-//   communicator.all_reduce_mean(gradients)        (the gradients are final here)
+//   exchange the gradients between ranks (no communication in the micro-steps before)
 //   grad_norm_squared -> StepStatus.skip when any gradient is Inf/NaN
 //   adamw_step (skipped on the backend when StepStatus.skip), working copy refreshed
 //   update_loss_scale
 //
-// The AdamW moments m, v are fp32 arenas in backend memory, laid out like the parameters; the
-// StepStatus lives in backend memory too. result() copies the status and the step's losses to
-// the host once, after the whole step is enqueued.
+// Data parallelism (W ranks, each with its own micro-batches):
+// - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
+//   of DataParallelConfig::bucket_bytes, started one after another once the last backward is
+//   done; then every rank runs the same norm and update on identical data.
+// - sharded optimizer (ZeRO stage 1): the buckets are reduce-scattered instead, so that each
+//   rank holds the mean gradients of its own shard (train/shard_layout.h); the AdamW moments
+//   exist for that shard only, each rank updates its shard of the masters, and the working copy
+//   (the masters themselves in fp32/tf32) is all-gathered. The global gradient norm is the sum
+//   of the shards' squared norms and the skip decision follows from it, identically on every
+//   rank (make_norm_global). The masters outside a rank's shard are not kept current in 16-bit
+//   runs; gather_masters collects the current ones.
+//
+// The AdamW moments m, v are fp32 arenas in backend memory laid out like the parameters (or like
+// the shard); the StepStatus lives in backend memory too. result() copies the status and the
+// step's losses to the host once, after the whole step is enqueued.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,49 +33,74 @@
 #include "kernels/ops.h"
 #include "model/gpt.h"
 #include "train/communicator.h"
+#include "train/shard_layout.h"
 
 namespace mixgpt {
 
+struct DataParallelConfig {
+    bool shard_optimizer = false;            // ZeRO stage 1
+    size_t bucket_bytes = size_t{25} << 20;  // per gradient collective
+};
+
 struct OptimizerMoments {
-    std::vector<float> m, v;  // (n) f32 each, in ParameterLayout order
+    std::vector<float> m, v;  // f32 each, in ParameterLayout order (of the whole arena or a shard)
 };
 
 struct StepResult {
-    double loss = 0;    // mean loss over this rank's tokens of the step
+    double loss = 0;    // mean loss over every rank's tokens of the step
     StepStatus status;  // after the step
 };
 
 class TrainStep {
 public:
     TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
-              const LossScaleConfig& loss_scale, const StepStatus& initial_status);
+              const LossScaleConfig& loss_scale, const StepStatus& initial_status,
+              const DataParallelConfig& parallel = {});
 
     int accumulation_steps() const { return accumulation_steps_; }
+    bool sharded() const { return parallel_.shard_optimizer; }
+    // The parameters whose optimizer state this rank keeps: its shard, or all of them.
+    ElementRange owned() const { return owned_; }
 
     // The three phases of a step; micro_step is called accumulation_steps times in between.
     void begin();
     void micro_step(const int32_t* windows);  // (B, T+1) host tokens
-    // All-reduce, norm, AdamW with hyper.learning_rate and hyper.seed as given, loss scale.
+    // Gradient exchange, norm, AdamW with hyper.learning_rate and hyper.seed as given, loss scale.
     void finish(const AdamWHyper& hyper);
-    // Waits for the step and reads its status and mean loss.
+    // Waits for the step and reads its status and mean loss (a collective: every rank calls it).
     StepResult result();
 
     // Optimizer state for checkpoints, to and from the host.
-    OptimizerMoments download_moments() const;
+    OptimizerMoments download_moments() const;  // this rank's: owned().count() elements each
+    // The moments of every parameter (n each); this rank keeps those of owned().
     void upload_moments(const OptimizerMoments& moments);
+    // Collectives: every rank calls them; root gets all n values, the others empty vectors.
+    std::vector<float> gather_masters(int root);
+    OptimizerMoments gather_moments(int root);
     StepStatus read_status() const;
     void write_status(const StepStatus& status);
 
 private:
-    TensorView arena_view(const Buffer& arena) const;  // (n) f32
+    TensorView moment_view(const Buffer& moment) const;  // (owned().count()) f32
     StepStatus* status_pointer() const { return status_.as<StepStatus>(); }
+    void all_reduce_gradients(const TensorView& gradients);
+    void update_shard(const TensorView& gradients, const AdamWHyper& hyper);
+    void make_norm_global();
+    void gather_working_copy();
+    std::vector<float> gather_owned(const TensorView& full_arena, const Buffer* shard_arena, int root);
 
     Backend& backend_;
     GPT& model_;
     Communicator& communicator_;
     int accumulation_steps_;
     LossScaleConfig loss_scale_;
-    Buffer m_, v_, status_;
+    DataParallelConfig parallel_;
+    ShardLayout shards_;
+    ElementRange owned_;
+    std::vector<ElementRange> gradient_buckets_;  // of the f32 gradient arena
+    std::vector<ElementRange> working_buckets_;   // of the working copy, in its dtype
+    Buffer m_, v_;
+    Buffer status_;                    // the StepStatus, then (sharded) a probe StepStatus and a probe f32
     Buffer step_losses_;               // (k, B, T) f32, backend memory
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
     std::vector<float> host_losses_;   // (k, B, T)

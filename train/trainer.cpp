@@ -1,10 +1,12 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -18,7 +20,10 @@
 #include "model/parameters.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/loader.h"
+#include "train/checkpoint_broadcast.h"
 #include "train/communicator.h"
+#include "train/loader_rebatch.h"
+#include "train/process_communicator.h"
 #include "train/stop_signal.h"
 #include "train/train_step.h"
 
@@ -35,31 +40,59 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
     return z ^ (z >> 31);
 }
 
+// Options that may change between a run and its resumption without changing what is trained.
+bool is_run_mechanics(const std::string& name) {
+    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "bucket_mb" ||
+           name == "collective_timeout";
+}
+
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
+
+// Ranks other than 0 log errors only, while the run lasts.
+class QuietUnlessRoot {
+public:
+    explicit QuietUnlessRoot(bool root) : previous_(log_level()) {
+        if (!root) set_log_level(LogLevel::error);
+    }
+    ~QuietUnlessRoot() { set_log_level(previous_); }
+    QuietUnlessRoot(const QuietUnlessRoot&) = delete;
+    QuietUnlessRoot& operator=(const QuietUnlessRoot&) = delete;
+
+private:
+    LogLevel previous_;
+};
 
 class Trainer {
 public:
-    Trainer(const TrainOptions& options, const StepObserver& observer);
+    // given: null for the communicator the launch implies (train/process_communicator.h).
+    Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer);
     TrainResult run();
 
 private:
+    Communicator& communicator() const { return given_ != nullptr ? *given_ : process_->get(); }
+    bool is_root() const { return communicator().rank() == 0; }
+    void log_ranks() const;
+    std::string resume_path() const;  // "" when starting fresh; rank 0 decides
     void resume_from(const std::string& path);
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
     TrainMetrics run_step();
+    bool all_agree_to_stop(bool stop_here);
     void check_divergence(const TrainMetrics& metrics);
 
     const TrainOptions& options_;
     StepObserver observer_;
-    SingleProcessCommunicator communicator_;
+    Communicator* given_;
+    std::unique_ptr<ProcessCommunicator> process_;  // when no communicator was given
+    QuietUnlessRoot quiet_;
     DatasetInfo dataset_;
     TrainPlan plan_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<GPT> model_;
     std::unique_ptr<DataLoader> loader_;
     std::unique_ptr<TrainStep> train_step_;
-    std::unique_ptr<MetricsWriter> metrics_;
+    std::unique_ptr<MetricsWriter> metrics_;  // rank 0 only
 
     int64_t step_ = 0;  // optimizer steps completed
     int64_t tokens_seen_ = 0;
@@ -69,18 +102,25 @@ private:
     TrainResult result_;
 };
 
-Trainer::Trainer(const TrainOptions& options, const StepObserver& observer)
-    : options_(options), observer_(observer) {
+Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer)
+    : options_(options),
+      observer_(observer),
+      given_(given),
+      process_(given != nullptr ? nullptr
+                                : std::make_unique<ProcessCommunicator>(options.collective_timeout)),
+      quiet_(communicator().rank() == 0) {
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
     dataset_ = read_dataset_info(resolve_dataset_path(options.dataset));
-    plan_ = plan_training(options, dataset_.vocab_size, communicator_.world_size());
+    plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
 
     BackendOptions backend_options;
     backend_options.device = options.device;
-    backend_options.device_index = options.device_index;
+    backend_options.device_index =
+        process_ ? process_->device_index(options.device_index) : options.device_index;
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
+    if (process_) process_->attach_device(options.device);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute);
 
@@ -91,8 +131,8 @@ Trainer::Trainer(const TrainOptions& options, const StepObserver& observer)
     loader_options.seq_len = options.seq_len;
     loader_options.mode = LoaderMode::train;
     loader_options.seed = options.seed;
-    loader_options.rank = communicator_.rank();
-    loader_options.world_size = communicator_.world_size();
+    loader_options.rank = communicator().rank();
+    loader_options.world_size = communicator().world_size();
     loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
     loader_options.vocab_limit = plan_.model.vocab_size;
     Backend* backend = backend_.get();
@@ -102,8 +142,11 @@ Trainer::Trainer(const TrainOptions& options, const StepObserver& observer)
     loader_ = std::make_unique<DataLoader>(loader_options);
 
     status_ = plan_.loss_scale.initial_status();
-    train_step_ = std::make_unique<TrainStep>(*model_, communicator_, plan_.accumulation_steps,
-                                              plan_.loss_scale.config(), status_);
+    DataParallelConfig parallel;
+    parallel.shard_optimizer = options.zero_optimizer;
+    parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
+    train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
+                                              plan_.loss_scale.config(), status_, parallel);
 
     evaluation_possible_ = dataset_.val.tokens >= options.seq_len + 1;
     if (!evaluation_possible_)
@@ -112,10 +155,44 @@ Trainer::Trainer(const TrainOptions& options, const StepObserver& observer)
     result_.metrics_path = metrics_path(options.output_dir);
 }
 
+// One line per rank, logged by rank 0: where each rank runs and on which device.
+void Trainer::log_ranks() const {
+    Communicator& ranks = communicator();
+    const std::string line =
+        format("rank %d of %d (local rank %d): %s, device %s", ranks.rank(), ranks.world_size(),
+               ranks.local_rank(), ranks.describe().c_str(), backend_->name().c_str());
+    for (const std::string& rank_line : ranks.all_gather_text(line)) log_info(rank_line);
+    if (ranks.world_size() > 1)
+        log_info(
+            format("data parallel over %d ranks: %s optimizer, %.4g MiB gradient buckets, collective "
+                   "timeout %g s",
+                   ranks.world_size(), options_.zero_optimizer ? "sharded (ZeRO-1)" : "replicated",
+                   options_.bucket_mb, options_.collective_timeout));
+}
+
+std::string Trainer::resume_path() const {
+    if (options_.resume.empty()) return "";
+    std::string path;
+    if (is_root()) {
+        path = options_.resume == "auto" ? newest_valid_checkpoint(checkpoint_directory(options_.output_dir))
+                                         : options_.resume;
+        if (path.empty())
+            log_info("no checkpoint in " + checkpoint_directory(options_.output_dir) +
+                     ": starting from scratch");
+    }
+    return broadcast_text(communicator(), path, 0);
+}
+
 void Trainer::resume_from(const std::string& path) {
-    const Checkpoint checkpoint = read_checkpoint(path);
-    require_compatible(checkpoint, path, plan_.model, dataset_.tokenizer_sha256);
-    warn_about_changed_options(checkpoint);
+    const Checkpoint checkpoint = broadcast_checkpoint(
+        communicator(),
+        [&] {
+            Checkpoint read = read_checkpoint(path);
+            require_compatible(read, path, plan_.model, dataset_.tokenizer_sha256);
+            return read;
+        },
+        0);
+    if (is_root()) warn_about_changed_options(checkpoint);
     model_->load_master_parameters(checkpoint.parameters.data(),
                                    static_cast<int64_t>(checkpoint.parameters.size()));
     const TensorView working = model_->working_parameters();
@@ -125,7 +202,15 @@ void Trainer::resume_from(const std::string& path) {
     train_step_->upload_moments({checkpoint.adam_m, checkpoint.adam_v});
     status_ = checkpoint.status;
     train_step_->write_status(status_);
-    loader_->restore(LoaderState::from_vector(checkpoint.loader_state));
+    const LoaderState saved = LoaderState::from_vector(checkpoint.loader_state);
+    const LoaderState position = rebatch_loader_state(saved, loader_->state());
+    if (position.global_batch != saved.global_batch)
+        log_info(format(
+            "data position: global batch %lld of %lld windows in the checkpoint is batch %lld of %lld "
+            "windows in this run",
+            static_cast<long long>(saved.next_batch), static_cast<long long>(saved.global_batch),
+            static_cast<long long>(position.next_batch), static_cast<long long>(position.global_batch)));
+    loader_->restore(position);
     step_ = checkpoint.step;
     tokens_seen_ = checkpoint.tokens_seen;
     result_.last_checkpoint = path;
@@ -137,15 +222,22 @@ void Trainer::resume_from(const std::string& path) {
 void Trainer::warn_about_changed_options(const Checkpoint& checkpoint) const {
     for (const auto& [name, value] : describe_options(options_)) {
         for (const auto& [stored_name, stored_value] : checkpoint.options) {
-            if (stored_name == name && stored_value != value && name != "steps" && name != "tokens")
+            if (stored_name == name && stored_value != value && !is_run_mechanics(name))
                 log_warning("option " + name + " is " + value + " now, " + stored_value +
                             " in the checkpoint");
         }
     }
 }
 
+// A collective: every rank contributes its shard of the optimizer state; rank 0 writes.
 void Trainer::save_checkpoint() {
     Checkpoint checkpoint;
+    checkpoint.parameters = train_step_->gather_masters(0);
+    OptimizerMoments moments = train_step_->gather_moments(0);
+    const std::string directory = checkpoint_directory(options_.output_dir);
+    const std::string path = checkpoint_path(directory, step_);
+    result_.last_checkpoint = path;
+    if (!is_root()) return;
     checkpoint.config = plan_.model;
     checkpoint.tokenizer_path = dataset_.tokenizer_path;
     checkpoint.tokenizer_sha256 = dataset_.tokenizer_sha256;
@@ -153,15 +245,11 @@ void Trainer::save_checkpoint() {
     checkpoint.step = step_;
     checkpoint.seed = options_.seed;
     checkpoint.tokens_seen = tokens_seen_;
-    const TensorView masters = model_->master_parameters();
-    checkpoint.parameters.resize(static_cast<size_t>(masters.numel()));
-    backend_->copy_to_host(checkpoint.parameters.data(), masters.data, masters.bytes());
-    const TensorView working = model_->working_parameters();
+    const TensorView working = model_->working_parameters();  // complete on every rank
     if (working.dtype != DType::f32) {
         checkpoint.working_bits.resize(static_cast<size_t>(working.numel()));
         backend_->copy_to_host(checkpoint.working_bits.data(), working.data, working.bytes());
     }
-    OptimizerMoments moments = train_step_->download_moments();
     checkpoint.adam_m = std::move(moments.m);
     checkpoint.adam_v = std::move(moments.v);
     checkpoint.status = train_step_->read_status();
@@ -170,11 +258,8 @@ void Trainer::save_checkpoint() {
     checkpoint.loader_state = loader_->state().to_vector();
     checkpoint.options = describe_options(options_);
 
-    const std::string directory = checkpoint_directory(options_.output_dir);
-    const std::string path = checkpoint_path(directory, step_);
     write_checkpoint(path, checkpoint);
     remove_old_checkpoints(directory, options_.keep_checkpoints);
-    result_.last_checkpoint = path;
     log_info("checkpoint " + path);
 }
 
@@ -186,20 +271,25 @@ void Trainer::evaluate() {
     loader_options.batch_size = options_.batch_size;
     loader_options.seq_len = options_.seq_len;
     loader_options.mode = LoaderMode::eval;
-    loader_options.rank = communicator_.rank();
-    loader_options.world_size = communicator_.world_size();
+    loader_options.rank = communicator().rank();
+    loader_options.world_size = communicator().world_size();
     loader_options.prefetch = false;
     loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
     loader_options.vocab_limit = plan_.model.vocab_size;
     DataLoader loader(loader_options);
-    const LossTotals totals = evaluate_loader(*model_, loader, options_.eval_batches);
+    LossTotals totals = evaluate_loader(*model_, loader, options_.eval_batches);
+    double sums[2] = {totals.nats, static_cast<double>(totals.tokens)};  // exact below 2^53 tokens
+    communicator().all_reduce_sum_host(sums, 2);
+    totals.nats = sums[0];
+    totals.tokens = static_cast<int64_t>(sums[1]);
+    result_.last_val_loss = totals.mean_loss();
+    if (!is_root()) return;
     EvalMetrics metrics;
     metrics.step = step_;
     metrics.val_loss = totals.mean_loss();
     metrics.val_perplexity = totals.perplexity();
     metrics.val_tokens = totals.tokens;
     metrics_->write(metrics);
-    result_.last_val_loss = metrics.val_loss;
     log_info(format("step %lld: val loss %.4f, perplexity %.2f over %lld tokens",
                     static_cast<long long>(step_), metrics.val_loss, metrics.val_perplexity,
                     static_cast<long long>(metrics.val_tokens)));
@@ -240,6 +330,14 @@ TrainMetrics Trainer::run_step() {
     return metrics;
 }
 
+// A signal may reach some ranks only, or at different steps: all stop when any asks to.
+bool Trainer::all_agree_to_stop(bool stop_here) {
+    if (communicator().world_size() == 1) return stop_here;
+    double votes = stop_here ? 1 : 0;
+    communicator().all_reduce_sum_host(&votes, 1);
+    return votes > 0;
+}
+
 // A step is bad when its loss is not finite, or its gradients were not finite and no loss
 // scaling can recover (no dynamic scale, or the scale already at its floor).
 void Trainer::check_divergence(const TrainMetrics& metrics) {
@@ -260,26 +358,21 @@ void Trainer::check_divergence(const TrainMetrics& metrics) {
 }
 
 TrainResult Trainer::run() {
-    bool resumed = false;
-    if (!options_.resume.empty()) {
-        const std::string path = options_.resume == "auto"
-                                     ? newest_valid_checkpoint(checkpoint_directory(options_.output_dir))
-                                     : options_.resume;
-        if (path.empty()) {
-            log_info("no checkpoint in " + checkpoint_directory(options_.output_dir) +
-                     ": starting from scratch");
-        } else {
-            resume_from(path);
-            resumed = true;
-        }
-    }
-    if (!resumed) {
+    result_.rank = communicator().rank();
+    log_ranks();
+    const std::string path = resume_path();
+    const bool resumed = !path.empty();
+    if (resumed) {
+        resume_from(path);
+    } else {
         const std::vector<float> initial = init_gpt2_parameters(plan_.model, model_->layout(), options_.seed);
         model_->load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     }
-    make_directories(options_.output_dir);
-    metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed);
-    if (resumed) metrics_->write_resume(step_);
+    if (is_root()) {
+        make_directories(options_.output_dir);
+        metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed);
+        if (resumed) metrics_->write_resume(step_);
+    }
 
     log_info(format("model %s: %d layers, %d heads, width %d, vocabulary %d (%.2fM parameters) on %s",
                     options_.model.c_str(), plan_.model.n_layer, plan_.model.n_head, plan_.model.n_embd,
@@ -293,19 +386,23 @@ TrainResult Trainer::run() {
         recompute_name(options_.recompute), plan_.loss_scale.describe().c_str()));
 
     StopSignalGuard signals;
-    Progress progress("train", static_cast<double>(plan_.total_steps - step_), "step");
+    std::optional<Progress> progress;
+    if (is_root()) progress.emplace("train", static_cast<double>(plan_.total_steps - step_), "step");
     const int64_t first_step = step_;
     int64_t last_saved_step = resumed ? step_ : -1;
     result_.last_loss = kNaN;
     result_.last_val_loss = kNaN;
-    while (step_ < plan_.total_steps && !signals.stop_requested()) {
+    bool stopping = false;
+    while (step_ < plan_.total_steps && !(stopping = all_agree_to_stop(signals.stop_requested()))) {
         const TrainMetrics metrics = run_step();
-        metrics_->write(metrics);
         result_.last_loss = metrics.loss;
-        progress.update(static_cast<double>(step_ - first_step),
-                        format("step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s",
-                               static_cast<long long>(step_), static_cast<long long>(plan_.total_steps),
-                               metrics.loss, metrics.learning_rate, metrics.tokens_per_second));
+        if (is_root()) {
+            metrics_->write(metrics);
+            progress->update(static_cast<double>(step_ - first_step),
+                             format("step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s",
+                                    static_cast<long long>(step_), static_cast<long long>(plan_.total_steps),
+                                    metrics.loss, metrics.learning_rate, metrics.tokens_per_second));
+        }
         check_divergence(metrics);
         if (observer_) observer_(metrics);
         if (is_due(step_, options_.eval_interval) && step_ < plan_.total_steps) evaluate();
@@ -314,12 +411,16 @@ TrainResult Trainer::run() {
             last_saved_step = step_;
         }
     }
-    progress.finish(format("step %lld/%lld | loss %.4f", static_cast<long long>(step_),
-                           static_cast<long long>(plan_.total_steps), result_.last_loss));
-    result_.stopped_by_signal = signals.stop_requested();
+    if (progress)
+        progress->finish(format("step %lld/%lld | loss %.4f", static_cast<long long>(step_),
+                                static_cast<long long>(plan_.total_steps), result_.last_loss));
+    result_.stopped_by_signal = stopping;
     if (result_.stopped_by_signal)
-        log_info(format("signal %d: stopping after step %lld", signals.signal_number(),
-                        static_cast<long long>(step_)));
+        log_info(signals.signal_number() != 0
+                     ? format("signal %d: stopping after step %lld", signals.signal_number(),
+                              static_cast<long long>(step_))
+                     : format("another rank received a signal: stopping after step %lld",
+                              static_cast<long long>(step_)));
     else
         evaluate();
     if (last_saved_step != step_) save_checkpoint();
@@ -330,7 +431,13 @@ TrainResult Trainer::run() {
 }  // namespace
 
 TrainResult run_training(const TrainOptions& options, const StepObserver& observer) {
-    Trainer trainer(options, observer);
+    Trainer trainer(options, nullptr, observer);
+    return trainer.run();
+}
+
+TrainResult run_training(const TrainOptions& options, Communicator& communicator,
+                         const StepObserver& observer) {
+    Trainer trainer(options, &communicator, observer);
     return trainer.run();
 }
 

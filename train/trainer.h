@@ -2,7 +2,13 @@
 // TrainOptions, resumes if asked, runs the steps with periodic evaluation and checkpoints, and
 // stops cleanly on SIGINT/SIGTERM (checkpoint written, normal return).
 //
-// Run directory (options.output_dir):
+// Data parallelism: started by mpirun or srun, every process is one rank (train/README.md). Each
+// rank trains on its own shard of every global batch; rank 0 alone logs, writes the metrics and
+// writes checkpoints (gathered from all ranks, independent of the number of ranks, so a run can
+// resume with another number of ranks, ZeRO-1 on or off). Stopping on a signal is agreed by all
+// ranks at the end of a step.
+//
+// Run directory (options.output_dir, on rank 0's file system):
 //   metrics.jsonl                 train/metrics.h
 //   checkpoints/step_<8 digits>.h5  model/checkpoint.h; the newest keep_checkpoints are kept
 #pragma once
@@ -12,6 +18,7 @@
 #include <ostream>
 #include <string>
 
+#include "train/communicator.h"
 #include "train/metrics.h"
 #include "train/train_options.h"
 
@@ -24,6 +31,7 @@ struct TrainResult {
     bool stopped_by_signal = false;
     std::string last_checkpoint;  // "" if none was written
     std::string metrics_path;
+    int rank = 0;  // this process's rank: print summaries on rank 0 only
 };
 
 // Called after every step's metrics are known (tests use it to observe or to stop a run).
@@ -32,6 +40,10 @@ using StepObserver = std::function<void(const TrainMetrics& metrics)>;
 // Throws Error on bad options or data, a mismatched checkpoint, or divergence (too many
 // consecutive non-finite steps; the last checkpoint is left as it was).
 TrainResult run_training(const TrainOptions& options, const StepObserver& observer = nullptr);
+// The same with a communicator given by the caller instead of the one the launch implies (tests
+// run one rank alone, or all ranks of an MPI job they started themselves).
+TrainResult run_training(const TrainOptions& options, Communicator& communicator,
+                         const StepObserver& observer = nullptr);
 
 // --dry-run: the plan and the memory needed under each recompute policy.
 void print_memory_plans(const TrainOptions& options, std::ostream& out);

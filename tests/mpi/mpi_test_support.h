@@ -1,0 +1,57 @@
+// Shared by the multi-rank tests: data every rank agrees on (a dataset and run directories made
+// by rank 0 on the one machine the test runs on), and the collective timeout they use so that a
+// failing test ends instead of leaving the other rank waiting.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "tests/test_train_support.h"
+
+namespace mixgpt::testing_support {
+
+constexpr double kTestCollectiveTimeout = 60;  // seconds
+
+inline int world_rank() {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+inline std::string broadcast_from_rank0(std::string text) {
+    int length = static_cast<int>(text.size());
+    MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    text.resize(static_cast<size_t>(length));
+    MPI_Bcast(text.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return text;
+}
+
+// tiny_dataset(), made once by rank 0; every rank gets its path. Collective on first use.
+inline const std::string& shared_tiny_dataset_path() {
+    static const std::string path =
+        broadcast_from_rank0(world_rank() == 0 ? tiny_dataset().dataset_path : std::string());
+    return path;
+}
+
+// A directory every rank knows, made by rank 0 and removed by it once every rank is done.
+// Construction and destruction are collective.
+class SharedTempDirectory {
+public:
+    explicit SharedTempDirectory(const std::string& name) {
+        if (world_rank() == 0) owned_ = std::make_unique<TempDirectory>(name);
+        path_ = broadcast_from_rank0(owned_ ? owned_->path() : std::string());
+    }
+    ~SharedTempDirectory() { MPI_Barrier(MPI_COMM_WORLD); }
+    SharedTempDirectory(const SharedTempDirectory&) = delete;
+    SharedTempDirectory& operator=(const SharedTempDirectory&) = delete;
+
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::unique_ptr<TempDirectory> owned_;
+    std::string path_;
+};
+
+}  // namespace mixgpt::testing_support

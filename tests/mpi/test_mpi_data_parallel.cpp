@@ -1,0 +1,203 @@
+// Data parallelism is exact up to float summation order: on the CPU backend, 2 ranks with B
+// windows each give the same losses, updated weights and AdamW moments as 1 rank with all 2B
+// (FP32, relative norm error <= 1e-6), with the optimizer replicated or sharded (ZeRO-1), with
+// and without gradient accumulation. The 1-rank reference runs in the same process on each rank,
+// with a SingleProcessCommunicator. Buckets of 4 KiB make ~30 of them, most straddling shards,
+// and clipping is active (max norm 0.1), so the global norm is exercised. Replicas stay
+// bit-identical, and a non-finite gradient on one rank skips the update on every rank. In bf16
+// and fp16 (dynamic loss scaling), without clipping (whose factor depends on the norm's
+// summation order), ZeRO-1 equals the replicated optimizer bit for bit: the 16-bit working copy
+// is gathered whole, and the masters gathered from the shards are the current ones.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/mpi/mpi_test_support.h"
+#include "train/loss_scaling.h"
+#include "train/mpi_communicator.h"
+#include "train/train_step.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+
+constexpr int kRanks = 2, kBatch = 2, kSeqLen = 16;
+
+struct ParallelCase {
+    const char* name;
+    bool shard_optimizer;
+    int accumulation_steps;
+};
+
+void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
+
+AdamWHyper clipped_hyper() {
+    AdamWHyper hyper;
+    hyper.learning_rate = 1e-3f;
+    hyper.max_grad_norm = 0.1f;
+    return hyper;
+}
+
+// rank 0's values on every rank.
+std::vector<float> rank0_values(std::vector<float> values) {
+    MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    return values;
+}
+
+class DataParallelTest : public ::testing::TestWithParam<ParallelCase> {};
+
+TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
+    const ParallelCase& c = GetParam();
+    MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    SingleProcessCommunicator alone;
+    ASSERT_EQ(communicator.world_size(), kRanks);
+    const int rank = communicator.rank();
+    const GPTConfig config = tiny_config();
+    const std::unique_ptr<Backend> backend = cpu_backend(Precision::fp32);
+    GPT ranked(*backend, config, kBatch, kSeqLen, Recompute::none);
+    GPT whole(*backend, config, kRanks * kBatch, kSeqLen, Recompute::none);
+    load_initial_parameters(ranked, 5);
+    load_initial_parameters(whole, 5);
+    const std::vector<float> initial = read_floats(*backend, whole.master_parameters());
+
+    const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::fp32);
+    DataParallelConfig parallel;
+    parallel.shard_optimizer = c.shard_optimizer;
+    parallel.bucket_bytes = 4096;
+    TrainStep ranked_step(ranked, communicator, c.accumulation_steps, no_scaling.config(),
+                          no_scaling.initial_status(), parallel);
+    TrainStep whole_step(whole, alone, c.accumulation_steps, no_scaling.config(),
+                         no_scaling.initial_status());
+    if (c.shard_optimizer) {
+        EXPECT_LT(ranked_step.owned().count(), ranked.layout().total());
+    }
+
+    const size_t row = kSeqLen + 1;
+    for (int step = 0; step < 3; ++step) {
+        ranked_step.begin();
+        whole_step.begin();
+        for (int micro = 0; micro < c.accumulation_steps; ++micro) {
+            const std::vector<int32_t> windows = random_windows(kRanks * kBatch, kSeqLen, config.vocab_size,
+                                                                static_cast<uint64_t>(100 * step + micro));
+            whole_step.micro_step(windows.data());
+            ranked_step.micro_step(windows.data() + static_cast<size_t>(rank) * kBatch * row);
+        }
+        ranked_step.finish(clipped_hyper());
+        whole_step.finish(clipped_hyper());
+        const StepResult got = ranked_step.result(), expected = whole_step.result();
+        EXPECT_NEAR(got.loss, expected.loss, 1e-6 * expected.loss) << "step " << step;
+        EXPECT_NEAR(got.status.grad_norm_squared, expected.status.grad_norm_squared,
+                    1e-6 * expected.status.grad_norm_squared);
+        EXPECT_GT(std::sqrt(expected.status.grad_norm_squared),
+                  clipped_hyper().max_grad_norm);  // clipping on
+        EXPECT_EQ(got.status.skip, 0);
+        EXPECT_EQ(got.status.optimizer_steps, step + 1);
+    }
+
+    const std::vector<float> masters = ranked_step.gather_masters(0);
+    const OptimizerMoments moments = ranked_step.gather_moments(0);
+    if (rank == 0) {
+        const std::vector<float> expected_masters = read_floats(*backend, whole.master_parameters());
+        const OptimizerMoments expected_moments = whole_step.download_moments();
+        const double weight_error = relative_error(masters, expected_masters);
+        EXPECT_LE(weight_error, 1e-6);
+        EXPECT_LE(relative_error(moments.m, expected_moments.m), 1e-6);
+        EXPECT_LE(relative_error(moments.v, expected_moments.v), 1e-6);
+        EXPECT_GT(relative_error(expected_masters, initial), 1e-4);  // the steps moved the weights
+        std::printf("%s: relative error of weights %.3g, m %.3g, v %.3g\n", c.name, weight_error,
+                    relative_error(moments.m, expected_moments.m),
+                    relative_error(moments.v, expected_moments.v));
+    }
+    const std::vector<float> working = read_floats(*backend, ranked.working_parameters());
+    EXPECT_EQ(working, rank0_values(working));  // the replicas are identical
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelTest,
+                         ::testing::Values(ParallelCase{"replicated", false, 1},
+                                           ParallelCase{"replicated_accumulation", false, 3},
+                                           ParallelCase{"zero1", true, 1},
+                                           ParallelCase{"zero1_accumulation", true, 3}),
+                         [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
+
+class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};
+
+// Rank 1's gradients get a NaN in rank 0's shard (element 0): the step is skipped on both ranks,
+// and the weights stay as they were.
+TEST_P(DataParallelSkipTest, ANonFiniteGradientOnOneRankSkipsEveryRank) {
+    MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    const GPTConfig config = tiny_config();
+    const std::unique_ptr<Backend> backend = cpu_backend(Precision::fp32);
+    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none);
+    load_initial_parameters(model, 5);
+    const std::vector<float> before = read_floats(*backend, model.master_parameters());
+    const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::fp32);
+    DataParallelConfig parallel;
+    parallel.shard_optimizer = GetParam();
+    parallel.bucket_bytes = 4096;
+    TrainStep step(model, communicator, 1, no_scaling.config(), no_scaling.initial_status(), parallel);
+    step.begin();
+    step.micro_step(random_windows(kBatch, kSeqLen, config.vocab_size, 3 + communicator.rank()).data());
+    if (communicator.rank() == 1) model.gradients().as<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    step.finish(clipped_hyper());
+    const StepResult result = step.result();
+    EXPECT_EQ(result.status.skip, 1);
+    EXPECT_EQ(result.status.skipped_steps, 1);
+    EXPECT_EQ(result.status.optimizer_steps, 0);
+    EXPECT_EQ(read_floats(*backend, model.master_parameters()), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelSkipTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                             return info.param ? "zero1" : "replicated";
+                         });
+
+class DataParallelSixteenBitTest : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(DataParallelSixteenBitTest, ShardedEqualsReplicatedBitForBit) {
+    const Precision precision = GetParam();
+    MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    const GPTConfig config = tiny_config();
+    const std::unique_ptr<Backend> backend = cpu_backend(precision);
+    GPT replicated(*backend, config, kBatch, kSeqLen, Recompute::none);
+    GPT sharded(*backend, config, kBatch, kSeqLen, Recompute::none);
+    load_initial_parameters(replicated, 5);
+    load_initial_parameters(sharded, 5);
+    const LossScalePolicy scaling = parse_loss_scale("auto", precision);
+    DataParallelConfig parallel;
+    parallel.bucket_bytes = 4096;
+    TrainStep replicated_step(replicated, communicator, 1, scaling.config(), scaling.initial_status(),
+                              parallel);
+    parallel.shard_optimizer = true;
+    TrainStep sharded_step(sharded, communicator, 1, scaling.config(), scaling.initial_status(), parallel);
+    AdamWHyper hyper;
+    hyper.learning_rate = 1e-3f;
+    hyper.max_grad_norm = 0;
+    for (int step = 0; step < 3; ++step) {
+        const std::vector<int32_t> windows = random_windows(
+            kBatch, kSeqLen, config.vocab_size, static_cast<uint64_t>(10 * step + communicator.rank()));
+        for (TrainStep* train_step : {&replicated_step, &sharded_step}) {
+            train_step->begin();
+            train_step->micro_step(windows.data());
+            train_step->finish(hyper);
+        }
+        EXPECT_EQ(sharded_step.result().loss, replicated_step.result().loss) << "step " << step;
+    }
+    EXPECT_EQ(read_floats(*backend, sharded.working_parameters()),
+              read_floats(*backend, replicated.working_parameters()));
+    const std::vector<float> masters = sharded_step.gather_masters(0);
+    const std::vector<float> expected_masters = replicated_step.gather_masters(0);
+    EXPECT_EQ(masters, expected_masters);
+    EXPECT_EQ(sharded_step.gather_moments(0).v, replicated_step.gather_moments(0).v);
+    EXPECT_EQ(sharded_step.read_status().loss_scale, replicated_step.read_status().loss_scale);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, DataParallelSixteenBitTest,
+                         ::testing::Values(Precision::bf16, Precision::fp16),
+                         [](const ::testing::TestParamInfo<Precision>& info) {
+                             return std::string(precision_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace mixgpt

@@ -1,0 +1,140 @@
+// Checkpoints do not depend on the number of ranks (CPU backend, FP32, the tiny dataset):
+// - 2 ranks x B=2 (ZeRO-1) save at step 2; resumed on 1 rank x B=4, and on 2 ranks with the
+//   optimizer replicated, steps 3-4 give the losses and weights of the uninterrupted 2-rank run
+//   (relative error <= 1e-6: only the summation order differs);
+// - resumed on 2 ranks with ZeRO-1 again, they are bit-identical;
+// - 1 rank x B=2 x 2 accumulation steps saves at step 2; resumed on 2 ranks x B=2 (ZeRO-1, the
+//   loader's position converted from global batches of 2 windows to 4), steps 3-4 match the
+//   uninterrupted 1-rank run (<= 1e-6).
+// The 1-rank runs are rank 0 alone, with a SingleProcessCommunicator, while rank 1 waits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/checkpoint.h"
+#include "tests/mpi/mpi_test_support.h"
+#include "train/trainer.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+
+constexpr int kSteps = 4, kSaveStep = 2;
+
+TrainOptions run_options(const std::string& output_dir, int batch_size, bool zero) {
+    TrainOptions options = tiny_train_options(output_dir);
+    options.dataset = shared_tiny_dataset_path();
+    options.batch_size = batch_size;
+    options.steps = kSteps;
+    options.checkpoint_interval = kSaveStep;
+    options.eval_batches = 2;
+    options.zero_optimizer = zero;
+    options.bucket_mb = 1.0 / 256;  // 4 KiB
+    options.collective_timeout = kTestCollectiveTimeout;
+    return options;
+}
+
+// Runs on rank 0 alone; the other ranks wait for it.
+void on_rank0_alone(const std::function<void()>& run) {
+    if (world_rank() == 0) run();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A run directory holding only `source`'s checkpoint of step kSaveStep (on rank 0's side).
+void seed_run_directory(const std::string& source_dir, const std::string& run_dir) {
+    if (world_rank() == 0) {
+        const std::string directory = checkpoint_directory(run_dir);
+        std::filesystem::create_directories(directory);
+        std::filesystem::copy_file(checkpoint_path(checkpoint_directory(source_dir), kSaveStep),
+                                   checkpoint_path(directory, kSaveStep));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Losses of steps after kSaveStep: those of `resumed` against those of `straight`.
+void expect_same_later_losses(const std::string& resumed, const std::string& straight, double tolerance) {
+    if (world_rank() != 0) return;
+    const std::map<int64_t, double> got = train_losses(metrics_path(resumed)),
+                                    expected = train_losses(metrics_path(straight));
+    ASSERT_EQ(expected.size(), static_cast<size_t>(kSteps));
+    for (int64_t step = kSaveStep + 1; step <= kSteps; ++step) {
+        ASSERT_TRUE(got.count(step)) << "step " << step;
+        EXPECT_NEAR(got.at(step), expected.at(step), tolerance * expected.at(step)) << "step " << step;
+    }
+}
+
+std::vector<float> final_parameters(const std::string& run_dir) {
+    return read_checkpoint(checkpoint_path(checkpoint_directory(run_dir), kSteps)).parameters;
+}
+
+TEST(DataParallelResumeTest, TwoRankCheckpointsResumeOnOneOrTwoRanks) {
+    SharedTempDirectory directory("mixgpt_mpi_resume_two");
+    const std::string two = directory.file("two");
+    const TrainResult straight = run_training(run_options(two, 2, true));
+    EXPECT_EQ(straight.steps_done, kSteps);
+
+    const std::string one = directory.file("one_from_two");
+    seed_run_directory(two, one);
+    on_rank0_alone([&] {
+        TrainOptions options = run_options(one, 4, false);
+        options.resume = "auto";
+        SingleProcessCommunicator alone;
+        const TrainResult resumed = run_training(options, alone);
+        EXPECT_EQ(resumed.steps_done, kSteps);
+        EXPECT_NEAR(resumed.last_val_loss, straight.last_val_loss, 1e-6 * straight.last_val_loss);
+        EXPECT_LE(relative_error(final_parameters(one), final_parameters(two)), 1e-6);
+    });
+    expect_same_later_losses(one, two, 1e-6);
+
+    const std::string replicated = directory.file("replicated_from_zero");
+    seed_run_directory(two, replicated);
+    TrainOptions options = run_options(replicated, 2, false);
+    options.resume = "auto";
+    run_training(options);
+    expect_same_later_losses(replicated, two, 1e-6);
+    if (world_rank() == 0) {
+        EXPECT_LE(relative_error(final_parameters(replicated), final_parameters(two)), 1e-6);
+    }
+
+    const std::string again = directory.file("zero_from_zero");
+    seed_run_directory(two, again);
+    options = run_options(again, 2, true);
+    options.resume = "auto";
+    const TrainResult resumed = run_training(options);
+    EXPECT_EQ(resumed.last_val_loss, straight.last_val_loss);
+    if (world_rank() == 0) {
+        EXPECT_EQ(train_losses(metrics_path(again)).at(kSteps), train_losses(metrics_path(two)).at(kSteps));
+        const Checkpoint got = read_checkpoint(checkpoint_path(checkpoint_directory(again), kSteps));
+        const Checkpoint expected = read_checkpoint(checkpoint_path(checkpoint_directory(two), kSteps));
+        EXPECT_EQ(got.parameters, expected.parameters);
+        EXPECT_EQ(got.adam_m, expected.adam_m);
+        EXPECT_EQ(got.adam_v, expected.adam_v);
+        EXPECT_EQ(got.loader_state, expected.loader_state);
+    }
+}
+
+TEST(DataParallelResumeTest, OneRankCheckpointsResumeOnTwoRanks) {
+    SharedTempDirectory directory("mixgpt_mpi_resume_one");
+    const std::string one = directory.file("one");
+    on_rank0_alone([&] {
+        TrainOptions options = run_options(one, 2, false);
+        options.total_batch_tokens = 4 * options.seq_len;  // 2 accumulation steps
+        SingleProcessCommunicator alone;
+        EXPECT_EQ(run_training(options, alone).steps_done, kSteps);
+    });
+
+    const std::string two = directory.file("two_from_one");
+    seed_run_directory(one, two);
+    TrainOptions options = run_options(two, 2, true);
+    options.resume = "auto";
+    const TrainResult resumed = run_training(options);
+    EXPECT_EQ(resumed.steps_done, kSteps);
+    expect_same_later_losses(two, one, 1e-6);
+    if (world_rank() == 0) {
+        EXPECT_LE(relative_error(final_parameters(two), final_parameters(one)), 1e-6);
+    }
+}
+
+}  // namespace
+}  // namespace mixgpt

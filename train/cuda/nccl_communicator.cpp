@@ -1,0 +1,100 @@
+#include "train/cuda/nccl_communicator.h"
+
+#include "core/cuda_check.h"
+#include "core/log.h"
+#include "train/device_communicator.h"
+#include "train/mpi_launch.h"
+
+namespace mixgpt {
+namespace {
+
+ncclDataType_t nccl_type(DType dtype) {
+    switch (dtype) {
+        case DType::f32:
+            return ncclFloat;
+        case DType::bf16:
+            return ncclBfloat16;
+        case DType::f16:
+            return ncclHalf;
+    }
+    throw Error("nccl: unsupported dtype");
+}
+
+}  // namespace
+
+std::string nccl_version() {
+    int code = 0;
+    NCCL_CHECK(ncclGetVersion(&code));
+    // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+    return format("%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+}
+
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, double timeout_seconds)
+    : host_(std::move(host)),
+      watchdog_(timeout_seconds, [](const std::string& message) { abort_mpi_job(message); }) {
+    ncclUniqueId id{};
+    if (host_->rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    host_->broadcast_host(&id, sizeof id, 0);
+    {
+        auto guard = watchdog_.watch("ncclCommInitRank");
+        NCCL_CHECK(ncclCommInitRank(&comm_, host_->world_size(), id, host_->rank()));
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+}
+
+std::string NcclCommunicator::describe() const { return host_->describe() + ", NCCL " + nccl_version(); }
+
+void NcclCommunicator::all_reduce(TensorView values, Reduction reduction) {
+    require_f32(values, "all_reduce");
+    if (pending_collective_.empty()) pending_collective_ = "all_reduce";
+    NCCL_CHECK(ncclAllReduce(values.data, values.data, static_cast<size_t>(values.numel()), ncclFloat,
+                             reduction == Reduction::mean ? ncclAvg : ncclSum, comm_, stream_));
+}
+
+void NcclCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
+    require_f32(values, "reduce_scatter_mean");
+    require_segments(values, counts, world_size(), "reduce_scatter_mean");
+    if (pending_collective_.empty()) pending_collective_ = "reduce_scatter";
+    NCCL_CHECK(ncclGroupStart());
+    float* segment = values.as<float>();
+    for (int root = 0; root < world_size(); ++root) {
+        const auto count = static_cast<size_t>(counts[static_cast<size_t>(root)]);
+        if (count > 0)
+            NCCL_CHECK(ncclReduce(segment, segment, count, ncclFloat, ncclAvg, root, comm_, stream_));
+        segment += count;
+    }
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
+    require_segments(values, counts, world_size(), "all_gather");
+    if (pending_collective_.empty()) pending_collective_ = "all_gather";
+    NCCL_CHECK(ncclGroupStart());
+    char* segment = values.as<char>();
+    for (int root = 0; root < world_size(); ++root) {
+        const auto count = static_cast<size_t>(counts[static_cast<size_t>(root)]);
+        if (count > 0)
+            NCCL_CHECK(ncclBroadcast(segment, segment, count, nccl_type(values.dtype), root, comm_, stream_));
+        segment += count * dtype_size(values.dtype);
+    }
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclCommunicator::wait() {
+    if (pending_collective_.empty()) return;
+    auto guard = watchdog_.watch(pending_collective_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    pending_collective_.clear();
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host,
+                                                     double timeout_seconds) {
+    return std::make_unique<NcclCommunicator>(std::move(host), timeout_seconds);
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,67 @@
+// The NCCL communicator (CUDA builds only): backend-memory collectives on device buffers through
+// NCCL, on a stream of its own; host-memory collectives through the MPI communicator it wraps,
+// which also carries NCCL's unique id from rank 0 to the others.
+//
+// Segmented collectives with unequal segments (ZeRO-1 shards cut by buckets) are groups of
+// ncclReduce / ncclBroadcast, one per rank with a non-empty segment; they move the same bytes
+// per link as ncclReduceScatter / ncclAllGather, without padding. Means use ncclAvg.
+//
+// The caller synchronizes the backend before starting collectives (their inputs must be final);
+// wait() synchronizes the NCCL stream under the collective watchdog.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+
+#include "train/collective_watchdog.h"
+#include "train/communicator.h"
+
+namespace mixgpt {
+
+class NcclCommunicator final : public Communicator {
+public:
+    // On the current CUDA device (the backend has set it); `host` spans the same ranks.
+    NcclCommunicator(std::unique_ptr<Communicator> host, double timeout_seconds);
+    ~NcclCommunicator() override;
+    NcclCommunicator(const NcclCommunicator&) = delete;
+    NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+    int rank() const override { return host_->rank(); }
+    int world_size() const override { return host_->world_size(); }
+    int local_rank() const override { return host_->local_rank(); }
+    std::string describe() const override;  // "host node07, NCCL 2.28.9"
+
+    void all_reduce(TensorView values, Reduction reduction) override;
+    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
+    void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void wait() override;
+
+    void broadcast_host(void* data, size_t bytes, int root) override {
+        host_->broadcast_host(data, bytes, root);
+    }
+    void all_reduce_sum_host(double* values, int count) override {
+        host_->all_reduce_sum_host(values, count);
+    }
+    void gather_host(const float* part, float* whole, const std::vector<int64_t>& counts, int root) override {
+        host_->gather_host(part, whole, counts, root);
+    }
+    std::vector<std::string> all_gather_text(const std::string& text) override {
+        return host_->all_gather_text(text);
+    }
+    void barrier() override { host_->barrier(); }
+
+private:
+    std::unique_ptr<Communicator> host_;
+    CollectiveWatchdog watchdog_;
+    ncclComm_t comm_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+    std::string pending_collective_;
+};
+
+// "2.28.9": the version of the NCCL library loaded.
+std::string nccl_version();
+
+}  // namespace mixgpt

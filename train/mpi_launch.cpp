@@ -1,0 +1,49 @@
+#include "train/mpi_launch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "core/mpi_check.h"
+#include "train/communicator.h"
+
+namespace mixgpt {
+namespace {
+
+bool has_environment(const char* name) { return std::getenv(name) != nullptr; }
+
+}  // namespace
+
+bool launched_by_mpi() {
+    return has_environment("OMPI_COMM_WORLD_SIZE") || has_environment("PMI_SIZE") ||
+           has_environment("PMIX_RANK") ||
+           (has_environment("SLURM_NTASKS") && has_environment("SLURM_STEP_ID"));
+}
+
+MpiSession::MpiSession() {
+    int finalized = 0, initialized = 0;
+    MPI_CHECK(MPI_Finalized(&finalized));
+    MIXGPT_REQUIRE(!finalized, "MPI: already finalized in this process (one MPI training run per process)");
+    MPI_CHECK(MPI_Initialized(&initialized));
+    if (initialized) return;
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    owns_ = true;
+}
+
+MpiSession::~MpiSession() {
+    if (owns_ && std::uncaught_exceptions() == 0) MPI_Finalize();
+}
+
+void abort_mpi_job(const std::string& message) {
+    int rank = -1, world = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    std::fprintf(stderr, "mixgpt: rank %d of %d (host %s): %s; aborting the job\n", rank, world,
+                 host_name().c_str(), message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    std::abort();
+}
+
+}  // namespace mixgpt

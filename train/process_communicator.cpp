@@ -1,0 +1,30 @@
+#include "train/process_communicator.h"
+
+#include <algorithm>
+
+#include "kernels/ops.h"
+#include "train/device_communicator.h"
+#include "train/mpi_communicator.h"
+
+namespace mixgpt {
+
+ProcessCommunicator::ProcessCommunicator(double timeout_seconds) : timeout_seconds_(timeout_seconds) {
+    if (mixgpt::launched_by_mpi()) {
+        session_.emplace();
+        communicator_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, timeout_seconds);
+    } else {
+        communicator_ = std::make_unique<SingleProcessCommunicator>();
+    }
+}
+
+int ProcessCommunicator::device_index(int requested) const {
+    if (!launched_by_mpi()) return requested;
+    return communicator_->local_rank() % std::max(1, cuda_device_count());
+}
+
+void ProcessCommunicator::attach_device(const std::string& device) {
+    if (launched_by_mpi() && device == "cuda")
+        communicator_ = make_nccl_communicator(std::move(communicator_), timeout_seconds_);
+}
+
+}  // namespace mixgpt

@@ -26,6 +26,7 @@ void run(TrainArguments& arguments) {
         return;
     }
     const TrainResult result = run_training(options);
+    if (result.rank != 0) return;
     std::cout << "steps " << result.steps_done << (result.stopped_by_signal ? " (stopped by a signal)" : "")
               << "\nlast checkpoint " << result.last_checkpoint << "\nmetrics " << result.metrics_path
               << "\n";

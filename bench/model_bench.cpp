@@ -27,8 +27,8 @@ void BM_GptForwardBackward(benchmark::State& state) {
     std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
     std::vector<int32_t> tokens(2 * batch * length);
     for (int32_t& t : tokens) t = token(generator);
-    const TensorView inputs(tokens.data(), DType::f32, {batch, length});
-    const TensorView targets(tokens.data() + batch * length, DType::f32, {batch, length});
+    const TensorView inputs(tokens.data(), DType::i32, {batch, length});
+    const TensorView targets(tokens.data() + batch * length, DType::i32, {batch, length});
     for (auto _ : state) {
         model.zero_gradients();
         model.forward_backward(inputs, targets, 1.f / (batch * length), nullptr);

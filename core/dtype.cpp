@@ -19,15 +19,28 @@ float bits_float(uint32_t bits) {
     return value;
 }
 
+[[noreturn]] void not_a_float_format(const char* function) {
+    throw Error(std::string(function) + ": int32 is not a float format");
+}
+
 }  // namespace
 
-size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+size_t dtype_size(DType dtype) {
+    switch (dtype) {
+        case DType::f32: return 4;
+        case DType::bf16: return 2;
+        case DType::f16: return 2;
+        case DType::i32: return 4;
+    }
+    return 4;
+}
 
 const char* dtype_name(DType dtype) {
     switch (dtype) {
         case DType::f32: return "fp32";
         case DType::bf16: return "bf16";
         case DType::f16: return "fp16";
+        case DType::i32: return "int32";
     }
     return "unknown";
 }
@@ -36,7 +49,8 @@ DType parse_dtype(const std::string& name) {
     if (name == "fp32" || name == "f32" || name == "float32") return DType::f32;
     if (name == "bf16" || name == "bfloat16") return DType::bf16;
     if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return DType::f16;
-    throw Error("unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
+    if (name == "int32" || name == "i32") return DType::i32;
+    throw Error("unknown dtype '" + name + "' (expected fp32, bf16, fp16 or int32)");
 }
 
 uint16_t float_to_bf16_bits(float value) {
@@ -93,11 +107,13 @@ float round_to_dtype(float value, DType dtype) {
         case DType::f32: return value;
         case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(value));
         case DType::f16: return fp16_bits_to_float(float_to_fp16_bits(value));
+        case DType::i32: not_a_float_format("round_to_dtype");
     }
     return value;
 }
 
 void convert_to_float(const void* source, DType source_dtype, float* destination, size_t count) {
+    if (source_dtype == DType::i32) not_a_float_format("convert_to_float");
     if (source_dtype == DType::f32) {
         if (source != destination) std::memmove(destination, source, count * sizeof(float));
         return;
@@ -112,6 +128,7 @@ void convert_to_float(const void* source, DType source_dtype, float* destination
 
 void convert_from_float(const float* source, void* destination, DType destination_dtype,
                         size_t count) {
+    if (destination_dtype == DType::i32) not_a_float_format("convert_from_float");
     if (destination_dtype == DType::f32) {
         if (source != destination) std::memmove(destination, source, count * sizeof(float));
         return;

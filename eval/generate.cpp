@@ -36,8 +36,7 @@ private:
     TensorView upload(size_t count) {
         const size_t bytes = static_cast<size_t>(rows_) * count * sizeof(int32_t);
         backend_.copy_to_backend(device_.data(), host_.data(), bytes);
-        return TensorView(device_.data(), DType::f32,
-                          {rows_, static_cast<int64_t>(count)});  // i32 (rows, count)
+        return TensorView(device_.data(), DType::i32, {rows_, static_cast<int64_t>(count)});
     }
 
     Backend& backend_;

@@ -27,11 +27,11 @@ void TokenBatch::upload(const int32_t* windows) {
 }
 
 TensorView TokenBatch::inputs() const {
-    return TensorView(inputs_.data(), DType::f32, {batch_size_, seq_len_});
+    return TensorView(inputs_.data(), DType::i32, {batch_size_, seq_len_});
 }
 
 TensorView TokenBatch::targets() const {
-    return TensorView(targets_.data(), DType::f32, {batch_size_, seq_len_});
+    return TensorView(targets_.data(), DType::i32, {batch_size_, seq_len_});
 }
 
 }  // namespace mixgpt

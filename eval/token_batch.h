@@ -2,8 +2,7 @@
 //
 // A window is T+1 consecutive tokens; the model reads tokens [0, T) and is scored on [1, T+1).
 // The split is done in host staging memory (pinned on CUDA) and copied over in two transfers.
-// Token views are int32 in memory labelled DType::f32 (core/dtype.h has no integer dtype; the
-// backends check the 4-byte label).
+// Token views are DType::i32.
 #pragma once
 
 #include <cstdint>

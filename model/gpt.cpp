@@ -99,7 +99,7 @@ GPT::NextNorm GPT::next_norm(int layer, int64_t b, int64_t t) const {
 }
 
 void GPT::check_batch(const TensorView& tokens, const char* what) const {
-    MIXGPT_REQUIRE(tokens.valid() && tokens.rank == 2 && dtype_size(tokens.dtype) == 4,
+    MIXGPT_REQUIRE(tokens.valid() && tokens.rank == 2 && tokens.dtype == DType::i32,
                    std::string(what) + ": expected a (b, t) tensor of int32");
     MIXGPT_REQUIRE(
         tokens.dim(0) >= 1 && tokens.dim(0) <= batch_size_ && tokens.dim(1) >= 1 && tokens.dim(1) <= seq_len_,

@@ -38,8 +38,8 @@ public:
     void refresh_working_copy();  // masters -> working copy (cast)
     void zero_gradients();
 
-    // tokens, targets: (b, t) i32 in backend memory with b <= batch_size, t <= seq_len (i32 views
-    // carry the 4-byte label DType::f32). Returns losses (b, t) f32 in backend memory.
+    // tokens, targets: (b, t) DType::i32 in backend memory with b <= batch_size, t <= seq_len.
+    // Returns losses (b, t) f32 in backend memory.
     TensorView forward(TensorView tokens, TensorView targets);
     // Forward, loss, backward: gradients += d(sum of losses * gradient_scale * loss_scale)/dparams,
     // loss_scale read from status in backend memory (null: 1). Returns the (unscaled) losses (b, t) f32.

@@ -1,7 +1,6 @@
 // Checkpoint files: exact round trip, atomic write, refusal of truncated, corrupted and
 // mismatched files with a message naming the problem, and the run directory's bookkeeping.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,21 +12,17 @@
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/parameters.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
 
 namespace fs = std::filesystem;
 
+using test::error_of;
+
 class CheckpointTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        directory_ = fs::temp_directory_path() / ("mixgpt_checkpoint_test_" + std::to_string(::getpid()));
-        fs::remove_all(directory_);
-        fs::create_directories(directory_);
-    }
-    void TearDown() override { fs::remove_all(directory_); }
-
     static Checkpoint make_checkpoint(int64_t step) {
         Checkpoint checkpoint;
         checkpoint.config.n_layer = 1;
@@ -57,19 +52,10 @@ protected:
         return checkpoint;
     }
 
-    std::string path(const std::string& name) const { return (directory_ / name).string(); }
+    std::string path(const std::string& name) const { return directory_.file(name); }
 
-    fs::path directory_;
+    test::TempDirectory directory_{"mixgpt_checkpoint_test"};
 };
-
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.what();
-    }
-    return "";
-}
 
 TEST_F(CheckpointTest, RoundTripIsExact) {
     const Checkpoint written = make_checkpoint(40);
@@ -105,7 +91,7 @@ TEST_F(CheckpointTest, RoundTripIsExact) {
 TEST_F(CheckpointTest, WriteLeavesOnlyTheFinalFile) {
     write_checkpoint(path("sub/dir/a.h5"), make_checkpoint(1));
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(directory_ / "sub/dir"))
+    for (const auto& entry : fs::directory_iterator(path("sub/dir")))
         names.push_back(entry.path().filename());
     EXPECT_EQ(names, std::vector<std::string>{"a.h5"});
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "model/checkpoint.h"
+#include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "train/trainer.h"
 
@@ -23,6 +24,7 @@ namespace mixgpt {
 namespace {
 
 using namespace testing_support;
+using test::TempDirectory;
 
 std::string mixgpt_binary() {
     return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mixgpt").string();

@@ -1,6 +1,5 @@
 // HDF5 helpers, write-then-rename outputs and SHA-256 (core/).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,27 +11,15 @@
 #include "core/error.h"
 #include "core/h5.h"
 #include "core/sha256.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        path_ = std::filesystem::temp_directory_path() /
-                ("mixgpt_core_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    static inline int counter_ = 0;
-    std::filesystem::path path_;
-};
+using test::TempDirectory;
 
 TEST(H5, WritesAndReadsDatasetsAndAttributes) {
-    TempDir dir;
+    TempDirectory dir;
     const std::string path = dir.file("a.h5");
     {
         h5::File file = h5::File::create(path);
@@ -66,7 +53,7 @@ TEST(H5, WritesAndReadsDatasetsAndAttributes) {
 }
 
 TEST(H5, RefusesMissingNonHdf5AndTruncatedFilesNamingThem) {
-    TempDir dir;
+    TempDirectory dir;
     const std::string missing = dir.file("missing.h5");
     try {
         h5::File::open_read(missing);
@@ -101,7 +88,7 @@ TEST(H5, RefusesMissingNonHdf5AndTruncatedFilesNamingThem) {
 }
 
 TEST(AtomicOutput, CommitRenamesAndAbandonRemovesTemporary) {
-    TempDir dir;
+    TempDirectory dir;
     const std::string target = dir.file("out.bin");
     std::string temporary;
     {
@@ -126,7 +113,7 @@ TEST(AtomicOutput, CommitRenamesAndAbandonRemovesTemporary) {
 TEST(Sha256, MatchesKnownVectorsAndFiles) {
     // FIPS 180-2 example "abc".
     EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    TempDir dir;
+    TempDirectory dir;
     const std::string path = dir.file("abc.txt");
     std::ofstream(path, std::ios::binary) << "abc";
     EXPECT_EQ(sha256_file_hex(path), sha256_hex("abc", 3));

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "kernels/ops.h"
 #include "tests/test_cpu_support.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
@@ -55,6 +57,17 @@ TEST_P(CpuClassifier, RejectsTargetsOutsideTheRealVocabulary) {
     EXPECT_THROW(
         backend->classifier(losses.view(), logits.view(), padded_target.view(), V, false, 1.f, nullptr),
         Error);
+}
+
+TEST_P(CpuClassifier, RejectsFloatTargets) {
+    HostTensor logits(values, act(), {N, Vp});
+    HostTensor losses(DType::f32, {N});
+    const HostTensor float_targets(std::vector<double>(N, 1.0), DType::f32, {N});
+    const std::string message = test::error_of([&] {
+        backend->classifier(losses.view(), logits.view(), float_targets.view(), V, false, 1.f, nullptr);
+    });
+    EXPECT_NE(message.find("classifier: targets is (6) fp32, expected (6) int32"), std::string::npos)
+        << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CpuClassifier,

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "kernels/ops.h"
 #include "tests/test_cpu_support.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
@@ -56,6 +58,21 @@ TEST_P(CpuLayers, EmbeddingRejectsTokensOutsideTheTable) {
     const HostTensor wte(act(), {128, 4}), wpe(act(), {2, 4});
     HostTensor out(act(), {1, 2, 4});
     EXPECT_THROW(backend->embedding_forward(out.view(), tokens.view(), wte.view(), wpe.view()), Error);
+}
+
+TEST_P(CpuLayers, EmbeddingRejectsFloatTokens) {
+    const HostTensor float_tokens(DType::f32, {1, 2});  // 4-byte elements, but not DType::i32
+    const HostTensor wte(act(), {128, 4}), wpe(act(), {2, 4});
+    HostTensor out(act(), {1, 2, 4});
+    const std::string forward = test::error_of(
+        [&] { backend->embedding_forward(out.view(), float_tokens.view(), wte.view(), wpe.view()); });
+    EXPECT_NE(forward.find("embedding_forward: tokens is (1, 2) fp32, expected (1, 2) int32"),
+              std::string::npos)
+        << forward;
+    HostTensor dwte(DType::f32, {128, 4}), dwpe(DType::f32, {2, 4});
+    const std::string backward = test::error_of(
+        [&] { backend->embedding_backward(dwte.view(), dwpe.view(), out.view(), float_tokens.view()); });
+    EXPECT_NE(backward.find("embedding_backward: tokens"), std::string::npos) << backward;
 }
 
 TEST_P(CpuLayers, LayerNormForward) {

@@ -35,7 +35,7 @@ std::vector<double> HostTensor::values() const {
 }
 
 IntTensor::IntTensor(std::vector<int32_t> values, std::initializer_list<int64_t> shape)
-    : values_(std::move(values)), view_(values_.data(), DType::f32, shape) {
+    : values_(std::move(values)), view_(values_.data(), DType::i32, shape) {
     MIXGPT_REQUIRE(values_.size() == element_count(shape), "IntTensor: value count differs from the shape");
 }
 

@@ -31,7 +31,7 @@ private:
     TensorView view_;
 };
 
-// int32 values (tokens, targets) with the view label DType::f32 (see kernels/cpu/tensor_checks.h).
+// int32 values (tokens, targets) in host memory, viewed as DType::i32.
 class IntTensor {
 public:
     IntTensor(std::vector<int32_t> values, std::initializer_list<int64_t> shape);

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/h5.h"
+#include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/dataset_writer.h"
@@ -15,9 +16,9 @@
 namespace mixgpt {
 namespace {
 
+using test::TempDirectory;
 using testing::read_offsets;
 using testing::read_tokens;
-using testing::TempDir;
 
 DatasetMetadata metadata_for(int vocab_size) {
     DatasetMetadata metadata;
@@ -41,7 +42,7 @@ void expect_error(const std::string& path, const std::string& fragment) {
 }
 
 TEST(DatasetWriter, StoresDocumentsEndOfTextOffsetsAndCounts) {
-    TempDir directory;
+    TempDirectory directory;
     const std::string path = directory.file("d.h5");
     // Documents that straddle the HDF5 chunk size, in pieces, into both splits.
     const auto chunk = static_cast<int32_t>(kTokenChunkElements);
@@ -95,7 +96,7 @@ TEST(DatasetWriter, StoresDocumentsEndOfTextOffsetsAndCounts) {
 }
 
 TEST(DatasetWriter, UsesUint16WhenTheVocabularyFits) {
-    TempDir directory;
+    TempDirectory directory;
     const std::string path = directory.file("d.h5");
     {
         DatasetWriter writer(path, metadata_for(65536));
@@ -107,14 +108,14 @@ TEST(DatasetWriter, UsesUint16WhenTheVocabularyFits) {
 }
 
 TEST(DatasetWriter, RejectsIdsOutsideTheVocabulary) {
-    TempDir directory;
+    TempDirectory directory;
     DatasetWriter writer(directory.file("d.h5"), metadata_for(100));
     EXPECT_THROW(writer.add_document(Split::train, {5, 100}, 2), Error);
     DatasetWriter negative(directory.file("e.h5"), metadata_for(100));
     EXPECT_THROW(negative.add_document(Split::train, {-1}, 2), Error);
 }
 
-std::string write_small_dataset(const TempDir& directory) {
+std::string write_small_dataset(const TempDirectory& directory) {
     const std::string path = directory.file("small.h5");
     DatasetWriter writer(path, metadata_for(300));
     writer.add_document(Split::train, {3, 4, 5}, 12);
@@ -124,7 +125,7 @@ std::string write_small_dataset(const TempDir& directory) {
 }
 
 TEST(DatasetInfo, RejectsMissingNonHdf5AndTruncatedFiles) {
-    TempDir directory;
+    TempDirectory directory;
     expect_error(directory.file("missing.h5"), "cannot open");
     expect_error(directory.write("text.h5", "just some text, not HDF5\n"), "not an HDF5 file");
     const std::string complete = testing::read_file(write_small_dataset(directory));
@@ -140,7 +141,7 @@ TEST(DatasetInfo, RejectsMissingNonHdf5AndTruncatedFiles) {
 }
 
 TEST(DatasetInfo, RejectsOtherFormatsVersionsAndInconsistentCounts) {
-    TempDir directory;
+    TempDirectory directory;
     const std::string other = directory.file("other.h5");
     h5::File::create(other).set_attribute("/", "format", std::string("something-else"));
     expect_error(other, "not a mixgpt token dataset");
@@ -149,12 +150,12 @@ TEST(DatasetInfo, RejectsOtherFormatsVersionsAndInconsistentCounts) {
     h5::File::open_write(newer).set_attribute("/", "format_version", int64_t{99});
     expect_error(newer, "format version 99 is not supported");
 
-    TempDir second;
+    TempDirectory second;
     const std::string miscounted = write_small_dataset(second);
     h5::File::open_write(miscounted).set_attribute("/train", "tokens", int64_t{5});
     expect_error(miscounted, "holds 4 tokens but its attribute says 5");
 
-    TempDir third;
+    TempDirectory third;
     const std::string documents = write_small_dataset(third);
     h5::File::open_write(documents).set_attribute("/val", "documents", int64_t{2});
     expect_error(documents, "expected documents + 1 = 3");

@@ -156,8 +156,23 @@ TEST(DType, ParsesNamesAndRejectsUnknown) {
     EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
     EXPECT_EQ(parse_dtype("fp16"), DType::f16);
     EXPECT_EQ(parse_dtype("fp32"), DType::f32);
+    EXPECT_EQ(parse_dtype("int32"), DType::i32);
+    EXPECT_EQ(parse_dtype("i32"), DType::i32);
     EXPECT_THROW(parse_dtype("fp8"), Error);
+    EXPECT_THROW(parse_dtype("int64"), Error);
     EXPECT_EQ(dtype_size(DType::bf16), 2u);
+}
+
+TEST(DType, Int32IsAnIndexTypeWithoutFloatConversions) {
+    EXPECT_EQ(dtype_size(DType::i32), 4u);
+    EXPECT_STREQ(dtype_name(DType::i32), "int32");
+    EXPECT_THROW(round_to_dtype(1.f, DType::i32), Error);
+    int32_t indices[2] = {3, 7};
+    float values[2] = {0.f, 0.f};
+    EXPECT_THROW(convert_to_float(indices, DType::i32, values, 2), Error);
+    EXPECT_THROW(convert_from_float(values, indices, DType::i32, 2), Error);
+    EXPECT_EQ(indices[0], 3);
+    EXPECT_EQ(indices[1], 7);
 }
 
 }  // namespace

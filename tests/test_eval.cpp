@@ -13,6 +13,7 @@
 #include "eval/run_eval.h"
 #include "eval/token_batch.h"
 #include "eval/windows.h"
+#include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/prepare.h"
@@ -23,6 +24,7 @@ namespace mixgpt {
 namespace {
 
 using namespace testing_support;
+using test::TempDirectory;
 
 TEST(EvalWindowsTest, NonOverlappingWindowsMatchTheLoader) {
     const std::vector<EvalWindow> windows = plan_windows(100, 16, 16);
@@ -177,12 +179,7 @@ TEST_F(EvalRunTest, RefusesATokenizerOrDatasetOfAnotherTokenizer) {
     const PrepareResult other = run_prepare(prepare);
 
     const auto message_for = [](const EvalOptions& options) {
-        try {
-            run_evaluation(options);
-        } catch (const Error& error) {
-            return std::string(error.what());
-        }
-        return std::string();
+        return test::error_of([&] { run_evaluation(options); });
     };
     EvalOptions options;
     options.checkpoint = trained_->last_checkpoint;

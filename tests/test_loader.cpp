@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/loader.h"
@@ -16,12 +17,12 @@
 namespace mixgpt {
 namespace {
 
-using testing::TempDir;
+using test::TempDirectory;
 
 constexpr int kVocab = 1 << 20;
 
 struct Dataset {
-    TempDir directory;
+    TempDirectory directory;
     std::string path;
     explicit Dataset(int64_t tokens, int vocab_size = kVocab) : path(directory.file("counting.h5")) {
         testing::write_counting_dataset(path, tokens, vocab_size);

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "model/config.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
@@ -36,14 +37,7 @@ TEST(ModelConfig, VocabularyPadsToMultipleOf128) {
 }
 
 TEST(ModelConfig, ValidateNamesTheBadField) {
-    auto message_of = [](const GPTConfig& config) {
-        try {
-            config.validate();
-        } catch (const Error& error) {
-            return std::string(error.what());
-        }
-        return std::string("no error");
-    };
+    auto message_of = [](const GPTConfig& config) { return test::error_of([&] { config.validate(); }); };
     GPTConfig config;
     config.n_embd = 100;
     config.n_head = 3;

@@ -181,6 +181,9 @@ TEST(ModelInput, BadShapesAndParametersAreRefused) {
     EXPECT_THROW(run.model->forward(too_long.view(), too_long.view()), Error);
     const test::IntTensor out_of_vocabulary({config.vocab_size, 0}, {1, 2});
     EXPECT_THROW(run.model->forward(out_of_vocabulary.view(), out_of_vocabulary.view()), Error);
+    const test::HostTensor float_tokens(DType::f32, {1, 2});  // not DType::i32
+    EXPECT_THROW(run.model->forward(float_tokens.view(), float_tokens.view()), Error);
+    EXPECT_THROW(run.model->forward_cached(float_tokens.view(), 0), Error);
     std::vector<float> values = test::spread_parameters(config, run.model->layout(), 1);
     values[static_cast<size_t>(run.model->layout().find("wte").offset +
                                int64_t{config.vocab_size} * config.n_embd)] = 1.f;

@@ -46,8 +46,8 @@ PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const s
     backend.copy_to_backend(token_memory, tokens.data(), count * sizeof(int32_t));
     backend.copy_to_backend(token_memory + count, targets.data(), count * sizeof(int32_t));
     model.zero_gradients();
-    const TensorView losses = model.forward_backward(TensorView(token_memory, DType::f32, {b, t}),
-                                                     TensorView(token_memory + count, DType::f32, {b, t}),
+    const TensorView losses = model.forward_backward(TensorView(token_memory, DType::i32, {b, t}),
+                                                     TensorView(token_memory + count, DType::i32, {b, t}),
                                                      1.f / static_cast<float>(count), status);
     PassResult result{std::vector<float>(count),
                       std::vector<float>(static_cast<size_t>(model.layout().total()))};

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sha256.h"
+#include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/document_split.h"
@@ -18,12 +19,12 @@
 namespace mixgpt {
 namespace {
 
+using test::TempDirectory;
 using testing::multilingual_documents;
 using testing::read_offsets;
 using testing::read_tokens;
-using testing::TempDir;
 
-PrepareOptions options_for(const TempDir& directory, std::vector<std::string> inputs) {
+PrepareOptions options_for(const TempDirectory& directory, std::vector<std::string> inputs) {
     PrepareOptions options;
     options.corpus.inputs = std::move(inputs);
     options.output_directory = directory.file("out");
@@ -68,7 +69,7 @@ int64_t total_bytes(const std::vector<std::string>& documents) {
 }
 
 TEST(Prepare, FilesBecomeDocumentsInDisjointDeterministicSplits) {
-    TempDir directory;
+    TempDirectory directory;
     const std::vector<std::string> documents = multilingual_documents(40, 11);
     const std::vector<std::string> distinct = sorted(documents);
     ASSERT_EQ(std::adjacent_find(distinct.begin(), distinct.end()), distinct.end());
@@ -116,7 +117,7 @@ TEST(Prepare, FilesBecomeDocumentsInDisjointDeterministicSplits) {
 }
 
 TEST(Prepare, TrainsTheSameTokenizerTwice) {
-    TempDir directory;
+    TempDirectory directory;
     const std::vector<std::string> documents = multilingual_documents(40, 12);
     for (size_t d = 0; d < documents.size(); ++d) directory.write(format("c/%zu.txt", d), documents[d]);
     PrepareOptions options = options_for(directory, {directory.file("c")});
@@ -133,7 +134,7 @@ TEST(Prepare, TrainsTheSameTokenizerTwice) {
 }
 
 TEST(Prepare, ReadsSeparatorsParagraphsJsonlGzipDirectoriesAndGlobs) {
-    TempDir directory;
+    TempDirectory directory;
     directory.write("sep.txt", "first doc\nline two\n<DOC>\nsecond doc\n<DOC>\n<DOC>\r\nthird doc");
     PrepareOptions options = options_for(directory, {directory.file("sep.txt")});
     options.corpus.doc_separator = "<DOC>";
@@ -163,7 +164,7 @@ TEST(Prepare, ReadsSeparatorsParagraphsJsonlGzipDirectoriesAndGlobs) {
 }
 
 TEST(Prepare, StreamsLongDocumentsInSegmentsWithoutChangingTokens) {
-    TempDir directory;
+    TempDirectory directory;
     std::string lines, spaces, unbroken;
     for (int i = 0; lines.size() < 2 * TextSegment::kSegmentBytes + 12345; ++i)
         lines += "line " + std::to_string(i) + " of the  long document\n";
@@ -194,7 +195,7 @@ TEST(Prepare, StreamsLongDocumentsInSegmentsWithoutChangingTokens) {
 }
 
 TEST(Prepare, CountsAndKeepsInvalidUtf8) {
-    TempDir directory;
+    TempDirectory directory;
     const std::string text = "valid text \xFF then \xC3 and \xE2\x82 end\n";  // 1 + 1 + 2 invalid bytes
     directory.write("bad_utf8.txt", text);
     PrepareOptions options = options_for(directory, {directory.file("bad_utf8.txt")});
@@ -206,7 +207,7 @@ TEST(Prepare, CountsAndKeepsInvalidUtf8) {
 }
 
 TEST(Prepare, SkipsAndCountsBadJsonlLinesWhenAsked) {
-    TempDir directory;
+    TempDirectory directory;
     directory.write("mixed.jsonl", "{\"text\": \"good one\"}\n{not json\n{\"other\": 1}\n[1, 2]\n{\"text\": \"good two\"}\n");
     PrepareOptions options = options_for(directory, {directory.file("mixed.jsonl")});
     options.corpus.skip_bad_lines = true;
@@ -232,7 +233,7 @@ void expect_failure(const PrepareOptions& options, const std::vector<std::string
 }
 
 TEST(PrepareErrors, BadInputsFailWithTheirReasonAndWriteNothing) {
-    TempDir directory;
+    TempDirectory directory;
     const std::string missing = directory.file("missing.txt");
     expect_failure(options_for(directory, {missing}), {missing, "no such file"});
     expect_failure(options_for(directory, {directory.file("*.nothing")}), {"no file matches"});
@@ -265,7 +266,7 @@ TEST(PrepareErrors, BadInputsFailWithTheirReasonAndWriteNothing) {
 }
 
 TEST(PrepareErrors, VocabularySizesThatDoNotFitTheCorpus) {
-    TempDir directory;
+    TempDirectory directory;
     const std::vector<std::string> documents = multilingual_documents(10, 13);
     for (size_t d = 0; d < documents.size(); ++d) directory.write(format("c/%zu.txt", d), documents[d]);
     PrepareOptions options = options_for(directory, {directory.file("c")});
@@ -277,7 +278,7 @@ TEST(PrepareErrors, VocabularySizesThatDoNotFitTheCorpus) {
 }
 
 TEST(PrepareErrors, ExistingOutputsNeedForce) {
-    TempDir directory;
+    TempDirectory directory;
     const std::vector<std::string> documents = multilingual_documents(8, 14);
     for (size_t d = 0; d < documents.size(); ++d) directory.write(format("c/%zu.txt", d), documents[d]);
     PrepareOptions options = options_for(directory, {directory.file("c")});
@@ -305,7 +306,7 @@ TEST(PrepareErrors, ExistingOutputsNeedForce) {
 }
 
 TEST(CorpusSample, TakesEachInputsShareFromRegionsSpreadOverIt) {
-    TempDir directory;
+    TempDirectory directory;
     std::string large, small;
     for (int i = 0; large.size() < 400'000; ++i) large += format("large line %06d\n", i);
     for (int i = 0; small.size() < 200'000; ++i) small += format("small line %06d\n", i);
@@ -354,7 +355,7 @@ TEST(Prepare, KingJamesBibleRoundTripsChapterByChapter) {
     } catch (const Error& error) {
         GTEST_SKIP() << error.what();
     }
-    TempDir directory;
+    TempDirectory directory;
     PrepareOptions options;
     options.builtin_corpus = "kjv";
     options.output_directory = directory.file("kjv");

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tokenizer/encoder.h"
 #include "tokenizer/kjv_corpus.h"
@@ -19,8 +20,8 @@
 namespace mixgpt {
 namespace {
 
+using test::TempDirectory;
 using testing::multilingual_documents;
-using testing::TempDir;
 using testing::tiny_tokenizer;
 
 // An independent UTF-8 decoder for the test: replaces each maximal invalid
@@ -159,7 +160,7 @@ TEST(TokenizerSpecialTokens, DecodeRejectsIdsOutsideTheVocabulary) {
 }
 
 TEST(TokenizerTrainer, UnigramModelsAreLosslessToo) {
-    TempDir directory;
+    TempDirectory directory;
     TrainingSample sample;
     for (const std::string& document : multilingual_documents(40, 2)) sample.add_text(document);
     TokenizerTrainingOptions options;
@@ -236,7 +237,7 @@ void expect_load_error(const std::string& path, const std::string& fragment) {
 }
 
 TEST(TokenizerLoad, RejectsMissingGarbageAndLossyModels) {
-    TempDir directory;
+    TempDirectory directory;
     expect_load_error(directory.file("missing.model"), "cannot open");
     expect_load_error(directory.write("garbage.model", "not a model"), "not a SentencePiece model");
     expect_load_error(directory.write("no_bytes.model", train_with_sentencepiece(

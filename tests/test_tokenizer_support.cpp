@@ -1,11 +1,8 @@
 #include "tests/test_tokenizer_support.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
@@ -13,33 +10,10 @@
 #include <stdexcept>
 
 #include "core/h5.h"
+#include "tests/test_support.h"
 #include "tokenizer/tokenizer_trainer.h"
 
 namespace mixgpt::testing {
-namespace fs = std::filesystem;
-
-TempDir::TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = (fs::temp_directory_path() /
-             ("mixgpt_tokenizer_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
-                .string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-}
-
-std::string TempDir::file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
-std::string TempDir::write(const std::string& name, const std::string& content) const {
-    const std::string path = file(name);
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << content;
-    return path;
-}
 
 std::vector<std::string> multilingual_documents(int count, uint32_t seed) {
     static const std::vector<std::string> words = {
@@ -88,7 +62,7 @@ std::vector<std::string> multilingual_documents(int count, uint32_t seed) {
 namespace {
 
 struct TinyTokenizer {
-    TempDir directory;
+    test::TempDirectory directory{"mixgpt_tokenizer_test"};
     std::string path = directory.file("tiny.model");
     Tokenizer tokenizer = train();
 

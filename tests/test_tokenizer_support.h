@@ -1,6 +1,6 @@
-// Fixtures of the tokenizer and data tests: temporary directories, a small
-// generated multilingual corpus, a tiny tokenizer trained on it once per test
-// process, and synthetic token datasets.
+// Fixtures of the tokenizer and data tests: a small generated multilingual
+// corpus, a tiny tokenizer trained on it once per test process, and synthetic
+// token datasets. (Temporary directories: tests/test_support.h.)
 #pragma once
 
 #include <cstdint>
@@ -11,20 +11,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace mixgpt::testing {
-
-// A fresh directory under the system's temporary directory, removed with its contents.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const;  // path of `name` inside
-    std::string write(const std::string& name, const std::string& content) const;  // returns the path
-
-private:
-    std::string path_;
-};
 
 // `count` documents of generated text: English-like sentences with digits,
 // runs of spaces, tabs and punctuation, and some lines in German, French,

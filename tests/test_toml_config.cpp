@@ -1,14 +1,12 @@
 // `--config FILE.toml` through CLI11 + toml++: file values apply, the command line wins,
 // unknown keys and malformed files are errors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/toml_config.h"
+#include "tests/test_support.h"
 
 namespace mixgpt::cli {
 namespace {
@@ -19,13 +17,6 @@ struct Parsed {
     std::string precision = "fp32";
     bool compile = false;
 };
-
-std::string write_config(const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("mixgpt_config_" + std::to_string(::getpid()) + ".toml");
-    std::ofstream(path) << text;
-    return path.string();
-}
 
 // Parses `train <arguments>` with the options on a subcommand, as in mixgpt.
 Parsed parse(std::vector<std::string> arguments) {
@@ -44,8 +35,9 @@ Parsed parse(std::vector<std::string> arguments) {
 }
 
 TEST(TomlConfig, FileSetsOptionsAndCommandLineWins) {
-    const std::string path = write_config(
-        "batch_size = 8\nprecision = \"bf16\"\ncompile = true\n[optimizer]\nlr = 3e-4\n");
+    const test::TempDirectory directory("mixgpt_config");
+    const std::string path = directory.write(
+        "run.toml", "batch_size = 8\nprecision = \"bf16\"\ncompile = true\n[optimizer]\nlr = 3e-4\n");
     Parsed from_file = parse({"--config", path});
     EXPECT_EQ(from_file.batch_size, 8);
     EXPECT_EQ(from_file.precision, "bf16");
@@ -53,16 +45,15 @@ TEST(TomlConfig, FileSetsOptionsAndCommandLineWins) {
     EXPECT_DOUBLE_EQ(from_file.lr, 3e-4);
     Parsed overridden = parse({"--config", path, "--batch-size", "2"});
     EXPECT_EQ(overridden.batch_size, 2);
-    std::filesystem::remove(path);
 }
 
 TEST(TomlConfig, UnknownKeysAndMalformedFilesAreErrors) {
-    const std::string unknown = write_config("batch_sise = 8\n");
+    const test::TempDirectory directory("mixgpt_config");
+    const std::string unknown = directory.write("unknown.toml", "batch_sise = 8\n");
     EXPECT_THROW(parse({"--config", unknown}), CLI::ParseError);
-    const std::string malformed = write_config("batch_size = = 8\n");
+    const std::string malformed = directory.write("malformed.toml", "batch_size = = 8\n");
     EXPECT_THROW(parse({"--config", malformed}), CLI::ParseError);
     EXPECT_THROW(parse({"--config", "/nonexistent/run.toml"}), CLI::ParseError);
-    std::filesystem::remove(unknown);
 }
 
 }  // namespace

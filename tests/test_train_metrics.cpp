@@ -5,9 +5,11 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
-#include "tests/test_train_support.h"
+#include "tests/test_support.h"
 #include "train/metrics.h"
 
 namespace mixgpt {
@@ -21,7 +23,7 @@ std::vector<nlohmann::json> read_lines(const std::string& path) {
 }
 
 TEST(TrainMetricsTest, WritesOneObjectPerLine) {
-    testing_support::TempDirectory directory("mixgpt_metrics_test");
+    test::TempDirectory directory("mixgpt_metrics_test");
     const std::string path = directory.file("metrics.jsonl");
     {
         MetricsWriter writer(path, false);

@@ -5,19 +5,13 @@
 #include <string>
 
 #include "core/error.h"
+#include "tests/test_support.h"
 #include "train/train_options.h"
 
 namespace mixgpt {
 namespace {
 
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.what();
-    }
-    return "";
-}
+using test::error_of;
 
 TEST(TrainOptionsTest, TotalBatchGivesTheAccumulationSteps) {
     EXPECT_EQ(accumulation_steps_for(0, 4, 64, 1), 1);

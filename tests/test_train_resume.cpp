@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "train/trainer.h"
 
@@ -18,15 +19,8 @@ namespace mixgpt {
 namespace {
 
 using namespace testing_support;
-
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.what();
-    }
-    return "";
-}
+using test::error_of;
+using test::TempDirectory;
 
 struct ResumeCase {
     const char* name;

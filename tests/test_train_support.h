@@ -3,8 +3,6 @@
 // tiny model that trains on it in milliseconds per step.
 #pragma once
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,29 +15,11 @@
 #include "kernels/ops.h"
 #include "model/gpt.h"
 #include "model/parameters.h"
+#include "tests/test_support.h"
 #include "tokenizer/prepare.h"
 #include "train/train_options.h"
 
 namespace mixgpt::testing_support {
-
-// A directory under the system temp dir, emptied now and removed when the object goes.
-class TempDirectory {
-public:
-    explicit TempDirectory(const std::string& name)
-        : path_(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))) {
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~TempDirectory() { std::filesystem::remove_all(path_); }
-    TempDirectory(const TempDirectory&) = delete;
-    TempDirectory& operator=(const TempDirectory&) = delete;
-
-    std::string path() const { return path_.string(); }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    std::filesystem::path path_;
-};
 
 // Documents of simple, repetitive sentences: learnable in a few steps by a tiny model.
 inline std::vector<std::string> generated_documents(int count, uint64_t seed) {
@@ -74,7 +54,7 @@ struct TinyDataset {
 
 // Made on first use; lives until the test process ends.
 inline const TinyDataset& tiny_dataset() {
-    static TempDirectory directory("mixgpt_tiny_dataset");
+    static test::TempDirectory directory("mixgpt_tiny_dataset");
     static const TinyDataset dataset = [] {
         TinyDataset made;
         made.corpus_directory = directory.file("corpus");

@@ -35,7 +35,16 @@ std::vector<int> displacements(const std::vector<int>& counts) {
 }
 
 MPI_Datatype element_type(DType dtype) {
-    return dtype == DType::f32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit values move as bits
+    switch (dtype) {
+        case DType::f32:
+            return MPI_FLOAT;
+        case DType::bf16:
+        case DType::f16:
+            return MPI_UINT16_T;  // 16-bit values move as bits
+        case DType::i32:
+            return MPI_INT32_T;
+    }
+    throw Error(std::string("mpi: unknown dtype ") + dtype_name(dtype));
 }
 
 }  // namespace

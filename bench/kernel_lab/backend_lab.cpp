@@ -152,9 +152,20 @@ std::vector<OpSpec> op_specs() {
     return specs;
 }
 
-DType dtype_of(Storage storage, DType act) { return storage == Storage::act ? act : DType::f32; }
+DType dtype_of(Storage storage, DType act) {
+    switch (storage) {
+        case Storage::act:
+            return act;
+        case Storage::indices:
+            return DType::i32;
+        case Storage::f32:
+        case Storage::status:
+            break;
+    }
+    return DType::f32;
+}
 
-// One op's tensors in one backend's memory (indices and the status carry the f32 label).
+// One op's tensors in one backend's memory (the status carries the f32 label: 8 words).
 struct OpTensors {
     OpTensors(Backend& backend, const std::vector<TensorSpec>& specs, DType act) {
         for (const TensorSpec& spec : specs) {

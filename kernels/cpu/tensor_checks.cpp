@@ -44,7 +44,7 @@ void require(bool condition, const char* op, const char* reason) {
 
 void require_int32(const TensorView& view, std::initializer_list<int64_t> shape, const char* op,
                    const char* argument) {
-    require_tensor(view, DType::f32, shape, op, argument);
+    require_tensor(view, DType::i32, shape, op, argument);
 }
 
 }  // namespace mixgpt::cpu

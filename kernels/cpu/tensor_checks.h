@@ -17,8 +17,8 @@ void require_rank(const TensorView& view, DType dtype, int rank, const char* op,
 // Throws Error("cpu <op>: <reason>") unless `condition`.
 void require(bool condition, const char* op, const char* reason);
 
-// Integer tensors (tokens, targets) are int32 in memory; core/dtype.h has no integer
-// dtype, so their views carry the 4-byte label DType::f32. Checks shape and label.
+// Index tensors (tokens, targets): throws unless `view` is valid, has exactly `shape` and
+// dtype DType::i32 (a float tensor of the same size is refused).
 void require_int32(const TensorView& view, std::initializer_list<int64_t> shape, const char* op,
                    const char* argument);
 

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "core/cuda_check.h"
 #include "core/dtype.h"
+#include "core/error.h"
 
 namespace mixgpt::cuda {
 
@@ -87,7 +89,8 @@ __device__ __forceinline__ float warp_max(float value) {
 
 // ---- host helpers ----
 
-// Calls f(T{}) with T the CUDA storage type of `dtype`.
+// Calls f(T{}) with T the CUDA storage type of `dtype` (a float format); throws Error for
+// DType::i32, which no float kernel reads or writes.
 template <typename F>
 void dispatch_dtype(DType dtype, F&& f) {
     switch (dtype) {
@@ -100,7 +103,10 @@ void dispatch_dtype(DType dtype, F&& f) {
         case DType::f16:
             f(__half{});
             return;
+        case DType::i32:
+            break;
     }
+    throw Error(std::string("cuda: no float kernel for a tensor of ") + dtype_name(dtype));
 }
 
 inline bool is_aligned(const void* pointer, size_t alignment) {

@@ -137,8 +137,10 @@ cudaDataType cuda_type_of(DType dtype) {
             return CUDA_R_16BF;
         case DType::f16:
             return CUDA_R_16F;
+        case DType::i32:
+            break;
     }
-    return CUDA_R_32F;
+    throw Error(std::string("cuda matmul: no cuBLASLt type for a tensor of ") + dtype_name(dtype));
 }
 
 // FP32 accumulation always; fp32 inputs are read as TF32 under Precision::tf32.

@@ -74,14 +74,14 @@ void expect_matrix(const char* op, const char* name, const TensorView& tensor, D
 void expect_indices(const char* op, const char* name, const TensorView& tensor,
                     std::initializer_list<int64_t> dims) {
     expect_data(op, name, tensor);
-    if (dtype_size(tensor.dtype) != sizeof(int32_t) || !shape_matches(tensor, dims))
-        fail(op, name, tensor, dims_text(dims) + " int32 indices (a 4-byte element type)");
+    if (tensor.dtype != DType::i32 || !shape_matches(tensor, dims))
+        fail(op, name, tensor, dims_text(dims) + " " + dtype_name(DType::i32) + " indices");
 }
 
 void expect_indices(const char* op, const char* name, const TensorView& tensor, int64_t count) {
     expect_data(op, name, tensor);
-    if (dtype_size(tensor.dtype) != sizeof(int32_t) || tensor.numel() != count)
-        fail(op, name, tensor, std::to_string(count) + " int32 indices (a 4-byte element type)");
+    if (tensor.dtype != DType::i32 || tensor.numel() != count)
+        fail(op, name, tensor, std::to_string(count) + " " + dtype_name(DType::i32) + " indices");
 }
 
 void expect_rank(const char* op, const char* name, const TensorView& tensor, int rank) {

@@ -29,8 +29,8 @@ int64_t expect_columns(const char* op, const char* name, const TensorView& tenso
 void expect_matrix(const char* op, const char* name, const TensorView& tensor, DType dtype, int64_t rows,
                    int64_t columns);
 
-// Token or target indices: int32 storage (a 4-byte dtype tag) with exactly this shape,
-// or (second form) with `count` elements whatever its shape.
+// Token or target indices: dtype DType::i32 with exactly this shape, or (second form) with
+// `count` elements whatever its shape.
 void expect_indices(const char* op, const char* name, const TensorView& tensor,
                     std::initializer_list<int64_t> dims);
 void expect_indices(const char* op, const char* name, const TensorView& tensor, int64_t count);

@@ -83,8 +83,8 @@ TwinIndices::TwinIndices(Backend& cpu, Backend& gpu, const std::vector<int32_t>&
     gpu_buffer_ = gpu.allocate(bytes);
     cpu.copy_to_backend(cpu_buffer_.data(), values.data(), bytes);
     gpu.copy_to_backend(gpu_buffer_.data(), values.data(), bytes);
-    cpu_view_ = TensorView(cpu_buffer_.data(), DType::f32, shape);
-    gpu_view_ = TensorView(gpu_buffer_.data(), DType::f32, shape);
+    cpu_view_ = TensorView(cpu_buffer_.data(), DType::i32, shape);
+    gpu_view_ = TensorView(gpu_buffer_.data(), DType::i32, shape);
 }
 
 std::vector<double> read_values(Backend& backend, const TensorView& view) {

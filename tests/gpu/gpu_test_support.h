@@ -70,7 +70,7 @@ private:
     TensorView cpu_view_, gpu_view_;
 };
 
-// int32 indices (tokens, targets) on both backends, with the 4-byte view label DType::f32.
+// int32 indices (tokens, targets) on both backends, viewed as DType::i32.
 class TwinIndices {
 public:
     TwinIndices(Backend& cpu, Backend& gpu, const std::vector<int32_t>& values,

@@ -106,6 +106,15 @@ TEST_F(GpuBackend, BadArgumentsAreRefusedWithTheOpNamed) {
         },
         "attention_forward: out");
     expect_error([&] { gpu->grad_norm_squared(nullptr, fp32x); }, "grad_norm_squared: status");
+    // Index tensors must be DType::i32: 4-byte float elements are refused.
+    expect_error([&] { gpu->classifier(stats, x, stats, 8, false, 1.f, nullptr); },
+                 "classifier: targets is (4) fp32, expected 4 int32 indices");
+    expect_error(
+        [&] {
+            gpu->embedding_forward(TensorView(p, DType::bf16, {1, 4, 8}), TensorView(p, DType::f32, {1, 4}),
+                                   x, x);
+        },
+        "embedding_forward: tokens is (1, 4) fp32, expected (1, 4) int32 indices");
 }
 
 }  // namespace

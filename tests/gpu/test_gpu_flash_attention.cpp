@@ -20,6 +20,7 @@
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/reference_f64.h"
 #include "tests/test_cpu_support.h"
+#include "tests/test_support.h"
 
 namespace mixgpt {
 namespace {
@@ -165,12 +166,7 @@ TEST(GpuFlashAttentionArguments, RejectsWhatItCannotRun) {
         const int C = H * head_dim;
         const TensorView qkv(qkv_data, dtype, {1, T, 3 * C}), out(data, dtype, {1, T, C});
         const TensorView lse(data, DType::f32, {1, H, lse_length});
-        try {
-            cuda::flash_attention_forward(out, lse, qkv, H, nullptr);
-        } catch (const Error& error) {
-            return std::string(error.what());
-        }
-        return std::string("no error");
+        return test::error_of([&] { cuda::flash_attention_forward(out, lse, qkv, H, nullptr); });
     };
     EXPECT_NE(forward_error(DType::bf16, 80, data, T).find("head_dim 80 is not supported"),
               std::string::npos);

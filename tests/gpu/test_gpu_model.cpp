@@ -136,7 +136,7 @@ TEST(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
     const Batch batch = random_batch(gpu_test::run_seed());
     Buffer token_memory = backend.allocate(batch.tokens.size() * sizeof(int32_t));
     backend.copy_to_backend(token_memory.data(), batch.tokens.data(), batch.tokens.size() * sizeof(int32_t));
-    const TensorView all_tokens(token_memory.data(), DType::f32, {kBatch, kLength});
+    const TensorView all_tokens(token_memory.data(), DType::i32, {kBatch, kLength});
     run.model->forward(all_tokens, all_tokens);
     const std::vector<double> full = gpu_test::read_values(backend, run.model->logits());  // (B, T, Vp)
 
@@ -147,7 +147,7 @@ TEST(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
             chunk.push_back(batch.tokens[static_cast<size_t>(b * kLength + position)]);
         backend.copy_to_backend(chunk_memory.data(), chunk.data(), chunk.size() * sizeof(int32_t));
         const TensorView logits =
-            run.model->forward_cached(TensorView(chunk_memory.data(), DType::f32, {kBatch, 1}), position);
+            run.model->forward_cached(TensorView(chunk_memory.data(), DType::i32, {kBatch, 1}), position);
         const std::vector<double> got = gpu_test::read_values(backend, logits);  // (B, Vp)
         std::vector<double> expected;
         for (int b = 0; b < kBatch; ++b) {

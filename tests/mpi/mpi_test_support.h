@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "tests/test_support.h"
 #include "tests/test_train_support.h"
 
 namespace mixgpt::testing_support {
@@ -40,7 +41,7 @@ inline const std::string& shared_tiny_dataset_path() {
 class SharedTempDirectory {
 public:
     explicit SharedTempDirectory(const std::string& name) {
-        if (world_rank() == 0) owned_ = std::make_unique<TempDirectory>(name);
+        if (world_rank() == 0) owned_ = std::make_unique<test::TempDirectory>(name);
         path_ = broadcast_from_rank0(owned_ ? owned_->path() : std::string());
     }
     ~SharedTempDirectory() { MPI_Barrier(MPI_COMM_WORLD); }
@@ -50,7 +51,7 @@ public:
     std::string file(const std::string& name) const { return path_ + "/" + name; }
 
 private:
-    std::unique_ptr<TempDirectory> owned_;
+    std::unique_ptr<test::TempDirectory> owned_;
     std::string path_;
 };
 

@@ -16,6 +16,8 @@ ncclDataType_t nccl_type(DType dtype) {
             return ncclBfloat16;
         case DType::f16:
             return ncclHalf;
+        case DType::i32:
+            return ncclInt32;
     }
     throw Error("nccl: unsupported dtype");
 }

@@ -1,0 +1,62 @@
+// Helpers shared by every test binary (unit, GPU and multi-rank tests): a temporary directory
+// and the message of an expected Error. Header-only, so that tests/mpi (built from its own
+// sources) can use it too.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace mixgpt::test {
+
+// A fresh directory under the system's temporary directory, named <prefix>_<pid>_<n> so that it
+// is unique to this process and to this instance; removed with its contents when the object goes.
+class TempDirectory {
+public:
+    explicit TempDirectory(const std::string& prefix = "mixgpt_test")
+        : path_(std::filesystem::temp_directory_path() /
+                (prefix + "_" + std::to_string(::getpid()) + "_" + std::to_string(next_instance_++))) {
+        std::filesystem::remove_all(path_);  // a leftover of an earlier process with the same pid
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDirectory() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDirectory(const TempDirectory&) = delete;
+    TempDirectory& operator=(const TempDirectory&) = delete;
+
+    std::string path() const { return path_.string(); }
+    // The path of `name` inside.
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+    // Writes `content` (binary) to `name` inside, making its parent directories; returns the path.
+    std::string write(const std::string& name, const std::string& content) const {
+        const std::filesystem::path path = path_ / name;
+        std::filesystem::create_directories(path.parent_path());
+        std::ofstream(path, std::ios::binary) << content;
+        return path.string();
+    }
+
+private:
+    static inline std::atomic<int> next_instance_{0};
+    std::filesystem::path path_;
+};
+
+// The message of the mixgpt::Error that `action` throws; "" when it throws none.
+inline std::string error_of(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    return "";
+}
+
+}  // namespace mixgpt::test

@@ -149,6 +149,9 @@ public:
     // status->grad_norm_squared = sum of grads (n) f32 squared, in one deterministic pass;
     // status->skip = 1 when that sum is not finite (any gradient Inf or NaN), else 0.
     virtual void grad_norm_squared(StepStatus* status, TensorView grads) = 0;
+    // status->skip = 1 when status->grad_norm_squared is not finite, else 0: the decision of
+    // grad_norm_squared, taken again after the per-rank sums were combined (data parallelism).
+    virtual void decide_skip(StepStatus* status) = 0;
     // Unless status->skip: AdamW on the fp32 masters. Gradients are unscaled by 1/loss_scale and
     // clipped to max_grad_norm (using grad_norm_squared), weight decay is applied to elements
     // [0, decay_count), moments and masters are updated, optimizer_steps is incremented (the bias

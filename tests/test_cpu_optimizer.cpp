@@ -35,6 +35,23 @@ TEST(CpuOptimizer, GradNormSquaredAndNonFiniteDetection) {
     }
 }
 
+TEST(CpuOptimizer, DecideSkipFollowsTheCombinedNorm) {
+    auto backend = make_backend({"cpu", 0, Precision::fp32, 0});
+    StepStatus status;
+    for (float norm : {0.f, 3.5f, std::numeric_limits<float>::max()}) {
+        status.grad_norm_squared = norm;
+        status.skip = 1;
+        backend->decide_skip(&status);
+        EXPECT_EQ(status.skip, 0) << norm;
+    }
+    for (float norm : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+        status.grad_norm_squared = norm;
+        status.skip = 0;
+        backend->decide_skip(&status);
+        EXPECT_EQ(status.skip, 1) << norm;
+    }
+}
+
 struct AdamWCase {
     float loss_scale;
     float max_grad_norm;

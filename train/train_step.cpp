@@ -8,12 +8,6 @@
 namespace mixgpt {
 namespace {
 
-// Where the probe of make_norm_global lives in the status buffer.
-constexpr size_t kProbeStatusOffset = sizeof(StepStatus);
-constexpr size_t kProbeValueOffset = 2 * sizeof(StepStatus);
-// sum * 2^-70 squared stays below FLT_MAX for every finite float sum.
-constexpr float kProbeScale = 0x1p-70f;
-
 char* at(const Buffer& buffer, size_t offset) { return static_cast<char*>(buffer.data()) + offset; }
 
 }  // namespace
@@ -38,7 +32,7 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     const size_t moment_bytes = static_cast<size_t>(std::max<int64_t>(owned_.count(), 1)) * sizeof(float);
     m_ = backend_.allocate(moment_bytes);
     v_ = backend_.allocate(moment_bytes);
-    status_ = backend_.allocate(kProbeValueOffset + sizeof(float));
+    status_ = backend_.allocate(sizeof(StepStatus));
     write_status(initial_status);
     const size_t tokens = static_cast<size_t>(model.batch_size()) * static_cast<size_t>(model.seq_len());
     step_losses_ = backend_.allocate(static_cast<size_t>(accumulation_steps) * tokens * sizeof(float));
@@ -121,23 +115,15 @@ void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hype
 }
 
 // status.grad_norm_squared holds this rank's shard's sum of squares: all-reduce it into the
-// global sum, then decide skip from that sum with the backend's own finiteness test, identically
-// on every rank and without the host: grad_norm_squared of the one-element vector
-// {sum * 2^-70} (scaled so that its square is finite whenever the sum is) sets the probe's skip,
-// which is copied into the status.
+// global sum, then decide skip from that sum on the backend, identically on every rank.
 void TrainStep::make_norm_global() {
-    char* norm = at(status_, offsetof(StepStatus, grad_norm_squared));
     if (communicator_.world_size() > 1) {
         backend_.synchronize();
+        char* norm = at(status_, offsetof(StepStatus, grad_norm_squared));
         communicator_.all_reduce(TensorView(norm, DType::f32, {1}), Reduction::sum);
         communicator_.wait();
     }
-    const TensorView probe_value(at(status_, kProbeValueOffset), DType::f32, {1});
-    backend_.copy_within(probe_value.data, norm, sizeof(float));
-    backend_.scale(probe_value, kProbeScale);
-    backend_.grad_norm_squared(reinterpret_cast<StepStatus*>(at(status_, kProbeStatusOffset)), probe_value);
-    backend_.copy_within(at(status_, offsetof(StepStatus, skip)),
-                         at(status_, kProbeStatusOffset + offsetof(StepStatus, skip)), sizeof(int32_t));
+    backend_.decide_skip(status_pointer());
 }
 
 void TrainStep::gather_working_copy() {

@@ -100,7 +100,7 @@ private:
     std::vector<ElementRange> gradient_buckets_;  // of the f32 gradient arena
     std::vector<ElementRange> working_buckets_;   // of the working copy, in its dtype
     Buffer m_, v_;
-    Buffer status_;                    // the StepStatus, then (sharded) a probe StepStatus and a probe f32
+    Buffer status_;                    // the StepStatus, in backend memory
     Buffer step_losses_;               // (k, B, T) f32, backend memory
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
     std::vector<float> host_losses_;   // (k, B, T)

@@ -57,6 +57,7 @@ public:
                     bool compute_gradient, float gradient_scale, const StepStatus* status) override;
 
     void grad_norm_squared(StepStatus* status, TensorView grads) override;
+    void decide_skip(StepStatus* status) override;
     void adamw_step(TensorView params, TensorView grads, TensorView m, TensorView v, TensorView working,
                     int64_t decay_count, const AdamWHyper& hyper, StepStatus* status) override;
     void update_loss_scale(StepStatus* status, const LossScaleConfig& config) override;

@@ -101,6 +101,11 @@ void CpuBackend::adamw_step(TensorView params, TensorView grads, TensorView m, T
     }
 }
 
+void CpuBackend::decide_skip(StepStatus* status) {
+    require(status != nullptr, "decide_skip", "status is null");
+    status->skip = std::isfinite(status->grad_norm_squared) ? 0 : 1;
+}
+
 void CpuBackend::update_loss_scale(StepStatus* status, const LossScaleConfig& config) {
     require(status != nullptr, "update_loss_scale", "status is null");
     if (status->skip != 0) {

@@ -134,6 +134,10 @@ __global__ void count_step_kernel(StepStatus* status) {
     if (status->skip == 0) status->optimizer_steps += 1;
 }
 
+__global__ void decide_skip_kernel(StepStatus* status) {
+    status->skip = isfinite(status->grad_norm_squared) ? 0 : 1;
+}
+
 __global__ void update_loss_scale_kernel(StepStatus* status, LossScaleConfig config) {
     if (status->skip != 0) {
         status->skipped_steps += 1;
@@ -220,6 +224,12 @@ void CudaBackend::adamw_step(TensorView params, TensorView grads, TensorView m, 
         launch_adamw<W>(stream_, max_blocks, params.as<float>(), grads.as<const float>(), m.as<float>(),
                         v.as<float>(), working.as<W>(), n, decay_count, hyper, status);
     });
+}
+
+void CudaBackend::decide_skip(StepStatus* status) {
+    MIXGPT_REQUIRE(status != nullptr, "cuda decide_skip: status is missing (null)");
+    decide_skip_kernel<<<1, 1, 0, stream_>>>(status);
+    check_launch(stream_);
 }
 
 void CudaBackend::update_loss_scale(StepStatus* status, const LossScaleConfig& config) {

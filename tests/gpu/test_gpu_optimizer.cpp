@@ -240,6 +240,19 @@ TEST_F(GpuLossScaling, ScaleFollowsTheReferenceRule) {
     }
 }
 
+// decide_skip on the device: a combined norm that is not finite skips, a finite one clears.
+TEST_F(GpuLossScaling, DecideSkipFollowsTheCombinedNorm) {
+    DeviceStatus status(*gpu, StepStatus{});
+    for (float norm : {3.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.f}) {
+        StepStatus device = status.read();
+        device.grad_norm_squared = norm;
+        device.skip = std::isfinite(norm) ? 1 : 0;
+        status.set(device);
+        gpu->decide_skip(status.get());
+        EXPECT_EQ(status.read().skip, std::isfinite(norm) ? 0 : 1) << norm;
+    }
+}
+
 // bf16 working copy with stochastic rounding: with lr = 0 the masters stay put, every master
 // sits a quarter ulp above a bf16 value, so each element rounds up with probability 1/4. The
 // GPU draws the same bits as the CPU backend (the same hash of seed and index).

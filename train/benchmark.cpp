@@ -27,6 +27,12 @@ GPTConfig bench_config(const BenchOptions& options) {
     return config;
 }
 
+// Which attention kernels ran: the CPU backend has only its reference implementation.
+const char* attention_kernels(const BenchOptions& options) {
+    if (options.device != "cuda") return "reference";
+    return options.flash_attention ? "flash" : "simple";
+}
+
 BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config, Precision precision,
                             const std::vector<int32_t>& windows) {
     BackendOptions backend_options;
@@ -107,7 +113,7 @@ std::string bench_table(const BenchOptions& options, const std::vector<BenchResu
     std::string text =
         format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s attention, %.3g model GFLOP per token\n",
                options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-               options.seq_len, recompute_name(options.recompute), options.flash_attention ? "flash" : "simple",
+               options.seq_len, recompute_name(options.recompute), attention_kernels(options),
                training_flops_per_token(config, options.seq_len) / 1e9);
     text += format("%-9s %12s %12s %10s %10s %8s %12s  %s\n", "precision", "tokens/s", "ms/step", "TFLOP/s",
                    "peak", "MFU", "peak MiB", "device");
@@ -157,7 +163,7 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
         {"batch_size", options.batch_size},
         {"seq_len", options.seq_len},
         {"recompute", recompute_name(options.recompute)},
-        {"attention", options.flash_attention ? "flash" : "simple"},
+        {"attention", attention_kernels(options)},
         {"warmup_steps", options.warmup_steps},
         {"steps", options.steps},
         {"flops_per_token", training_flops_per_token(config, options.seq_len)},

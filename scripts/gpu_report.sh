@@ -44,7 +44,7 @@ run_step() {  # run_step TITLE COMMAND...: records the command, its output and i
   echo
 } > "$report"
 
-run_step "GPU test suite" "$bundle/bin/mixgpt_tests" --gtest_filter='Gpu*' --gtest_brief=1
+run_step "GPU test suite" env MIXGPT_REQUIRE_GPU=1 "$bundle/bin/mixgpt_tests" --gtest_filter='Gpu*' --gtest_brief=1
 if [[ "$mode" == quick ]]; then
   run_step "mixgpt bench d12 bf16" "$bundle/bin/mixgpt" bench --device cuda --model d12 -b 16 -t 1024 \
     --precision bf16 --steps 10

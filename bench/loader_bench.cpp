@@ -22,7 +22,8 @@ constexpr int64_t kTokens = int64_t{16} << 20;
 class BenchDataset {
 public:
     BenchDataset()
-        : path_((std::filesystem::temp_directory_path() / ("mixgpt_loader_bench_" + std::to_string(::getpid()) + ".h5"))
+        : path_((std::filesystem::temp_directory_path() /
+                 ("mixgpt_loader_bench_" + std::to_string(::getpid()) + ".h5"))
                     .string()) {
         DatasetMetadata metadata;
         metadata.vocab_size = kVocab;
@@ -34,8 +35,7 @@ public:
         std::vector<int32_t> document(1 << 16);
         for (int64_t written = 0; written < kTokens; written += static_cast<int64_t>(document.size()) + 1) {
             for (int32_t& t : document) t = token(generator);
-            writer.add_document(Split::train, document,
-                                static_cast<int64_t>(document.size()) * 4);
+            writer.add_document(Split::train, document, static_cast<int64_t>(document.size()) * 4);
         }
         writer.add_document(Split::val, document, static_cast<int64_t>(document.size()) * 4);
         writer.finish(0, 0);

@@ -53,8 +53,9 @@ void add_bench_command(CLI::App& app) {
                         "peak TFLOP/s for MFU (default: looked up by device name)");
     command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
-    command->add_option("--attention", arguments->attention,
-                        "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128) or simple")
+    command
+        ->add_option("--attention", arguments->attention,
+                     "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128) or simple")
         ->check(CLI::IsMember({"flash", "simple"}))
         ->capture_default_str();
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");

@@ -1,7 +1,6 @@
 // mixgpt: one binary, subcommands as in git. Every exception ends here as one
 // line on stderr and a non-zero exit status.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 
@@ -9,9 +8,10 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-    CLI::App app{"mixgpt: pretrain, evaluate and benchmark GPT language models in mixed precision "
-                 "(FP32, TF32, BF16, FP16) on CPUs and NVIDIA GPUs.",
-                 "mixgpt"};
+    CLI::App app{
+        "mixgpt: pretrain, evaluate and benchmark GPT language models in mixed precision "
+        "(FP32, TF32, BF16, FP16) on CPUs and NVIDIA GPUs.",
+        "mixgpt"};
     app.require_subcommand(1);
     app.fallthrough(false);
     mixgpt::cli::add_prepare_command(app);

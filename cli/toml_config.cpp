@@ -1,8 +1,9 @@
 #include "cli/toml_config.h"
 
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace mixgpt::cli {
 namespace {

@@ -27,20 +27,28 @@ float bits_float(uint32_t bits) {
 
 size_t dtype_size(DType dtype) {
     switch (dtype) {
-        case DType::f32: return 4;
-        case DType::bf16: return 2;
-        case DType::f16: return 2;
-        case DType::i32: return 4;
+        case DType::f32:
+            return 4;
+        case DType::bf16:
+            return 2;
+        case DType::f16:
+            return 2;
+        case DType::i32:
+            return 4;
     }
     return 4;
 }
 
 const char* dtype_name(DType dtype) {
     switch (dtype) {
-        case DType::f32: return "fp32";
-        case DType::bf16: return "bf16";
-        case DType::f16: return "fp16";
-        case DType::i32: return "int32";
+        case DType::f32:
+            return "fp32";
+        case DType::bf16:
+            return "bf16";
+        case DType::f16:
+            return "fp16";
+        case DType::i32:
+            return "int32";
     }
     return "unknown";
 }
@@ -68,7 +76,7 @@ uint16_t float_to_fp16_bits(float value) {
     const uint32_t bits = float_bits(value);
     const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
     const uint32_t magnitude = bits & 0x7fffffffu;
-    if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
     if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to Inf
     const int exponent = static_cast<int>(magnitude >> 23) - 127;
     if (exponent >= -14) {
@@ -104,10 +112,14 @@ float fp16_bits_to_float(uint16_t bits) {
 
 float round_to_dtype(float value, DType dtype) {
     switch (dtype) {
-        case DType::f32: return value;
-        case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(value));
-        case DType::f16: return fp16_bits_to_float(float_to_fp16_bits(value));
-        case DType::i32: not_a_float_format("round_to_dtype");
+        case DType::f32:
+            return value;
+        case DType::bf16:
+            return bf16_bits_to_float(float_to_bf16_bits(value));
+        case DType::f16:
+            return fp16_bits_to_float(float_to_fp16_bits(value));
+        case DType::i32:
+            not_a_float_format("round_to_dtype");
     }
     return value;
 }
@@ -126,8 +138,7 @@ void convert_to_float(const void* source, DType source_dtype, float* destination
     }
 }
 
-void convert_from_float(const float* source, void* destination, DType destination_dtype,
-                        size_t count) {
+void convert_from_float(const float* source, void* destination, DType destination_dtype, size_t count) {
     if (destination_dtype == DType::i32) not_a_float_format("convert_from_float");
     if (destination_dtype == DType::f32) {
         if (source != destination) std::memmove(destination, source, count * sizeof(float));

@@ -33,7 +33,6 @@ float round_to_dtype(float value, DType dtype);
 
 // Element-wise conversion of `count` values between float storage formats; throws Error for i32.
 void convert_to_float(const void* source, DType source_dtype, float* destination, size_t count);
-void convert_from_float(const float* source, void* destination, DType destination_dtype,
-                        size_t count);
+void convert_from_float(const float* source, void* destination, DType destination_dtype, size_t count);
 
 }  // namespace mixgpt

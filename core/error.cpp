@@ -4,8 +4,8 @@ namespace mixgpt {
 
 void throw_check_failure(const char* library, const char* call, const char* file, int line,
                          const std::string& message) {
-    throw Error(std::string(library) + " error at " + file + ":" + std::to_string(line) + ": " +
-                call + " failed: " + message);
+    throw Error(std::string(library) + " error at " + file + ":" + std::to_string(line) + ": " + call +
+                " failed: " + message);
 }
 
 }  // namespace mixgpt

@@ -28,9 +28,7 @@ void silence_hdf5_once() {
     std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-    throw Error(path + ": " + what);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw Error(path + ": " + what); }
 
 std::vector<hsize_t> to_dims(const std::vector<int64_t>& shape) {
     return std::vector<hsize_t>(shape.begin(), shape.end());
@@ -63,23 +61,37 @@ Handle::~Handle() {
 
 hid_t native_type(Type type) {
     switch (type) {
-        case Type::u8: return H5T_NATIVE_UINT8;
-        case Type::u16: return H5T_NATIVE_UINT16;
-        case Type::u32: return H5T_NATIVE_UINT32;
-        case Type::i32: return H5T_NATIVE_INT32;
-        case Type::i64: return H5T_NATIVE_INT64;
-        case Type::f32: return H5T_NATIVE_FLOAT;
-        case Type::f64: return H5T_NATIVE_DOUBLE;
+        case Type::u8:
+            return H5T_NATIVE_UINT8;
+        case Type::u16:
+            return H5T_NATIVE_UINT16;
+        case Type::u32:
+            return H5T_NATIVE_UINT32;
+        case Type::i32:
+            return H5T_NATIVE_INT32;
+        case Type::i64:
+            return H5T_NATIVE_INT64;
+        case Type::f32:
+            return H5T_NATIVE_FLOAT;
+        case Type::f64:
+            return H5T_NATIVE_DOUBLE;
     }
     return H5T_NATIVE_UINT8;
 }
 
 size_t type_size(Type type) {
     switch (type) {
-        case Type::u8: return 1;
-        case Type::u16: return 2;
-        case Type::u32: case Type::i32: case Type::f32: return 4;
-        case Type::i64: case Type::f64: return 8;
+        case Type::u8:
+            return 1;
+        case Type::u16:
+            return 2;
+        case Type::u32:
+        case Type::i32:
+        case Type::f32:
+            return 4;
+        case Type::i64:
+        case Type::f64:
+            return 8;
     }
     return 1;
 }
@@ -154,8 +166,8 @@ void File::write(const std::string& name, Type type, const void* data, const std
     Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     H5_CHECK(properties.id());
     H5_CHECK(H5Pset_obj_track_times(properties.id(), false));  // same content, same bytes
-    Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT,
-                              properties.id(), H5P_DEFAULT),
+    Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT, properties.id(),
+                              H5P_DEFAULT),
                    H5Dclose);
     H5_CHECK(dataset.id());
     H5_CHECK(H5Dwrite(dataset.id(), native_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
@@ -224,8 +236,8 @@ void File::create_extendible(const std::string& name, Type type, int64_t chunk_e
     H5_CHECK(properties.id());
     H5_CHECK(H5Pset_chunk(properties.id(), 1, &chunk));
     H5_CHECK(H5Pset_obj_track_times(properties.id(), false));
-    Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT,
-                              properties.id(), H5P_DEFAULT),
+    Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT, properties.id(),
+                              H5P_DEFAULT),
                    H5Dclose);
     H5_CHECK(dataset.id());
 }

@@ -36,7 +36,7 @@ size_t type_size(Type type);
 
 class File {
 public:
-    static File create(const std::string& path);  // truncates
+    static File create(const std::string& path);     // truncates
     static File open_read(const std::string& path);  // throws "<path>: not an HDF5 file" etc.
     static File open_write(const std::string& path);
 

@@ -12,8 +12,7 @@ Buffer Buffer::host(size_t bytes) {
     constexpr size_t kAlignment = 64;
     const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-    if (data == nullptr)
-        throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    if (data == nullptr) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
     std::memset(data, 0, rounded);
     return Buffer(data, bytes, MemoryKind::host, &std::free);
 }

@@ -22,8 +22,7 @@ Progress::~Progress() {
 }
 
 double Progress::rate() const {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     return elapsed > 0 ? done_ / elapsed : 0.0;
 }
 
@@ -38,8 +37,7 @@ std::string Progress::render(const std::string& fields) const {
     line += format(" | %.2f %s/s", per_second, unit_.c_str());
     if (total_ > 0 && per_second > 0 && done_ < total_)
         line += " | ETA " + format_duration((total_ - done_) / per_second);
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     line += " | " + format_duration(elapsed);
     if (!fields.empty()) line += " | " + fields;
     return line;

@@ -22,8 +22,7 @@ struct TensorView {
     std::array<int64_t, kMaxRank> shape{};
 
     TensorView() = default;
-    TensorView(void* data_, DType dtype_, std::initializer_list<int64_t> dims)
-        : data(data_), dtype(dtype_) {
+    TensorView(void* data_, DType dtype_, std::initializer_list<int64_t> dims) : data(data_), dtype(dtype_) {
         MIXGPT_REQUIRE(dims.size() <= kMaxRank, "tensor rank above 4");
         for (int64_t d : dims) shape[static_cast<size_t>(rank++)] = d;
     }

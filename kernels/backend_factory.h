@@ -7,8 +7,8 @@
 
 namespace mixgpt {
 
-std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);    // kernels/cpu
-std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);   // kernels/cuda
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);   // kernels/cpu
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);  // kernels/cuda
 int cuda_device_count_impl();                                               // kernels/cuda
 
 }  // namespace mixgpt

@@ -45,26 +45,26 @@ struct AdamWHyper {
     float beta1 = 0.9f;
     float beta2 = 0.95f;
     float epsilon = 1e-8f;
-    float weight_decay = 0.1f;    // applied to elements [0, decay_count) only
-    float max_grad_norm = 1.0f;   // clip by global norm; <= 0 disables clipping
+    float weight_decay = 0.1f;         // applied to elements [0, decay_count) only
+    float max_grad_norm = 1.0f;        // clip by global norm; <= 0 disables clipping
     bool stochastic_rounding = false;  // bf16 working copy only
-    uint64_t seed = 0;            // for stochastic rounding; vary per step
+    uint64_t seed = 0;                 // for stochastic rounding; vary per step
 };
 
 struct LossScaleConfig {
-    bool dynamic = false;          // false: the scale never changes
+    bool dynamic = false;  // false: the scale never changes
     float growth_factor = 2.f;
     float backoff_factor = 0.5f;
     int32_t growth_interval = 2000;
-    float min_scale = 1.f;          // the floor below which backoff never goes
-    float max_scale = 16777216.f;   // 2^24
+    float min_scale = 1.f;         // the floor below which backoff never goes
+    float max_scale = 16777216.f;  // 2^24
 };
 
 struct BackendOptions {
-    std::string device = "cpu";   // "cpu" or "cuda"
-    int device_index = 0;         // CUDA device ordinal
+    std::string device = "cpu";  // "cpu" or "cuda"
+    int device_index = 0;        // CUDA device ordinal
     Precision precision = Precision::fp32;
-    int threads = 0;              // CPU threads; 0 = OpenMP's default
+    int threads = 0;  // CPU threads; 0 = OpenMP's default
     // CUDA: fused flash-attention kernels where they apply (bf16/fp16, head_dim 64 or 128);
     // false keeps the simple attention kernels everywhere (for comparisons).
     bool flash_attention = true;
@@ -113,9 +113,11 @@ public:
     virtual void matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
                                 TensorView bias) = 0;
     // dinp (M,K) act = dout (M,N) · weight (N,K); added to dinp when accumulate.
-    virtual void matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight, bool accumulate) = 0;
+    virtual void matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight,
+                                       bool accumulate) = 0;
     // dweight (N,K) f32 += dout (M,N)^T · inp (M,K); dbias (N) f32 += column sums of dout (if valid).
-    virtual void matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout, TensorView inp) = 0;
+    virtual void matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
+                                        TensorView inp) = 0;
 
     // ---- GELU (tanh approximation) ----
     // out (M,N) act = gelu(inp)

@@ -14,19 +14,26 @@ Precision parse_precision(const std::string& name) {
 
 const char* precision_name(Precision precision) {
     switch (precision) {
-        case Precision::fp32: return "fp32";
-        case Precision::tf32: return "tf32";
-        case Precision::bf16: return "bf16";
-        case Precision::fp16: return "fp16";
+        case Precision::fp32:
+            return "fp32";
+        case Precision::tf32:
+            return "tf32";
+        case Precision::bf16:
+            return "bf16";
+        case Precision::fp16:
+            return "fp16";
     }
     return "unknown";
 }
 
 DType activation_dtype(Precision precision) {
     switch (precision) {
-        case Precision::bf16: return DType::bf16;
-        case Precision::fp16: return DType::f16;
-        default: return DType::f32;
+        case Precision::bf16:
+            return DType::bf16;
+        case Precision::fp16:
+            return DType::f16;
+        default:
+            return DType::f32;
     }
 }
 

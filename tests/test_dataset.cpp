@@ -76,7 +76,8 @@ TEST(DatasetWriter, StoresDocumentsEndOfTextOffsetsAndCounts) {
         auto& tokens = splits[d] == Split::train ? train_expected : val_expected;
         tokens.insert(tokens.end(), documents[d].begin(), documents[d].end());
         tokens.push_back(1);
-        (splits[d] == Split::train ? train_offsets : val_offsets).push_back(static_cast<int64_t>(tokens.size()));
+        (splits[d] == Split::train ? train_offsets : val_offsets)
+            .push_back(static_cast<int64_t>(tokens.size()));
         if (splits[d] == Split::train) train_bytes += bytes[d];
     }
     EXPECT_EQ(read_tokens(path, "train"), train_expected);
@@ -130,7 +131,8 @@ TEST(DatasetInfo, RejectsMissingNonHdf5AndTruncatedFiles) {
     expect_error(directory.write("text.h5", "just some text, not HDF5\n"), "not an HDF5 file");
     const std::string complete = testing::read_file(write_small_dataset(directory));
     for (size_t keep : {complete.size() / 2, complete.size() - 100}) {
-        const std::string path = directory.write("truncated_" + std::to_string(keep) + ".h5", complete.substr(0, keep));
+        const std::string path =
+            directory.write("truncated_" + std::to_string(keep) + ".h5", complete.substr(0, keep));
         EXPECT_THROW(read_dataset_info(path), Error) << keep;
         try {
             read_dataset_info(path);
@@ -171,7 +173,8 @@ TEST(DocumentSplit, IsDeterministicAndDrawsTheRequestedFraction) {
             validation += split == Split::val ? 1 : 0;
         }
         // Binomial(n, p): the count stays within 5 standard deviations of n p.
-        const double mean = documents * fraction, deviation = std::sqrt(documents * fraction * (1 - fraction));
+        const double mean = documents * fraction,
+                     deviation = std::sqrt(documents * fraction * (1 - fraction));
         EXPECT_LE(std::abs(validation - mean), 5 * deviation + 1e-9) << fraction;
     }
     int differences = 0;

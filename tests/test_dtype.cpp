@@ -53,7 +53,8 @@ TEST(DType, Fp16ToFloatMatchesReferenceForEveryPattern) {
         if (is_fp16_nan(bits)) {
             ASSERT_TRUE(std::isnan(got)) << "pattern " << pattern;
         } else {
-            ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << "pattern " << pattern << ": " << got << " vs " << want;
+            ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+                << "pattern " << pattern << ": " << got << " vs " << want;
         }
     }
 }
@@ -121,7 +122,8 @@ TEST(DType, FloatToBf16RoundsToNearestEvenAroundEveryPattern) {
             continue;
         }
         const double value = bf16_value_from_fields(bits);
-        ASSERT_EQ(float_to_bf16_bits(static_cast<float>(value)), bits) << "exact value of pattern " << pattern;
+        ASSERT_EQ(float_to_bf16_bits(static_cast<float>(value)), bits)
+            << "exact value of pattern " << pattern;
         if (std::isinf(value)) continue;
         const auto next_bits = static_cast<uint16_t>(bits + 1);  // next larger magnitude (Inf after the max)
         const double neighbour = bf16_value_from_fields(next_bits);

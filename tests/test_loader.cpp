@@ -180,7 +180,8 @@ TEST(LoaderTrain, ResumingGivesWhatAnUninterruptedRunGives) {
                 << "stop " << stop << " prefetch " << prefetch;
         }
         next_windows(uninterrupted, options, 3);
-        uninterrupted.restore(LoaderState::from_vector({0, 0, 17, 29, 2}));  // back to the start, mid-prefetch
+        uninterrupted.restore(
+            LoaderState::from_vector({0, 0, 17, 29, 2}));  // back to the start, mid-prefetch
         DataLoader fresh(options);
         EXPECT_EQ(next_windows(uninterrupted, options, 16), next_windows(fresh, options, 16));
     }
@@ -221,9 +222,11 @@ TEST(LoaderEval, CoversTheSplitInOrderWithAPartialLastBatchInLockStep) {
         while (loader.next(batch)) {
             const std::vector<int64_t> windows = windows_of(batch, options);
             rows.push_back(batch.rows);
-            for (int row = 0; row < batch.rows; ++row) union_of_ranks.push_back(windows[static_cast<size_t>(row)]);
+            for (int row = 0; row < batch.rows; ++row)
+                union_of_ranks.push_back(windows[static_cast<size_t>(row)]);
             for (int row = std::max(batch.rows, 1); row < B; ++row)
-                EXPECT_EQ(windows[static_cast<size_t>(row)], batch.rows > 0 ? windows[static_cast<size_t>(batch.rows) - 1] : 12);
+                EXPECT_EQ(windows[static_cast<size_t>(row)],
+                          batch.rows > 0 ? windows[static_cast<size_t>(batch.rows) - 1] : 12);
         }
         EXPECT_FALSE(loader.next(batch));
         EXPECT_EQ(rows, (r == 0 ? std::vector<int>{3, 3, 1} : std::vector<int>{3, 3, 0}));
@@ -283,7 +286,8 @@ void expect_open_error(const LoaderOptions& options, const std::string& fragment
 
 TEST(LoaderErrors, ShortSplitsOtherTokenizersAndBadFiles) {
     Dataset dataset(64);
-    expect_open_error(options_for(dataset.path, 1, 64, LoaderMode::eval), "has 64 tokens, fewer than seq_len + 1 = 65");
+    expect_open_error(options_for(dataset.path, 1, 64, LoaderMode::eval),
+                      "has 64 tokens, fewer than seq_len + 1 = 65");
     expect_open_error(options_for(dataset.path, 8, 9, LoaderMode::train), "fewer than one global batch");
     LoaderOptions other = options_for(dataset.path, 1, 8, LoaderMode::train);
     other.expected_tokenizer_sha256 = "0123456789abcdef";
@@ -294,8 +298,9 @@ TEST(LoaderErrors, ShortSplitsOtherTokenizersAndBadFiles) {
     expect_open_error(bad_rank, "rank 2");
 
     const std::string complete = testing::read_file(dataset.path);
-    LoaderOptions truncated = options_for(dataset.directory.write("truncated.h5", complete.substr(0, complete.size() / 2)),
-                                          1, 8, LoaderMode::train);
+    LoaderOptions truncated =
+        options_for(dataset.directory.write("truncated.h5", complete.substr(0, complete.size() / 2)), 1, 8,
+                    LoaderMode::train);
     expect_open_error(truncated, "truncated");
     LoaderOptions text = options_for(dataset.directory.write("text.h5", "hello"), 1, 8, LoaderMode::train);
     expect_open_error(text, "not an HDF5 file");
@@ -320,7 +325,8 @@ TEST(LoaderErrors, TokenIdsAreCheckedChunkByChunkAsRead) {
         } catch (const Error& error) {
             const std::string message = error.what();
             EXPECT_EQ(message.rfind(dataset.path, 0), 0u) << message;
-            EXPECT_NE(message.find("/train/tokens[" + std::to_string(chunk + 10) + "]"), std::string::npos) << message;
+            EXPECT_NE(message.find("/train/tokens[" + std::to_string(chunk + 10) + "]"), std::string::npos)
+                << message;
         }
         // Window chunk/T - 1 ends on position `chunk`, the first of the second chunk.
         EXPECT_EQ(good_batches, (chunk / T - 1) / B);

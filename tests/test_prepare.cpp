@@ -106,7 +106,8 @@ TEST(Prepare, FilesBecomeDocumentsInDisjointDeterministicSplits) {
     PrepareOptions one_thread = options;
     one_thread.output_directory = directory.file("one_thread");
     one_thread.threads = 1;
-    EXPECT_EQ(read_tokens(run_prepare(one_thread).dataset_path, "train"), read_tokens(result.dataset_path, "train"));
+    EXPECT_EQ(read_tokens(run_prepare(one_thread).dataset_path, "train"),
+              read_tokens(result.dataset_path, "train"));
 
     PrepareOptions reseeded = options;
     reseeded.output_directory = directory.file("reseeded");
@@ -152,15 +153,17 @@ TEST(Prepare, ReadsSeparatorsParagraphsJsonlGzipDirectoriesAndGlobs) {
     EXPECT_EQ(all_documents(run_prepare(options).dataset_path),
               sorted({"para one\nstill one\n", "para two\n", "para three\n"}));
 
-    directory.write("j/1.jsonl", "{\"body\": \"json one\\nwith \\u00e9\", \"id\": 1}\n\n{\"body\": \"json two\"}\n");
+    directory.write("j/1.jsonl",
+                    "{\"body\": \"json one\\nwith \\u00e9\", \"id\": 1}\n\n{\"body\": \"json two\"}\n");
     testing::write_gzip(directory.file("j/2.jsonl.gz"), "{\"body\": \"json three\"}");
     directory.write("j/3.txt", "a plain text file next to them\n");
     options.corpus = {};
     options.corpus.inputs = {directory.file("j/*.jsonl*"), directory.file("j/3.*")};
     options.corpus.jsonl_key = "body";
     options.output_directory = directory.file("out_jsonl");
-    EXPECT_EQ(all_documents(run_prepare(options).dataset_path),
-              sorted({"json one\nwith \xC3\xA9", "json two", "json three", "a plain text file next to them\n"}));
+    EXPECT_EQ(
+        all_documents(run_prepare(options).dataset_path),
+        sorted({"json one\nwith \xC3\xA9", "json two", "json three", "a plain text file next to them\n"}));
 }
 
 TEST(Prepare, StreamsLongDocumentsInSegmentsWithoutChangingTokens) {
@@ -168,7 +171,8 @@ TEST(Prepare, StreamsLongDocumentsInSegmentsWithoutChangingTokens) {
     std::string lines, spaces, unbroken;
     for (int i = 0; lines.size() < 2 * TextSegment::kSegmentBytes + 12345; ++i)
         lines += "line " + std::to_string(i) + " of the  long document\n";
-    for (int i = 0; spaces.size() < TextSegment::kSegmentBytes + 777; ++i) spaces += "word" + std::to_string(i % 97) + " ";
+    for (int i = 0; spaces.size() < TextSegment::kSegmentBytes + 777; ++i)
+        spaces += "word" + std::to_string(i % 97) + " ";
     while (unbroken.size() < TextSegment::kSegmentBytes + 5) unbroken += "長文字";
     directory.write("long/1.txt", lines);
     directory.write("long/2.txt", spaces);
@@ -188,7 +192,8 @@ TEST(Prepare, StreamsLongDocumentsInSegmentsWithoutChangingTokens) {
     for (int d : {0, 1}) {
         std::vector<int32_t> expected = tokenizer.encode(documents[static_cast<size_t>(d)]);
         expected.push_back(tokenizer.eot_id());
-        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), tokens.begin() + offsets[static_cast<size_t>(d)],
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(),
+                               tokens.begin() + offsets[static_cast<size_t>(d)],
                                tokens.begin() + offsets[static_cast<size_t>(d) + 1]))
             << "document " << d;
     }
@@ -208,7 +213,9 @@ TEST(Prepare, CountsAndKeepsInvalidUtf8) {
 
 TEST(Prepare, SkipsAndCountsBadJsonlLinesWhenAsked) {
     TempDirectory directory;
-    directory.write("mixed.jsonl", "{\"text\": \"good one\"}\n{not json\n{\"other\": 1}\n[1, 2]\n{\"text\": \"good two\"}\n");
+    directory.write(
+        "mixed.jsonl",
+        "{\"text\": \"good one\"}\n{not json\n{\"other\": 1}\n[1, 2]\n{\"text\": \"good two\"}\n");
     PrepareOptions options = options_for(directory, {directory.file("mixed.jsonl")});
     options.corpus.skip_bad_lines = true;
     options.val_fraction = 0;
@@ -227,7 +234,8 @@ void expect_failure(const PrepareOptions& options, const std::vector<std::string
         const std::string message = error.what();
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
         for (const std::string& fragment : fragments)
-            EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+            EXPECT_NE(message.find(fragment), std::string::npos)
+                << "'" << fragment << "' not in: " << message;
     }
     EXPECT_FALSE(std::filesystem::exists(options.output_directory)) << options.output_directory;
 }
@@ -369,12 +377,14 @@ TEST(Prepare, KingJamesBibleRoundTripsChapterByChapter) {
         const std::vector<int32_t> tokens = read_tokens(result.dataset_path, name);
         const std::vector<int64_t> offsets = read_offsets(result.dataset_path, name);
         for (size_t d = 0; d + 1 < offsets.size(); ++d)
-            decoded[split].push_back(tokenizer.decode(tokens.data() + offsets[d], offsets[d + 1] - 1 - offsets[d]));
+            decoded[split].push_back(
+                tokenizer.decode(tokens.data() + offsets[d], offsets[d + 1] - 1 - offsets[d]));
     }
     ASSERT_EQ(decoded[0].size() + decoded[1].size(), chapters.size());
     size_t next[2] = {0, 0};
     for (size_t c = 0; c < chapters.size(); ++c) {
-        const int split = split_of_document(options.seed, static_cast<int64_t>(c), options.val_fraction) == Split::val;
+        const int split =
+            split_of_document(options.seed, static_cast<int64_t>(c), options.val_fraction) == Split::val;
         ASSERT_TRUE(decoded[split][next[split]++] == chapters[c]) << "chapter " << c;
     }
     EXPECT_EQ(result.train.documents + result.val.documents, 1189);

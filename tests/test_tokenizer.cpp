@@ -31,8 +31,11 @@ std::string decode_with_replacement(const std::string& bytes) {
     size_t i = 0;
     while (i < bytes.size()) {
         const auto lead = static_cast<unsigned char>(bytes[i]);
-        int length = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
-                                   : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+        int length = lead < 0x80                    ? 1
+                     : lead >= 0xC2 && lead <= 0xDF ? 2
+                     : lead >= 0xE0 && lead <= 0xEF ? 3
+                     : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                    : 0;
         int valid = length > 0 ? 1 : 0;
         for (int k = 1; k < length && i + k < bytes.size(); ++k) {
             const auto next = static_cast<unsigned char>(bytes[i + k]);
@@ -91,8 +94,10 @@ TEST(TokenizerRoundTrip, MultilingualTextWithEmojiAndCombiningMarks) {
     // Scripts, emoji sequences (skin tone, ZWJ, flags), stacked combining marks,
     // whitespace runs, CRLF, a NUL byte and a noncharacter, mostly unseen in training.
     static const char kText[] =
-        "漢字かなカナ한글 🧑🏾‍🚀 🏳️‍🌈 \xF0\x9F\x87\xAF\xF0\x9F\x87\xB5 q\xCC\x83\xCC\x81 ∮ E⋅da = Q, "
-        "  leading and trailing spaces  \t\ttabs\r\nCRLF\n\n\nblank lines, a NUL \0 byte, U+FFFF \xEF\xBF\xBF ";
+        "漢字かなカナ한글 🧑🏾‍🚀 🏳️‍🌈 \xF0\x9F\x87\xAF\xF0\x9F\x87\xB5 q\xCC\x83\xCC\x81 ∮ E⋅da "
+        "= Q, "
+        "  leading and trailing spaces  \t\ttabs\r\nCRLF\n\n\nblank lines, a NUL \0 byte, U+FFFF "
+        "\xEF\xBF\xBF ";
     const std::string text(kText, sizeof kText - 1);
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(text)), text);
     EXPECT_TRUE(tokenizer.encode("").empty());
@@ -179,7 +184,8 @@ TEST(TokenizerTrainer, SplitsLongLinesIntoSentences) {
     while (line.size() < 3 * TrainingSample::kMaxSentenceBytes) line += "word ";
     sample.add_text("short\n\n" + line + "\nlast");
     ASSERT_EQ(sample.sentences().size(), 2u + 3u + 1u);
-    for (const std::string& sentence : sample.sentences()) EXPECT_LE(sentence.size(), TrainingSample::kMaxSentenceBytes);
+    for (const std::string& sentence : sample.sentences())
+        EXPECT_LE(sentence.size(), TrainingSample::kMaxSentenceBytes);
     EXPECT_EQ(sample.bytes(), 5u + line.size() + 4u);
 }
 
@@ -192,7 +198,8 @@ TEST(TokenizerTrainer, VocabularySizesThatDoNotFitAreExplained) {
         train_tokenizer(sample, options);
         FAIL() << "expected an error";
     } catch (const Error& error) {
-        EXPECT_NE(std::string(error.what()).find("vocabulary size 270 is too small"), std::string::npos) << error.what();
+        EXPECT_NE(std::string(error.what()).find("vocabulary size 270 is too small"), std::string::npos)
+            << error.what();
     }
     options.vocab_size = 60000;
     try {
@@ -220,7 +227,8 @@ std::string train_with_sentencepiece(int vocab_size, const std::string& extra_ar
     std::string model;
     const auto status = sentencepiece::SentencePieceTrainer::Train(
         "--vocab_size=" + std::to_string(vocab_size) + " --minloglevel=2 --control_symbols=<|endoftext|> " +
-            extra_arguments, &sentences, &model);
+            extra_arguments,
+        &sentences, &model);
     EXPECT_TRUE(status.ok()) << status.ToString();
     return model;
 }
@@ -240,16 +248,20 @@ TEST(TokenizerLoad, RejectsMissingGarbageAndLossyModels) {
     TempDirectory directory;
     expect_load_error(directory.file("missing.model"), "cannot open");
     expect_load_error(directory.write("garbage.model", "not a model"), "not a SentencePiece model");
-    expect_load_error(directory.write("no_bytes.model", train_with_sentencepiece(
-                                          300, "--normalization_rule_name=identity --add_dummy_prefix=false")),
-                      "no byte-fallback tokens");
+    expect_load_error(
+        directory.write(
+            "no_bytes.model",
+            train_with_sentencepiece(300, "--normalization_rule_name=identity --add_dummy_prefix=false")),
+        "no byte-fallback tokens");
     expect_load_error(directory.write("nfkc.model", train_with_sentencepiece(500, "--byte_fallback=true")),
                       "normalization is lossy");
-    expect_load_error(directory.write("no_split.model",
-                                      train_with_sentencepiece(500, "--byte_fallback=true --normalization_rule_name=identity "
-                                                               "--add_dummy_prefix=false --remove_extra_whitespaces=false "
-                                                               "--split_by_whitespace=false")),
-                      "spans a word boundary");
+    expect_load_error(
+        directory.write("no_split.model",
+                        train_with_sentencepiece(500,
+                                                 "--byte_fallback=true --normalization_rule_name=identity "
+                                                 "--add_dummy_prefix=false --remove_extra_whitespaces=false "
+                                                 "--split_by_whitespace=false")),
+        "spans a word boundary");
 }
 
 }  // namespace

@@ -17,11 +17,14 @@ namespace mixgpt::testing {
 
 std::vector<std::string> multilingual_documents(int count, uint32_t seed) {
     static const std::vector<std::string> words = {
-        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on",
-        "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they",
-        "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when",
-        "will", "would", "who", "so", "no", "model", "token", "data", "train", "learning", "language", "mixed",
-        "precision", "gradient", "batch", "window", "Genesis", "light", "darkness", "earth", "heaven", "waters"};
+        "the",      "of",     "and",       "to",       "in",    "a",      "is",      "that",  "for",
+        "it",       "as",     "was",       "with",     "be",    "by",     "on",      "not",   "he",
+        "this",     "are",    "or",        "his",      "from",  "at",     "which",   "but",   "have",
+        "an",       "had",    "they",      "you",      "were",  "their",  "one",     "all",   "we",
+        "can",      "her",    "has",       "there",    "been",  "if",     "more",    "when",  "will",
+        "would",    "who",    "so",        "no",       "model", "token",  "data",    "train", "learning",
+        "language", "mixed",  "precision", "gradient", "batch", "window", "Genesis", "light", "darkness",
+        "earth",    "heaven", "waters"};
     static const std::vector<std::string> foreign = {
         "Über die Brücke gehen wir schnell, süß und schön.",
         "Le cœur a ses raisons que la raison ne connaît point.",

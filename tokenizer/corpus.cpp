@@ -14,13 +14,15 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return text.size() >= suffix.size() &&
+           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 InputFormat format_of(const std::string& path, InputFormat forced) {
     if (forced != InputFormat::automatic) return forced;
     for (const char* extension : {".jsonl", ".ndjson"}) {
-        if (ends_with(path, extension) || ends_with(path, std::string(extension) + ".gz")) return InputFormat::jsonl;
+        if (ends_with(path, extension) || ends_with(path, std::string(extension) + ".gz"))
+            return InputFormat::jsonl;
     }
     return InputFormat::text;
 }
@@ -58,8 +60,10 @@ void add_path(const std::string& path, InputFormat forced, std::vector<InputFile
     std::error_code error;
     const auto status = fs::status(path, error);
     if (error || !fs::exists(status)) throw Error(path + ": no such file or directory");
-    if (fs::is_directory(status)) add_directory(path, forced, files);
-    else add_file(path, forced, files);
+    if (fs::is_directory(status))
+        add_directory(path, forced, files);
+    else
+        add_file(path, forced, files);
 }
 
 std::vector<std::string> expand_glob(const std::string& pattern) {
@@ -105,7 +109,9 @@ Corpus Corpus::from_files(std::vector<InputFile> files, const CorpusOptions& opt
                 return open_jsonl_reader(file, key, skip);
             };
         } else {
-            input.open = [file, separator = options.doc_separator] { return open_text_reader(file, separator); };
+            input.open = [file, separator = options.doc_separator] {
+                return open_text_reader(file, separator);
+            };
         }
         corpus.total_bytes_ += file.bytes;
         corpus.inputs_.push_back(std::move(input));
@@ -147,7 +153,8 @@ bool Corpus::next(TextSegment& segment) {
 TrainingSample Corpus::sample(size_t budget) const {
     TrainingSample sample;
     for (const Input& input : inputs_) {
-        const size_t share = static_cast<size_t>(static_cast<long double>(budget) * input.bytes / total_bytes_);
+        const size_t share =
+            static_cast<size_t>(static_cast<long double>(budget) * input.bytes / total_bytes_);
         if (share > 0) input.open()->sample(share, sample);
     }
     return sample;

@@ -28,9 +28,9 @@ inline constexpr const char* kBlankLineSeparator = "blank-line";
 struct CorpusOptions {
     std::vector<std::string> inputs;  // files, directories or glob patterns
     InputFormat format = InputFormat::automatic;
-    std::string doc_separator;        // empty: one document per file
+    std::string doc_separator;  // empty: one document per file
     std::string jsonl_key = "text";
-    bool skip_bad_lines = false;      // skip and count bad JSONL lines instead of failing
+    bool skip_bad_lines = false;  // skip and count bad JSONL lines instead of failing
 };
 
 struct InputFile {
@@ -60,7 +60,7 @@ class DocumentReader {
 public:
     virtual ~DocumentReader() = default;
     virtual bool next(TextSegment& segment) = 0;  // fills text, first, last; false at the end
-    virtual uint64_t bytes_read() const = 0;     // input consumed so far, in the units of Corpus::total_bytes
+    virtual uint64_t bytes_read() const = 0;  // input consumed so far, in the units of Corpus::total_bytes
     virtual int64_t skipped_lines() const { return 0; }
     // Adds about `budget` bytes of lines, spread over the input, to `sample`.
     virtual void sample(size_t budget, TrainingSample& sample) = 0;

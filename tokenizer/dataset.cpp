@@ -14,7 +14,8 @@ void require(bool condition, const std::string& path, const std::string& reason)
 
 SplitInfo read_split(const h5::File& file, const std::string& split, int vocab_size) {
     const std::string group = "/" + split;
-    require(file.exists(group), file.path(), "missing split '" + split + "' (not a mixgpt dataset or truncated)");
+    require(file.exists(group), file.path(),
+            "missing split '" + split + "' (not a mixgpt dataset or truncated)");
     SplitInfo info;
     info.tokens = file.attribute_int(group, "tokens");
     info.bytes = file.attribute_int(group, "bytes");
@@ -49,7 +50,8 @@ h5::Type token_storage_type(int vocab_size) { return vocab_size <= 65536 ? h5::T
 DatasetInfo read_dataset_info(const std::string& dataset_path) {
     const h5::File file = h5::File::open_read(dataset_path);
     require(file.has_attribute("/", "format") && file.attribute_string("/", "format") == kDatasetFormat,
-            dataset_path, std::string("not a mixgpt token dataset (no format attribute '") + kDatasetFormat + "')");
+            dataset_path,
+            std::string("not a mixgpt token dataset (no format attribute '") + kDatasetFormat + "')");
     const int64_t version = file.attribute_int("/", "format_version");
     require(version == kDatasetFormatVersion, dataset_path,
             format("dataset format version %lld is not supported (this build reads version %lld)",
@@ -61,7 +63,8 @@ DatasetInfo read_dataset_info(const std::string& dataset_path) {
     require(info.vocab_size > 0, dataset_path, "vocab_size must be positive");
     info.eot_id = static_cast<int32_t>(file.attribute_int("/", "eot_id"));
     info.unk_id = static_cast<int32_t>(file.attribute_int("/", "unk_id"));
-    require(info.eot_id >= 0 && info.eot_id < info.vocab_size, dataset_path, "eot_id is outside the vocabulary");
+    require(info.eot_id >= 0 && info.eot_id < info.vocab_size, dataset_path,
+            "eot_id is outside the vocabulary");
     info.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
     const std::string tokenizer_file = file.attribute_string("/", "tokenizer_file");
     info.tokenizer_path = (std::filesystem::path(dataset_path).parent_path() / tokenizer_file).string();

@@ -33,14 +33,14 @@ struct SplitInfo {
 };
 
 struct DatasetInfo {
-    std::string path;              // the .h5 file
-    std::string tokenizer_path;    // the SentencePiece model beside it
+    std::string path;            // the .h5 file
+    std::string tokenizer_path;  // the SentencePiece model beside it
     std::string tokenizer_sha256;
     int vocab_size = 0;
     int32_t eot_id = 0;
     SplitInfo train, val;
     int32_t unk_id = 0;
-    std::string command;           // the command that made the file
+    std::string command;  // the command that made the file
     int64_t invalid_utf8_bytes = 0;
 
     const SplitInfo& split(const std::string& name) const;  // "train" or "val"; throws Error otherwise

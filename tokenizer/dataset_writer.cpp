@@ -13,7 +13,9 @@ constexpr size_t kOffsetChunkElements = size_t{1} << 13;
 const char* split_name(Split split) { return split == Split::train ? "train" : "val"; }
 
 DatasetWriter::DatasetWriter(const std::string& path, DatasetMetadata metadata)
-    : file_(h5::File::create(path)), metadata_(std::move(metadata)), token_type_(token_storage_type(metadata_.vocab_size)) {
+    : file_(h5::File::create(path)),
+      metadata_(std::move(metadata)),
+      token_type_(token_storage_type(metadata_.vocab_size)) {
     MIXGPT_REQUIRE(metadata_.vocab_size > 0, path + ": vocabulary size must be positive");
     for (Split split : {Split::train, Split::val}) {
         SplitState& state = splits_[static_cast<int>(split)];
@@ -76,7 +78,8 @@ void DatasetWriter::flush_tokens(SplitState& state, bool everything) {
 
 void DatasetWriter::flush_offsets(SplitState& state) {
     const std::string name = state.group + "/doc_offsets";
-    file_.append(name, h5::Type::i64, state.pending_offsets.data(), static_cast<int64_t>(state.pending_offsets.size()));
+    file_.append(name, h5::Type::i64, state.pending_offsets.data(),
+                 static_cast<int64_t>(state.pending_offsets.size()));
     state.pending_offsets.clear();
 }
 

@@ -1,8 +1,7 @@
 #include "tokenizer/document_readers.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tokenizer/input_stream.h"
@@ -46,7 +45,10 @@ void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, 
 class TextReader : public DocumentReader {
 public:
     TextReader(const InputFile& file, std::string separator)
-        : file_(file), separator_(std::move(separator)), stream_(file.path), lines_(stream_, TextSegment::kSegmentBytes) {}
+        : file_(file),
+          separator_(std::move(separator)),
+          stream_(file.path),
+          lines_(stream_, TextSegment::kSegmentBytes) {}
 
     bool next(TextSegment& segment) override {
         return separator_.empty() ? next_whole_file(segment) : next_separated(segment);
@@ -55,12 +57,13 @@ public:
     uint64_t bytes_read() const override { return stream_.file_position(); }
 
     void sample(size_t budget, TrainingSample& sample) override {
-        sample_lines(file_, TextSegment::kSegmentBytes, budget, [&](const LineReader::Piece& piece) -> size_t {
-            if (piece.line_start && piece.line_end && is_separator(piece.text)) return 0;
-            const size_t before = sample.bytes();
-            sample.add_text(piece.text);
-            return sample.bytes() - before;
-        });
+        sample_lines(file_, TextSegment::kSegmentBytes, budget,
+                     [&](const LineReader::Piece& piece) -> size_t {
+                         if (piece.line_start && piece.line_end && is_separator(piece.text)) return 0;
+                         const size_t before = sample.bytes();
+                         sample.add_text(piece.text);
+                         return sample.bytes() - before;
+                     });
     }
 
 private:
@@ -80,8 +83,10 @@ private:
             text.resize(old_size + kReadBytes);
             const size_t count = stream_.read(text.data() + old_size, kReadBytes);
             text.resize(old_size + count);
-            if (count == 0) at_end_ = true;
-            else builder_.begin();
+            if (count == 0)
+                at_end_ = true;
+            else
+                builder_.begin();
         }
     }
 
@@ -127,15 +132,20 @@ private:
 class JsonlReader : public DocumentReader {
 public:
     JsonlReader(const InputFile& file, std::string key, bool skip_bad_lines)
-        : file_(file), key_(std::move(key)), skip_bad_lines_(skip_bad_lines), stream_(file.path),
+        : file_(file),
+          key_(std::move(key)),
+          skip_bad_lines_(skip_bad_lines),
+          stream_(file.path),
           lines_(stream_, kUnlimitedLine) {}
 
     bool next(TextSegment& segment) override {
         LineReader::Piece piece;
         for (;;) {
             if (builder_.open()) {
-                if (builder_.full()) builder_.take_part(segment);
-                else builder_.take_last(segment);
+                if (builder_.full())
+                    builder_.take_part(segment);
+                else
+                    builder_.take_last(segment);
                 return true;
             }
             if (!lines_.next(piece)) return false;
@@ -197,8 +207,10 @@ public:
     bool next(TextSegment& segment) override {
         for (;;) {
             if (builder_.open()) {
-                if (builder_.full()) builder_.take_part(segment);
-                else builder_.take_last(segment);
+                if (builder_.full())
+                    builder_.take_part(segment);
+                else
+                    builder_.take_last(segment);
                 return true;
             }
             if (next_ == documents_->size()) return false;
@@ -219,7 +231,8 @@ public:
         uint64_t seen = 0, taken = 0;
         for (const auto& document : *documents_) {
             seen += document.size();
-            if (total > budget && static_cast<double>(taken) >= static_cast<double>(budget) * seen / total) continue;
+            if (total > budget && static_cast<double>(taken) >= static_cast<double>(budget) * seen / total)
+                continue;
             sample.add_text(document);
             taken += document.size();
         }
@@ -238,11 +251,13 @@ std::unique_ptr<DocumentReader> open_text_reader(const InputFile& file, const st
     return std::make_unique<TextReader>(file, doc_separator);
 }
 
-std::unique_ptr<DocumentReader> open_jsonl_reader(const InputFile& file, const std::string& key, bool skip_bad_lines) {
+std::unique_ptr<DocumentReader> open_jsonl_reader(const InputFile& file, const std::string& key,
+                                                  bool skip_bad_lines) {
     return std::make_unique<JsonlReader>(file, key, skip_bad_lines);
 }
 
-std::unique_ptr<DocumentReader> open_memory_reader(std::shared_ptr<const std::vector<std::string>> documents) {
+std::unique_ptr<DocumentReader> open_memory_reader(
+    std::shared_ptr<const std::vector<std::string>> documents) {
     return std::make_unique<MemoryReader>(std::move(documents));
 }
 

@@ -58,7 +58,8 @@ void Encoder::encode_cached(std::string_view unit, std::vector<int32_t>& ids) {
         if (cache_.size() >= max_cached_units_) clear_cache();
         scratch_.clear();
         tokenizer_.encode_unit(unit, scratch_);
-        const TokenSpan span{static_cast<uint32_t>(cached_tokens_.size()), static_cast<uint32_t>(scratch_.size())};
+        const TokenSpan span{static_cast<uint32_t>(cached_tokens_.size()),
+                             static_cast<uint32_t>(scratch_.size())};
         cached_tokens_.insert(cached_tokens_.end(), scratch_.begin(), scratch_.end());
         found = cache_.emplace(store_key(unit), span).first;
     }

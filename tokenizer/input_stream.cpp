@@ -46,7 +46,8 @@ size_t InputStream::read(char* buffer, size_t capacity) {
     int code = Z_OK;
     std::string message = gzerror(file_, &code);
     if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);  // zlib names the file too
-    if (count < 0) throw Error(path_ + ": read error (" + (code == Z_ERRNO ? std::strerror(errno) : message) + ")");
+    if (count < 0)
+        throw Error(path_ + ": read error (" + (code == Z_ERRNO ? std::strerror(errno) : message) + ")");
     // zlib returns what it could from a gzip stream cut short and flags it here.
     if (code == Z_BUF_ERROR) throw Error(path_ + ": truncated gzip data (" + message + ")");
     return static_cast<size_t>(count);

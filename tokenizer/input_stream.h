@@ -37,11 +37,11 @@ public:
     LineReader(InputStream& stream, size_t max_piece_bytes);
 
     struct Piece {
-        std::string_view text;  // valid until the next call
+        std::string_view text;   // valid until the next call
         bool line_start = true;  // the piece begins a line
         bool line_end = true;    // the piece ends a line
     };
-    bool next(Piece& piece);  // false at the end of the stream
+    bool next(Piece& piece);                              // false at the end of the stream
     int64_t line_number() const { return line_number_; }  // of the last piece returned, from 1
 
 private:

@@ -20,8 +20,9 @@ std::string run_command(const std::string& command) {
     while ((count = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, count);
     const int status = pclose(pipe);
     MIXGPT_REQUIRE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                   "'" + command + "' failed: the KJV corpus needs the 'bible' program of Debian's bible-kjv "
-                                   "package (scripts/setup.sh installs it)");
+                   "'" + command +
+                       "' failed: the KJV corpus needs the 'bible' program of Debian's bible-kjv "
+                       "package (scripts/setup.sh installs it)");
     return output;
 }
 
@@ -53,9 +54,10 @@ std::vector<std::string> split_kjv_chapters(std::string_view bible_output) {
 
 std::vector<std::string> kjv_chapters() {
     std::vector<std::string> chapters = split_kjv_chapters(run_command(kKjvCommand));
-    MIXGPT_REQUIRE(chapters.size() == kKjvChapters,
-                   "unexpected output of '" + std::string(kKjvCommand) + "': " + std::to_string(chapters.size()) +
-                       " chapters instead of " + std::to_string(kKjvChapters));
+    MIXGPT_REQUIRE(chapters.size() == kKjvChapters, "unexpected output of '" + std::string(kKjvCommand) +
+                                                        "': " + std::to_string(chapters.size()) +
+                                                        " chapters instead of " +
+                                                        std::to_string(kKjvChapters));
     return chapters;
 }
 

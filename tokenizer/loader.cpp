@@ -44,7 +44,8 @@ public:
     // Writes the (B, T+1) rows of `position` into `tokens`; returns the real rows.
     int fill(Position position, int32_t* tokens) {
         const int64_t rows_per_batch = options_.batch_size, row_tokens = options_.seq_len + 1;
-        const int64_t first = position.batch * options_.world_size * rows_per_batch + options_.rank * rows_per_batch;
+        const int64_t first =
+            position.batch * options_.world_size * rows_per_batch + options_.rank * rows_per_batch;
         const int rows = static_cast<int>(std::clamp<int64_t>(windows_ - first, 0, rows_per_batch));
         if (train() && permutation_epoch_ != position.epoch) {
             permutation_ = epoch_permutation(windows_, seed_, position.epoch);
@@ -56,7 +57,8 @@ public:
         }
         for (int64_t row = rows; row < rows_per_batch; ++row) {
             if (rows > 0) {
-                std::memcpy(tokens + row * row_tokens, tokens + (rows - 1) * row_tokens, sizeof(int32_t) * row_tokens);
+                std::memcpy(tokens + row * row_tokens, tokens + (rows - 1) * row_tokens,
+                            sizeof(int32_t) * row_tokens);
             } else {
                 store_.read((windows_ - 1) * options_.seq_len, row_tokens, tokens + row * row_tokens);
             }
@@ -172,10 +174,11 @@ private:
 void check_options(const LoaderOptions& options) {
     const std::string& path = options.dataset_path;
     MIXGPT_REQUIRE(options.batch_size > 0 && options.seq_len > 0,
-                   format("%s: batch_size (%d) and seq_len (%d) must be positive", path.c_str(), options.batch_size,
-                          options.seq_len));
-    MIXGPT_REQUIRE(options.world_size > 0 && options.rank >= 0 && options.rank < options.world_size,
-                   format("%s: rank %d is not in [0, world_size %d)", path.c_str(), options.rank, options.world_size));
+                   format("%s: batch_size (%d) and seq_len (%d) must be positive", path.c_str(),
+                          options.batch_size, options.seq_len));
+    MIXGPT_REQUIRE(
+        options.world_size > 0 && options.rank >= 0 && options.rank < options.world_size,
+        format("%s: rank %d is not in [0, world_size %d)", path.c_str(), options.rank, options.world_size));
     MIXGPT_REQUIRE(options.vocab_limit >= 0, path + ": vocab_limit must not be negative");
 }
 
@@ -218,29 +221,34 @@ struct DataLoader::Impl {
         const std::string& path = options.dataset_path;
         info = read_dataset_info(path);
         const SplitInfo& split = info.split(options.split);
-        if (!options.expected_tokenizer_sha256.empty() && options.expected_tokenizer_sha256 != info.tokenizer_sha256)
+        if (!options.expected_tokenizer_sha256.empty() &&
+            options.expected_tokenizer_sha256 != info.tokenizer_sha256)
             throw Error(path + ": made with tokenizer " + short_hash(info.tokenizer_sha256) +
                         "..., but the model's tokenizer is " + short_hash(options.expected_tokenizer_sha256) +
                         "... (a dataset made with another tokenizer)");
-        MIXGPT_REQUIRE(split.tokens >= options.seq_len + 1,
-                       format("%s: split '%s' has %lld tokens, fewer than seq_len + 1 = %d", path.c_str(),
-                              options.split.c_str(), static_cast<long long>(split.tokens), options.seq_len + 1));
+        MIXGPT_REQUIRE(
+            split.tokens >= options.seq_len + 1,
+            format("%s: split '%s' has %lld tokens, fewer than seq_len + 1 = %d", path.c_str(),
+                   options.split.c_str(), static_cast<long long>(split.tokens), options.seq_len + 1));
         windows = window_count(split.tokens, options.seq_len);
         global_batch = int64_t{options.world_size} * options.batch_size;
         const bool train = options.mode == LoaderMode::train;
         batches = train ? windows / global_batch : (windows + global_batch - 1) / global_batch;
-        MIXGPT_REQUIRE(batches > 0, format("%s: split '%s' has %lld windows of %d tokens, fewer than one global "
-                                           "batch of world_size x batch_size = %lld",
-                                           path.c_str(), options.split.c_str(), static_cast<long long>(windows),
-                                           options.seq_len + 1, static_cast<long long>(global_batch)));
+        MIXGPT_REQUIRE(batches > 0,
+                       format("%s: split '%s' has %lld windows of %d tokens, fewer than one global "
+                              "batch of world_size x batch_size = %lld",
+                              path.c_str(), options.split.c_str(), static_cast<long long>(windows),
+                              options.seq_len + 1, static_cast<long long>(global_batch)));
         const int32_t vocab_limit = options.vocab_limit > 0 ? options.vocab_limit : info.vocab_size;
         store = std::make_unique<TokenStore>(path, options.split, vocab_limit);
         filler = std::make_unique<BatchFiller>(options, *store, windows, batches);
         seed = options.seed;
         filler->set_seed(seed);
-        const size_t bytes = sizeof(int32_t) * static_cast<size_t>(options.batch_size) * (options.seq_len + 1);
+        const size_t bytes =
+            sizeof(int32_t) * static_cast<size_t>(options.batch_size) * (options.seq_len + 1);
         for (size_t i = 0; i < (options.prefetch ? kPrefetchSlots : 1); ++i)
-            buffers.push_back(options.allocate_staging ? options.allocate_staging(bytes) : Buffer::host(bytes));
+            buffers.push_back(options.allocate_staging ? options.allocate_staging(bytes)
+                                                       : Buffer::host(bytes));
         start_prefetch();
     }
 
@@ -268,12 +276,13 @@ struct DataLoader::Impl {
 
     void restore(const LoaderState& state) {
         const std::string& path = options.dataset_path;
-        MIXGPT_REQUIRE(state.windows == windows && state.global_batch == global_batch,
-                       format("%s: the loader state is for %lld windows and global batches of %lld, but this loader "
-                              "has %lld windows and global batches of %lld (another dataset, seq_len or batch size)",
-                              path.c_str(), static_cast<long long>(state.windows),
-                              static_cast<long long>(state.global_batch), static_cast<long long>(windows),
-                              static_cast<long long>(global_batch)));
+        MIXGPT_REQUIRE(
+            state.windows == windows && state.global_batch == global_batch,
+            format("%s: the loader state is for %lld windows and global batches of %lld, but this loader "
+                   "has %lld windows and global batches of %lld (another dataset, seq_len or batch size)",
+                   path.c_str(), static_cast<long long>(state.windows),
+                   static_cast<long long>(state.global_batch), static_cast<long long>(windows),
+                   static_cast<long long>(global_batch)));
         const int64_t last_batch = options.mode == LoaderMode::train ? batches - 1 : batches;
         MIXGPT_REQUIRE(state.epoch >= 0 && state.next_batch >= 0 && state.next_batch <= last_batch,
                        format("%s: invalid loader state (epoch %lld, batch %lld of %lld)", path.c_str(),

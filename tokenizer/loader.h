@@ -27,16 +27,17 @@ enum class LoaderMode { train, eval };
 
 struct LoaderOptions {
     std::string dataset_path;
-    std::string split = "train";          // "train" or "val"
-    int batch_size = 4;                   // B (per rank)
-    int seq_len = 64;                     // T
+    std::string split = "train";  // "train" or "val"
+    int batch_size = 4;           // B (per rank)
+    int seq_len = 64;             // T
     LoaderMode mode = LoaderMode::train;
     uint64_t seed = 0;
     int rank = 0, world_size = 1;
-    bool prefetch = true;                 // background thread
-    std::string expected_tokenizer_sha256;   // empty: not checked
-    int vocab_limit = 0;                  // token ids must be < this (0: the dataset's vocab size)
-    std::function<Buffer(size_t)> allocate_staging;   // host staging memory (pinned on CUDA); null: Buffer::host
+    bool prefetch = true;                   // background thread
+    std::string expected_tokenizer_sha256;  // empty: not checked
+    int vocab_limit = 0;                    // token ids must be < this (0: the dataset's vocab size)
+    std::function<Buffer(size_t)>
+        allocate_staging;  // host staging memory (pinned on CUDA); null: Buffer::host
 };
 
 struct Batch {
@@ -71,9 +72,9 @@ public:
     // false after the split is covered; a rank whose share of the last global
     // batch is empty first returns a batch with rows == 0, keeping ranks in step.
     bool next(Batch& batch);
-    int64_t windows_per_epoch() const;  // whole split, all ranks
-    int64_t batches_per_epoch() const;  // per rank
-    LoaderState state() const;          // the state AFTER the last batch returned
+    int64_t windows_per_epoch() const;       // whole split, all ranks
+    int64_t batches_per_epoch() const;       // per rank
+    LoaderState state() const;               // the state AFTER the last batch returned
     void restore(const LoaderState& state);  // the next batch is exactly what an uninterrupted run gives
     const DatasetInfo& info() const;
 

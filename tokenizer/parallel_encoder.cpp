@@ -12,7 +12,8 @@ ParallelEncoder::ParallelEncoder(const Tokenizer& tokenizer, int threads) {
     for (int i = 0; i < count; ++i) encoders_.emplace_back(tokenizer);
 }
 
-size_t ParallelEncoder::encode(const std::vector<TextSegment>& segments, std::vector<std::vector<int32_t>>& tokens) {
+size_t ParallelEncoder::encode(const std::vector<TextSegment>& segments,
+                               std::vector<std::vector<int32_t>>& tokens) {
     tokens.resize(segments.size());
     const auto count = static_cast<int64_t>(segments.size());
     size_t invalid_bytes = 0;

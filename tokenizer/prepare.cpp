@@ -32,7 +32,8 @@ void check_options(const PrepareOptions& options) {
     MIXGPT_REQUIRE(!builtin || options.builtin_corpus == "kjv",
                    "unknown corpus '" + options.builtin_corpus + "' (the built-in corpus is kjv)");
     MIXGPT_REQUIRE(!(builtin && has_inputs), "give either --corpus or input files, not both");
-    MIXGPT_REQUIRE(builtin || has_inputs, "no input: give files, directories or glob patterns, or --corpus kjv");
+    MIXGPT_REQUIRE(builtin || has_inputs,
+                   "no input: give files, directories or glob patterns, or --corpus kjv");
     MIXGPT_REQUIRE(builtin || !options.output_directory.empty(), "--output is required with input files");
     MIXGPT_REQUIRE(options.val_fraction >= 0 && options.val_fraction < 1,
                    format("--val-fraction %g must be in [0, 1)", options.val_fraction));
@@ -57,7 +58,8 @@ void write_file(const std::string& path, const std::string& bytes) {
 
 // Writes the tokenizer to `temporary_path`: a copy of the reused model, or
 // one trained on a sample of the corpus.
-Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus, const std::string& temporary_path) {
+Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus,
+                         const std::string& temporary_path) {
     if (!options.tokenizer_path.empty()) {
         Tokenizer::load(options.tokenizer_path);  // errors name the given file, not the copy
         std::error_code error;
@@ -121,19 +123,22 @@ struct EncodeTotals {
 // read while the current one is encoded.
 EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, DatasetWriter& writer,
                            const PrepareOptions& options) {
-    const size_t batch_bytes = std::max(kMinBatchBytes, kBatchBytesPerThread * static_cast<size_t>(encoder.threads()));
+    const size_t batch_bytes =
+        std::max(kMinBatchBytes, kBatchBytesPerThread * static_cast<size_t>(encoder.threads()));
     Progress progress("encode", static_cast<double>(corpus.total_bytes()) / 1e6, "MB");
     EncodeTotals totals;
     std::vector<std::vector<int32_t>> tokens;
     int64_t document_bytes = 0;
     SegmentBatch batch = read_batch(corpus, batch_bytes);
     while (!batch.segments.empty()) {
-        auto upcoming = std::async(std::launch::async, [&corpus, batch_bytes] { return read_batch(corpus, batch_bytes); });
+        auto upcoming = std::async(std::launch::async,
+                                   [&corpus, batch_bytes] { return read_batch(corpus, batch_bytes); });
         totals.invalid_bytes += static_cast<int64_t>(encoder.encode(batch.segments, tokens));
         for (size_t i = 0; i < batch.segments.size(); ++i) {
             const TextSegment& segment = batch.segments[i];
             if (segment.first) {
-                writer.begin_document(split_of_document(options.seed, segment.document, options.val_fraction));
+                writer.begin_document(
+                    split_of_document(options.seed, segment.document, options.val_fraction));
                 document_bytes = 0;
             }
             writer.append_tokens(tokens[i].data(), tokens[i].size());
@@ -143,9 +148,10 @@ EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, DatasetWrit
         totals.text_bytes += static_cast<int64_t>(batch.text_bytes);
         const SplitInfo& train = writer.info(Split::train);
         const SplitInfo& val = writer.info(Split::val);
-        progress.update(static_cast<double>(batch.input_bytes_read) / 1e6,
-                        format("%lld documents, %lld tokens", static_cast<long long>(train.documents + val.documents),
-                               static_cast<long long>(train.tokens + val.tokens)));
+        progress.update(
+            static_cast<double>(batch.input_bytes_read) / 1e6,
+            format("%lld documents, %lld tokens", static_cast<long long>(train.documents + val.documents),
+                   static_cast<long long>(train.tokens + val.tokens)));
         batch = upcoming.get();
     }
     progress.finish();
@@ -157,13 +163,15 @@ void check_splits(const DatasetWriter& writer, const PrepareOptions& options, co
     const SplitInfo& val = writer.info(Split::val);
     const int64_t documents = train.documents + val.documents;
     MIXGPT_REQUIRE(documents > 0, "empty corpus: " + corpus.description() + " holds no document");
-    MIXGPT_REQUIRE(train.documents > 0, format("the train split is empty: all %lld documents went to validation",
-                                               static_cast<long long>(documents)));
-    MIXGPT_REQUIRE(options.val_fraction == 0 || val.documents > 0,
-                   format("the validation split is empty: none of the %lld documents was drawn with "
-                          "--val-fraction %g --seed %llu (use more documents, a larger fraction or another seed)",
-                          static_cast<long long>(documents), options.val_fraction,
-                          static_cast<unsigned long long>(options.seed)));
+    MIXGPT_REQUIRE(train.documents > 0,
+                   format("the train split is empty: all %lld documents went to validation",
+                          static_cast<long long>(documents)));
+    MIXGPT_REQUIRE(
+        options.val_fraction == 0 || val.documents > 0,
+        format("the validation split is empty: none of the %lld documents was drawn with "
+               "--val-fraction %g --seed %llu (use more documents, a larger fraction or another seed)",
+               static_cast<long long>(documents), options.val_fraction,
+               static_cast<unsigned long long>(options.seed)));
 }
 
 }  // namespace
@@ -177,8 +185,9 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     result.tokenizer_path = (std::filesystem::path(directory) / kTokenizerFileName).string();
     check_not_present(result.dataset_path, options.force);
     std::error_code not_found;
-    const bool reuse_in_place = !options.tokenizer_path.empty() &&
-                                std::filesystem::equivalent(options.tokenizer_path, result.tokenizer_path, not_found);
+    const bool reuse_in_place =
+        !options.tokenizer_path.empty() &&
+        std::filesystem::equivalent(options.tokenizer_path, result.tokenizer_path, not_found);
     if (!reuse_in_place) check_not_present(result.tokenizer_path, options.force);
 
     Corpus corpus = open_corpus(options);
@@ -194,7 +203,8 @@ PrepareResult run_prepare(const PrepareOptions& options) {
         tokenizer = make_tokenizer(options, corpus, tokenizer_output->temporary_path());
     }
     result.tokenizer_seconds = seconds_since(start);
-    log_info(format("tokenizer ready in %.1f s: %d tokens", result.tokenizer_seconds, tokenizer->vocab_size()));
+    log_info(
+        format("tokenizer ready in %.1f s: %d tokens", result.tokenizer_seconds, tokenizer->vocab_size()));
 
     start = Clock::now();
     AtomicOutput dataset_output(result.dataset_path);
@@ -226,7 +236,8 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     dataset_output.commit();
 
     if (result.skipped_lines > 0)
-        log_warning(format("skipped %lld bad JSONL lines (--skip-bad-lines)", static_cast<long long>(result.skipped_lines)));
+        log_warning(format("skipped %lld bad JSONL lines (--skip-bad-lines)",
+                           static_cast<long long>(result.skipped_lines)));
     if (result.invalid_utf8_bytes > 0)
         log_warning(format("%lld bytes of invalid UTF-8 were kept as byte tokens",
                            static_cast<long long>(result.invalid_utf8_bytes)));

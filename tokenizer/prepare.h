@@ -22,17 +22,17 @@ inline constexpr const char* kDatasetFileName = "dataset.h5";
 inline constexpr const char* kTokenizerFileName = "tokenizer.model";
 
 struct PrepareOptions {
-    CorpusOptions corpus;             // the inputs and how to read them
-    std::string builtin_corpus;       // "kjv": the built-in corpus instead of inputs
-    std::string output_directory;     // empty: data/<builtin_corpus>
-    std::string tokenizer_path;       // reuse this model instead of training one
+    CorpusOptions corpus;          // the inputs and how to read them
+    std::string builtin_corpus;    // "kjv": the built-in corpus instead of inputs
+    std::string output_directory;  // empty: data/<builtin_corpus>
+    std::string tokenizer_path;    // reuse this model instead of training one
     TokenizerTrainingOptions tokenizer;
     int64_t tokenizer_sample_bytes = 100'000'000;
     double val_fraction = 0.05;
     uint64_t seed = 0;
-    bool force = false;               // overwrite existing outputs
-    int threads = 0;                  // encoding threads; 0: all cores
-    std::string command;              // recorded in the dataset
+    bool force = false;   // overwrite existing outputs
+    int threads = 0;      // encoding threads; 0: all cores
+    std::string command;  // recorded in the dataset
 };
 
 struct PrepareResult {
@@ -42,9 +42,9 @@ struct PrepareResult {
     int64_t invalid_utf8_bytes = 0;
     int64_t skipped_lines = 0;
     int threads = 0;
-    double tokenizer_seconds = 0;     // sampling and training (or loading)
-    double encode_seconds = 0;        // reading, encoding and writing
-    double input_megabytes = 0;       // text encoded
+    double tokenizer_seconds = 0;  // sampling and training (or loading)
+    double encode_seconds = 0;     // reading, encoding and writing
+    double input_megabytes = 0;    // text encoded
 };
 
 PrepareResult run_prepare(const PrepareOptions& options);

@@ -16,7 +16,9 @@
 namespace mixgpt {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& reason) { throw Error(path + ": " + reason); }
+[[noreturn]] void fail(const std::string& path, const std::string& reason) {
+    throw Error(path + ": " + reason);
+}
 
 struct Layout {
     int64_t chunk_elements = 0;
@@ -32,8 +34,9 @@ Layout find_layout(const h5::File& file, const std::string& dataset, int64_t tok
     h5::Handle properties(H5Dget_create_plist(data.id()), H5Pclose);
     H5_CHECK(properties.id());
     if (H5Pget_nfilters(properties.id()) != 0)
-        fail(path, dataset + " is compressed or filtered; mixgpt reads uncompressed token datasets "
-                             "(rewrite with: h5repack -f NONE)");
+        fail(path, dataset +
+                       " is compressed or filtered; mixgpt reads uncompressed token datasets "
+                       "(rewrite with: h5repack -f NONE)");
     Layout layout;
     const H5D_layout_t kind = H5Pget_layout(properties.id());
     if (kind == H5D_CONTIGUOUS) {
@@ -43,7 +46,8 @@ Layout find_layout(const h5::File& file, const std::string& dataset, int64_t tok
         if (tokens > 0) layout.chunk_offsets.push_back(address);
         return layout;
     }
-    if (kind != H5D_CHUNKED) fail(path, dataset + " has a compact or virtual layout, which mixgpt does not read");
+    if (kind != H5D_CHUNKED)
+        fail(path, dataset + " has a compact or virtual layout, which mixgpt does not read");
     hsize_t chunk = 0;
     H5_CHECK(H5Pget_chunk(properties.id(), 1, &chunk));
     layout.chunk_elements = static_cast<int64_t>(chunk);
@@ -55,7 +59,8 @@ Layout find_layout(const h5::File& file, const std::string& dataset, int64_t tok
         haddr_t address = HADDR_UNDEF;
         hsize_t bytes = 0;
         H5_CHECK(H5Dget_chunk_info_by_coord(data.id(), &coordinate, &filter_mask, &address, &bytes));
-        if (address == HADDR_UNDEF) fail(path, dataset + " lacks chunk " + std::to_string(c) + " (truncated file?)");
+        if (address == HADDR_UNDEF)
+            fail(path, dataset + " lacks chunk " + std::to_string(c) + " (truncated file?)");
         layout.chunk_offsets[static_cast<size_t>(c)] = address;
     }
     return layout;
@@ -92,13 +97,15 @@ TokenStore::TokenStore(const std::string& path, const std::string& split, int32_
     }
     mapping_bytes_ = static_cast<size_t>(status.st_size);
     for (size_t chunk = 0; chunk < chunk_offsets_.size(); ++chunk) {
-        const int64_t elements = std::min(chunk_elements_, tokens_ - static_cast<int64_t>(chunk) * chunk_elements_);
+        const int64_t elements =
+            std::min(chunk_elements_, tokens_ - static_cast<int64_t>(chunk) * chunk_elements_);
         if (chunk_offsets_[chunk] + static_cast<uint64_t>(elements) * h5::type_size(type_) > mapping_bytes_) {
             ::close(descriptor);
             fail(path, dataset_ + " extends past the end of the file (truncated)");
         }
     }
-    void* mapping = mapping_bytes_ > 0 ? ::mmap(nullptr, mapping_bytes_, PROT_READ, MAP_SHARED, descriptor, 0) : nullptr;
+    void* mapping =
+        mapping_bytes_ > 0 ? ::mmap(nullptr, mapping_bytes_, PROT_READ, MAP_SHARED, descriptor, 0) : nullptr;
     ::close(descriptor);
     if (mapping == MAP_FAILED) fail(path, std::string("cannot map the file (") + std::strerror(errno) + ")");
     mapping_ = static_cast<const unsigned char*>(mapping);
@@ -110,7 +117,8 @@ TokenStore::~TokenStore() {
 
 template <typename T>
 void TokenStore::copy(int64_t chunk, int64_t first, int64_t count, int32_t* out) const {
-    const auto* source = reinterpret_cast<const T*>(mapping_ + chunk_offsets_[static_cast<size_t>(chunk)]) + first;
+    const auto* source =
+        reinterpret_cast<const T*>(mapping_ + chunk_offsets_[static_cast<size_t>(chunk)]) + first;
     for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
 }
 
@@ -119,31 +127,36 @@ void TokenStore::check_chunk(int64_t chunk) {
     const int64_t first = chunk * chunk_elements_;
     const int64_t count = std::min(chunk_elements_, tokens_ - first);
     std::vector<int32_t> ids(static_cast<size_t>(count));
-    if (type_ == h5::Type::u16) copy<uint16_t>(chunk, 0, count, ids.data());
-    else copy<uint32_t>(chunk, 0, count, ids.data());
+    if (type_ == h5::Type::u16)
+        copy<uint16_t>(chunk, 0, count, ids.data());
+    else
+        copy<uint32_t>(chunk, 0, count, ids.data());
     for (int64_t i = 0; i < count; ++i) {
         // uint32 ids above INT32_MAX read as negative: out of range as well.
         if (ids[static_cast<size_t>(i)] < 0 || ids[static_cast<size_t>(i)] >= vocab_limit_)
-            fail(path_, format("%s[%lld] = %u is not below the vocabulary size %d (a dataset made with another "
-                               "tokenizer, or a corrupt file)",
-                               dataset_.c_str(), static_cast<long long>(first + i),
-                               static_cast<unsigned>(ids[static_cast<size_t>(i)]), vocab_limit_));
+            fail(path_,
+                 format("%s[%lld] = %u is not below the vocabulary size %d (a dataset made with another "
+                        "tokenizer, or a corrupt file)",
+                        dataset_.c_str(), static_cast<long long>(first + i),
+                        static_cast<unsigned>(ids[static_cast<size_t>(i)]), vocab_limit_));
     }
     chunk_checked_[static_cast<size_t>(chunk)] = 1;
 }
 
 void TokenStore::read(int64_t offset, int64_t count, int32_t* out) {
     MIXGPT_REQUIRE(offset >= 0 && count >= 0 && offset + count <= tokens_,
-                   format("%s: read of %s[%lld, %lld) beyond its %lld tokens", path_.c_str(), dataset_.c_str(),
-                          static_cast<long long>(offset), static_cast<long long>(offset + count),
-                          static_cast<long long>(tokens_)));
+                   format("%s: read of %s[%lld, %lld) beyond its %lld tokens", path_.c_str(),
+                          dataset_.c_str(), static_cast<long long>(offset),
+                          static_cast<long long>(offset + count), static_cast<long long>(tokens_)));
     while (count > 0) {
         const int64_t chunk = offset / chunk_elements_;
         const int64_t first = offset - chunk * chunk_elements_;
         const int64_t length = std::min(count, chunk_elements_ - first);
         check_chunk(chunk);
-        if (type_ == h5::Type::u16) copy<uint16_t>(chunk, first, length, out);
-        else copy<uint32_t>(chunk, first, length, out);
+        if (type_ == h5::Type::u16)
+            copy<uint16_t>(chunk, first, length, out);
+        else
+            copy<uint32_t>(chunk, first, length, out);
         offset += length;
         count -= length;
         out += length;

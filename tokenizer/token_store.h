@@ -34,7 +34,7 @@ private:
     void copy(int64_t chunk, int64_t first, int64_t count, int32_t* out) const;
 
     std::string path_;
-    std::string dataset_;            // "/train/tokens"
+    std::string dataset_;  // "/train/tokens"
     int32_t vocab_limit_;
     int64_t tokens_ = 0;
     h5::Type type_ = h5::Type::u16;

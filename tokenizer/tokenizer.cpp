@@ -26,14 +26,15 @@ struct Tokenizer::Model {
 namespace {
 
 constexpr const char* kEndOfText = "<|endoftext|>";
-constexpr const char* kSpaceSymbol = "\xE2\x96\x81";  // U+2581, SentencePiece's escaped space
+constexpr const char* kSpaceSymbol = "\xE2\x96\x81";       // U+2581, SentencePiece's escaped space
 constexpr const char* kUnknownSurface = " \xE2\x81\x87 ";  // " ⁇ ", SentencePiece's rendering of <unk>
 
 // Strings that a lossy normalization would change: NFKC folds (ligature, full-width,
 // circled digit, no-break space), a leading space (dummy prefix) and repeated spaces.
 constexpr const char* kLosslessProbes[] = {
     " leading space,  two spaces, trailing space ",
-    "\xEF\xAC\x81 \xEF\xBC\xA1 \xE2\x91\xA0 no\xC2\xA0" "break e\xCC\x81 tab\there",
+    "\xEF\xAC\x81 \xEF\xBC\xA1 \xE2\x91\xA0 no\xC2\xA0"
+    "break e\xCC\x81 tab\there",
     "line one\nline two\r\n\n",
 };
 
@@ -79,8 +80,9 @@ void find_special_tokens(Tokenizer::Model& model) {
     model.unk_id = processor.unk_id();
     for (int byte = 0; byte < 256; ++byte) {
         const int id = processor.PieceToId(format("<0x%02X>", byte));
-        MIXGPT_REQUIRE(id != model.unk_id && processor.IsByte(id),
-                       model.path + ": tokenizer has no byte-fallback tokens (train it with byte_fallback=true)");
+        MIXGPT_REQUIRE(
+            id != model.unk_id && processor.IsByte(id),
+            model.path + ": tokenizer has no byte-fallback tokens (train it with byte_fallback=true)");
         model.byte_ids[static_cast<size_t>(byte)] = id;
     }
     model.eot_id = processor.PieceToId(kEndOfText);
@@ -105,9 +107,10 @@ void build_surfaces(Tokenizer::Model& model) {
             surface.clear();
         } else {
             surface = replace_space_symbols(piece);
-            MIXGPT_REQUIRE(!spans_unit_boundary(surface),
-                           model.path + ": piece '" + piece +
-                               "' spans a word boundary (train with split_by_whitespace and one line per sentence)");
+            MIXGPT_REQUIRE(
+                !spans_unit_boundary(surface),
+                model.path + ": piece '" + piece +
+                    "' spans a word boundary (train with split_by_whitespace and one line per sentence)");
         }
     }
 }
@@ -119,8 +122,9 @@ void check_lossless(const Tokenizer::Model& model) {
         std::string decoded;
         for (int id : ids) decoded += model.surfaces[static_cast<size_t>(id)];
         MIXGPT_REQUIRE(status.ok() && decoded == probe,
-                       model.path + ": tokenizer normalization is lossy (mixgpt needs identity normalization, "
-                                    "add_dummy_prefix=false, remove_extra_whitespaces=false)");
+                       model.path +
+                           ": tokenizer normalization is lossy (mixgpt needs identity normalization, "
+                           "add_dummy_prefix=false, remove_extra_whitespaces=false)");
     }
 }
 
@@ -145,7 +149,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+    return decode(ids.data(), ids.size());
+}
 
 std::string Tokenizer::decode(const int32_t* ids, size_t count) const {
     std::string text;

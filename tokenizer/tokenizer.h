@@ -38,7 +38,7 @@ public:
     int vocab_size() const;
     int32_t eot_id() const;  // end-of-text token separating documents
     int32_t unk_id() const;
-    int32_t byte_id(unsigned char byte) const;  // the byte-fallback token <0xXX>
+    int32_t byte_id(unsigned char byte) const;   // the byte-fallback token <0xXX>
     std::string_view surface(int32_t id) const;  // the text one token decodes to
     const std::string& sha256() const;           // SHA-256 of the model file
     const std::string& path() const;

@@ -41,10 +41,13 @@ size_t cut_position(std::string_view line, size_t limit) {
 std::string explain_training_error(const std::string& message, int vocab_size) {
     std::smatch match;
     if (std::regex_search(message, match, std::regex(R"(smaller than required_chars\. \d+ vs (\d+))")))
-        return format("vocabulary size %d is too small for the corpus: it needs at least %s "
-                      "(its characters, 256 byte tokens and the special tokens)",
-                      vocab_size, match[1].str().c_str());
-    if (std::regex_search(message, match, std::regex(R"(Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+))")))
+        return format(
+            "vocabulary size %d is too small for the corpus: it needs at least %s "
+            "(its characters, 256 byte tokens and the special tokens)",
+            vocab_size, match[1].str().c_str());
+    if (std::regex_search(
+            message, match,
+            std::regex(R"(Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+))")))
         return format("vocabulary size %d is too large for the corpus sample: at most %s is possible",
                       vocab_size, match[1].str().c_str());
     return "SentencePiece training failed: " + message;
@@ -82,8 +85,9 @@ void TrainingSample::add_line(std::string_view line) {
 std::string train_tokenizer(const TrainingSample& sample, const TokenizerTrainingOptions& options) {
     MIXGPT_REQUIRE(!sample.sentences().empty(), "cannot train a tokenizer: the corpus sample is empty");
     MIXGPT_REQUIRE(options.vocab_size > 0, format("vocabulary size %d must be positive", options.vocab_size));
-    const int threads = options.threads > 0 ? options.threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = options.threads > 0
+                            ? options.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const std::unordered_map<std::string, std::string> arguments = {
         {"model_type", options.model_type == TokenizerModelType::bpe ? "bpe" : "unigram"},
         {"vocab_size", std::to_string(options.vocab_size)},

@@ -33,8 +33,8 @@ size_t character_length(const char* text, size_t available) {
         code_point = (code_point << 6) | (bytes[i] & 0x3F);
     }
     static constexpr uint32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code_point < smallest[length]) return 0;                    // overlong form
-    if (code_point >= 0xD800 && code_point <= 0xDFFF) return 0;     // surrogate
+    if (code_point < smallest[length]) return 0;                 // overlong form
+    if (code_point >= 0xD800 && code_point <= 0xDFFF) return 0;  // surrogate
     if (code_point > 0x10FFFF) return 0;
     return length;
 }

@@ -110,11 +110,11 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
-    std::string text =
-        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s attention, %.3g model GFLOP per token\n",
-               options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-               options.seq_len, recompute_name(options.recompute), attention_kernels(options),
-               training_flops_per_token(config, options.seq_len) / 1e9);
+    std::string text = format(
+        "model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s attention, %.3g model GFLOP per token\n",
+        options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
+        options.seq_len, recompute_name(options.recompute), attention_kernels(options),
+        training_flops_per_token(config, options.seq_len) / 1e9);
     text += format("%-9s %12s %12s %10s %10s %8s %12s  %s\n", "precision", "tokens/s", "ms/step", "TFLOP/s",
                    "peak", "MFU", "peak MiB", "device");
     bool any_emulated = false;

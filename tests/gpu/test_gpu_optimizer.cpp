@@ -243,7 +243,8 @@ TEST_F(GpuLossScaling, ScaleFollowsTheReferenceRule) {
 // decide_skip on the device: a combined norm that is not finite skips, a finite one clears.
 TEST_F(GpuLossScaling, DecideSkipFollowsTheCombinedNorm) {
     DeviceStatus status(*gpu, StepStatus{});
-    for (float norm : {3.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.f}) {
+    for (float norm :
+         {3.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.f}) {
         StepStatus device = status.read();
         device.grad_norm_squared = norm;
         device.skip = std::isfinite(norm) ? 1 : 0;

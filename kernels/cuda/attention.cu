@@ -380,7 +380,9 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
     expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
     const int head_dim = check_heads(op, C, n_head);
     if (B * T_len == 0) return;
-    if (flash_attention_ && flash_attention_supported(act, head_dim)) {
+    // The flash kernels move 16-byte vectors; other views take the simple path.
+    if (flash_attention_ && flash_attention_supported(act, head_dim) &&
+        all_aligned_16({qkv.data, out.data})) {
         flash_attention_forward(out, lse, qkv, n_head, stream_);
         return;
     }
@@ -418,7 +420,8 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
     expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
     const int head_dim = check_heads(op, C, n_head);
     if (B * T_len == 0) return;
-    if (flash_attention_ && flash_attention_supported(act, head_dim)) {
+    if (flash_attention_ && flash_attention_supported(act, head_dim) &&
+        all_aligned_16({qkv.data, dqkv.data, dout.data, out.data})) {
         void* workspace = scratch_->get(ScratchSlot::attention_delta,
                                         flash_attention_backward_workspace_bytes(B, n_head, T_len));
         TensorView delta(workspace, DType::f32, {B, n_head, T_len});

@@ -152,6 +152,7 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     file.set_attribute("/", "step", checkpoint.step);
     file.set_attribute("/", "seed", static_cast<int64_t>(checkpoint.seed));
     file.set_attribute("/", "tokens_seen", checkpoint.tokens_seen);
+    file.set_attribute("/", "bad_steps_in_a_row", checkpoint.bad_steps_in_a_row);
     file.set_attribute("/", "loss_scale", static_cast<double>(checkpoint.status.loss_scale));
     file.set_attribute("/", "clean_steps", static_cast<int64_t>(checkpoint.status.clean_steps));
     file.set_attribute("/", "skipped_steps", static_cast<int64_t>(checkpoint.status.skipped_steps));
@@ -188,6 +189,7 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     checkpoint.step = file.attribute_int("/", "step");
     checkpoint.seed = static_cast<uint64_t>(file.attribute_int("/", "seed"));
     checkpoint.tokens_seen = file.attribute_int("/", "tokens_seen");
+    checkpoint.bad_steps_in_a_row = file.attribute_int("/", "bad_steps_in_a_row");
     checkpoint.status.loss_scale = static_cast<float>(file.attribute_double("/", "loss_scale"));
     checkpoint.status.clean_steps = attribute_int32(file, "clean_steps");
     checkpoint.status.skipped_steps = attribute_int32(file, "skipped_steps");

@@ -32,10 +32,11 @@ struct Checkpoint {
     std::string tokenizer_path;
     std::string tokenizer_sha256;
     Precision precision = Precision::fp32;
-    int64_t step = 0;               // optimizer steps completed
-    uint64_t seed = 0;              // the run's seed; with `step` it fixes every random number still to come
-    int64_t tokens_seen = 0;        // training tokens consumed, all ranks
-    std::vector<float> parameters;  // (n) FP32 masters
+    int64_t step = 0;                // optimizer steps completed
+    uint64_t seed = 0;               // the run's seed; with `step` it fixes every random number still to come
+    int64_t tokens_seen = 0;         // training tokens consumed, all ranks
+    int64_t bad_steps_in_a_row = 0;  // consecutive steps with non-finite loss (divergence rule)
+    std::vector<float> parameters;   // (n) FP32 masters
     std::vector<uint16_t> working_bits;  // (n) bf16/fp16 working copy; empty for fp32/tf32
     std::vector<float> adam_m, adam_v;   // (n) each; empty when read without optimizer state
     StepStatus status;                   // loss scale and counters (grad_norm_squared, skip: 0)

@@ -36,6 +36,7 @@ protected:
         checkpoint.step = step;
         checkpoint.seed = 0x9e3779b97f4a7c15ull;
         checkpoint.tokens_seen = 1234 * step;
+        checkpoint.bad_steps_in_a_row = step % 3;
         const size_t n = static_cast<size_t>(ParameterLayout(checkpoint.config).total());
         std::mt19937 random(static_cast<unsigned>(step));
         std::normal_distribution<float> normal;
@@ -72,6 +73,7 @@ TEST_F(CheckpointTest, RoundTripIsExact) {
     EXPECT_EQ(read.step, 40);
     EXPECT_EQ(read.seed, written.seed);
     EXPECT_EQ(read.tokens_seen, written.tokens_seen);
+    EXPECT_EQ(read.bad_steps_in_a_row, written.bad_steps_in_a_row);
     EXPECT_EQ(read.parameters, written.parameters);
     EXPECT_EQ(read.working_bits, written.working_bits);
     EXPECT_EQ(read.adam_m, written.adam_m);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/checkpoint.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
@@ -135,6 +136,15 @@ TEST(TrainDivergenceTest, NonFiniteStepsStopTheRunAndKeepTheLastCheckpoint) {
     const Checkpoint checkpoint = read_checkpoint(last);
     EXPECT_EQ(checkpoint.status.optimizer_steps, 1);  // only the first update was applied
     EXPECT_EQ(checkpoint.status.skipped_steps, checkpoint.step - 1);
+    EXPECT_EQ(checkpoint.bad_steps_in_a_row, checkpoint.step - 1);
+
+    // The count of bad steps in a row survives a resume: one more bad step reaches the limit.
+    options.resume = "auto";
+    const std::string resumed = error_of([&] { run_training(options); });
+    EXPECT_NE(resumed.find(format("3 consecutive steps with non-finite loss or gradients (up to step %lld)",
+                                  static_cast<long long>(checkpoint.step + 1))),
+              std::string::npos)
+        << resumed;
 }
 
 }  // namespace

@@ -213,6 +213,7 @@ void Trainer::resume_from(const std::string& path) {
     loader_->restore(position);
     step_ = checkpoint.step;
     tokens_seen_ = checkpoint.tokens_seen;
+    bad_steps_in_a_row_ = static_cast<int>(checkpoint.bad_steps_in_a_row);
     result_.last_checkpoint = path;
     log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
                     static_cast<long long>(step_), static_cast<double>(status_.loss_scale),
@@ -245,6 +246,7 @@ void Trainer::save_checkpoint() {
     checkpoint.step = step_;
     checkpoint.seed = options_.seed;
     checkpoint.tokens_seen = tokens_seen_;
+    checkpoint.bad_steps_in_a_row = bad_steps_in_a_row_;
     const TensorView working = model_->working_parameters();  // complete on every rank
     if (working.dtype != DType::f32) {
         checkpoint.working_bits.resize(static_cast<size_t>(working.numel()));

@@ -59,6 +59,7 @@ Checkpoint broadcast_checkpoint(Communicator& communicator, const std::function<
     broadcast_value(communicator, checkpoint.step, root);
     broadcast_value(communicator, checkpoint.seed, root);
     broadcast_value(communicator, checkpoint.tokens_seen, root);
+    broadcast_value(communicator, checkpoint.bad_steps_in_a_row, root);
     broadcast_vector(communicator, checkpoint.parameters, root);
     broadcast_vector(communicator, checkpoint.working_bits, root);
     broadcast_vector(communicator, checkpoint.adam_m, root);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -28,6 +29,19 @@ int main(int argc, char** argv) {
         delete listeners.Release(listeners.default_result_printer());
     }
     int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+    if (rank != 0 && unit.failed_test_count() > 0) {
+        // Rank 0's report does not know of these: name them, in GoogleTest's summary form.
+        std::printf("[  FAILED  ] %d tests, on rank %d:\n", unit.failed_test_count(), rank);
+        for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+            const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+            for (int j = 0; j < suite.total_test_count(); ++j)
+                if (suite.GetTestInfo(j)->result()->Failed())
+                    std::printf("[  FAILED  ] %s.%s (rank %d)\n", suite.name(), suite.GetTestInfo(j)->name(),
+                                rank);
+        }
+        std::fflush(stdout);
+    }
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();
     return failed;

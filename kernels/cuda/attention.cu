@@ -1,5 +1,5 @@
-// Causal multi-head attention: a simple, exact, tiled kernel (the fused flash
-// kernels come in their own issue). Nothing of size T×T is stored.
+// Causal multi-head attention: a simple, exact, tiled kernel for what the fused flash
+// kernels (flash_attention.h) do not take. Nothing of size T×T is stored.
 //
 // Every kernel gives one warp to one row (a query, or in the key-side backward
 // a key) and walks the other side in tiles of 32 rows staged in shared memory as
@@ -10,6 +10,7 @@
 //   query side: delta_t = sum_s P_ts dP_ts, then dq_t = scale sum_s P_ts (dP_ts - delta_t) k_s
 //   key side:   dk_s = scale sum_t P_ts (dP_ts - delta_t) q_t,  dv_s = sum_t P_ts dout_t
 // with dP_ts = dout_t · v_s. All sums run in a fixed order: deterministic.
+#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -82,7 +83,7 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int head_di
     return sum;
 }
 
-// Grid (ceil(queries / kWarps), B*H); warp w of block x handles query x*kWarps + w.
+// Grid (B*H, ceil(queries / kWarps)); warp w of block (x, y) handles query y*kWarps + w.
 // kDims: head dimensions per lane (head_dim <= 32 * kDims).
 template <typename T, int kDims>
 __global__ void attention_forward_kernel(ForwardArgs<T> a) {
@@ -95,9 +96,9 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     const int lane = threadIdx.x % kWarpSize;
     float* q_row = v_tile + kTile * pitch + warp * hd;
 
-    const int b = blockIdx.y / a.heads;
-    const int h = blockIdx.y % a.heads;
-    const int first_query = blockIdx.x * kWarps;
+    const int b = blockIdx.x / a.heads;
+    const int h = blockIdx.x % a.heads;
+    const int first_query = blockIdx.y * kWarps;
     const int t = first_query + warp;
     const bool active = t < a.queries;
     const int position = a.query_offset + t;
@@ -158,9 +159,9 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     float* q_row = v_tile + kTile * pitch + 2 * warp * hd;
     float* dout_row = q_row + hd;
 
-    const int b = blockIdx.y / a.heads;
-    const int h = blockIdx.y % a.heads;
-    const int first_query = blockIdx.x * kWarps;
+    const int b = blockIdx.x / a.heads;
+    const int h = blockIdx.x % a.heads;
+    const int first_query = blockIdx.y * kWarps;
     const int t = first_query + warp;
     const bool active = t < a.T_len;
     const int key_count = min(first_query + kWarps, a.T_len);
@@ -224,8 +225,8 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     if (lane == 0) a.delta[stat] = delta;
 }
 
-// Key side of the backward: the k and v parts of dqkv. Grid (ceil(T / kWarps), B*H);
-// warp w of block x handles key x*kWarps + w, walking queries from x*kWarps on.
+// Key side of the backward: the k and v parts of dqkv. Grid (B*H, ceil(T / kWarps));
+// warp w of block (x, y) handles key y*kWarps + w, walking queries from y*kWarps on.
 template <typename T, int kDims>
 __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     extern __shared__ float shared[];
@@ -240,9 +241,9 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     float* k_row = delta_tile + kTile + 2 * warp * hd;
     float* v_row = k_row + hd;
 
-    const int b = blockIdx.y / a.heads;
-    const int h = blockIdx.y % a.heads;
-    const int first_key = blockIdx.x * kWarps;
+    const int b = blockIdx.x / a.heads;
+    const int h = blockIdx.x % a.heads;
+    const int first_key = blockIdx.y * kWarps;
     const int s = first_key + warp;
     const bool active = s < a.T_len;
     const int64_t row_stride = 3 * int64_t{a.C};
@@ -334,9 +335,19 @@ void dispatch_head_dim(int head_dim, F&& f) {
         f(std::integral_constant<int, 4>{});
 }
 
+// (b, head) pairs along x (up to 2^31 - 1 blocks) and blocks of kWarps rows along y (up to
+// 65535: T up to 524280). B*H along y would fail to launch from 65536 pairs on.
+dim3 attention_grid(int64_t batches, int heads, int rows) {
+    const int64_t pairs = batches * heads, row_blocks = blocks_for(rows, kWarps);
+    MIXGPT_REQUIRE(pairs <= INT_MAX && row_blocks <= 65535,
+                   format("cuda attention: B*n_head = %lld or %d rows are past the launch limits",
+                          static_cast<long long>(pairs), rows));
+    return dim3(static_cast<unsigned>(pairs), static_cast<unsigned>(row_blocks));
+}
+
 template <typename T>
-void launch_attention_forward(cudaStream_t stream, const ForwardArgs<T>& args, int batches) {
-    const dim3 grid(blocks_for(args.queries, kWarps), static_cast<unsigned>(batches * args.heads));
+void launch_attention_forward(cudaStream_t stream, const ForwardArgs<T>& args, int64_t batches) {
+    const dim3 grid = attention_grid(batches, args.heads, args.queries);
     dispatch_head_dim(args.head_dim, [&](auto dims) {
         attention_forward_kernel<T, decltype(dims)::value>
             <<<grid, kThreads, forward_shared_bytes(args.head_dim), stream>>>(args);
@@ -345,8 +356,8 @@ void launch_attention_forward(cudaStream_t stream, const ForwardArgs<T>& args, i
 }
 
 template <typename T>
-void launch_attention_backward(cudaStream_t stream, const BackwardArgs<T>& args, int batches) {
-    const dim3 grid(blocks_for(args.T_len, kWarps), static_cast<unsigned>(batches * args.heads));
+void launch_attention_backward(cudaStream_t stream, const BackwardArgs<T>& args, int64_t batches) {
+    const dim3 grid = attention_grid(batches, args.heads, args.T_len);
     dispatch_head_dim(args.head_dim, [&](auto dims) {
         attention_backward_query_kernel<T, decltype(dims)::value>
             <<<grid, kThreads, query_shared_bytes(args.head_dim), stream>>>(args);
@@ -403,7 +414,7 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
         args.heads = n_head;
         args.head_dim = head_dim;
         args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-        launch_attention_forward(stream_, args, static_cast<int>(B));
+        launch_attention_forward(stream_, args, B);
     });
 }
 
@@ -443,7 +454,7 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
         args.heads = n_head;
         args.head_dim = head_dim;
         args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-        launch_attention_backward(stream_, args, static_cast<int>(B));
+        launch_attention_backward(stream_, args, B);
     });
 }
 
@@ -487,7 +498,7 @@ void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, Tenso
         args.heads = n_head;
         args.head_dim = head_dim;
         args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-        launch_attention_forward(stream_, args, static_cast<int>(B));
+        launch_attention_forward(stream_, args, B);
     });
 }
 

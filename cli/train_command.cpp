@@ -154,6 +154,11 @@ void add_train_command(CLI::App& app) {
         ->group("Run");
     command->add_flag("--zero", o.zero_optimizer, "ZeRO-1: shard the optimizer state over the ranks")
         ->group("Data parallel (under mpirun or srun)");
+    command
+        ->add_flag("--overlap-comm,!--no-overlap-comm", o.overlap_comm,
+                   "exchange each gradient bucket during the backward pass as soon as it is final "
+                   "(default), or all after it")
+        ->group("Data parallel (under mpirun or srun)");
     command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")
         ->capture_default_str()
         ->group("Data parallel (under mpirun or srun)");

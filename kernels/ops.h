@@ -86,6 +86,10 @@ public:
     virtual void copy_within(void* destination, const void* source, size_t bytes) = 0;
     virtual void fill_zero(void* destination, size_t bytes) = 0;
     virtual void synchronize() = 0;
+    // The CUDA stream (a cudaStream_t) the ops are enqueued on, so that work on other streams
+    // (collectives) can be ordered with them; null for a backend whose ops are complete when
+    // they return (the CPU).
+    virtual void* cuda_stream() const { return nullptr; }
     // Peak backend memory allocated so far (device memory on CUDA, 0 if unknown).
     virtual size_t peak_memory_bytes() const = 0;
 

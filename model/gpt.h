@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "model/activations.h"
 #include "model/config.h"
+#include "model/gradient_stages.h"
 #include "model/parameters.h"
 #include "model/weights.h"
 
@@ -43,8 +44,10 @@ public:
     TensorView forward(TensorView tokens, TensorView targets);
     // Forward, loss, backward: gradients += d(sum of losses * gradient_scale * loss_scale)/dparams,
     // loss_scale read from status in backend memory (null: 1). Returns the (unscaled) losses (b, t) f32.
+    // `ready`, if set, is called as the backward pass completes each stage's gradients
+    // (model/gradient_stages.h).
     TensorView forward_backward(TensorView tokens, TensorView targets, float gradient_scale,
-                                const StepStatus* status);
+                                const StepStatus* status, const GradientsReady& ready = {});
     // Logits (b, t, Vp) act of the last forward(); after forward_backward they hold the logit gradients.
     TensorView logits();
 
@@ -84,7 +87,7 @@ private:
     void block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next);
     void forward_pass(TensorView tokens, TensorView targets, bool compute_gradient, float gradient_scale,
                       const StepStatus* status);
-    void backward_pass(TensorView tokens);
+    void backward_pass(TensorView tokens, const GradientsReady& ready);
     void block_backward(int layer, const BlockActivations& a, int64_t b, int64_t t);
 
     Backend& backend_;

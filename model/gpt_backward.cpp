@@ -7,7 +7,10 @@
 
 namespace mixgpt {
 
-void GPT::backward_pass(TensorView tokens) {
+void GPT::backward_pass(TensorView tokens, const GradientsReady& ready) {
+    const auto stage_done = [&ready](int stage) {
+        if (ready) ready(stage);
+    };
     const int64_t b = tokens.dim(0), t = tokens.dim(1), N = b * t, C = config_.n_embd;
     const int64_t Vp = config_.padded_vocab_size();
     const TensorView dlogits = activation("logits", 0, {N, Vp});
@@ -20,8 +23,13 @@ void GPT::backward_pass(TensorView tokens) {
     backend_.layernorm_backward(dresidual, grads_.ln_f_weight, grads_.ln_f_bias, dnorm,
                                 activation("residual", config_.n_layer, {N, C}), weights_.ln_f_weight,
                                 activation("lnf_mean", 0, {N}), activation("lnf_rstd", 0, {N}));
-    for (int l = config_.n_layer - 1; l >= 0; --l) block_backward(l, block_activations(l, b, t), b, t);
+    stage_done(0);
+    for (int l = config_.n_layer - 1; l >= 0; --l) {
+        block_backward(l, block_activations(l, b, t), b, t);
+        stage_done(config_.n_layer - l);
+    }
     backend_.embedding_backward(grads_.wte, grads_.wpe, TensorView(dresidual.data, act_, {b, t, C}), tokens);
+    stage_done(config_.n_layer + 1);
 }
 
 void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_t t) {

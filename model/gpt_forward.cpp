@@ -77,9 +77,9 @@ TensorView GPT::forward(TensorView tokens, TensorView targets) {
 }
 
 TensorView GPT::forward_backward(TensorView tokens, TensorView targets, float gradient_scale,
-                                 const StepStatus* status) {
+                                 const StepStatus* status, const GradientsReady& ready) {
     forward_pass(tokens, targets, true, gradient_scale, status);
-    backward_pass(tokens);
+    backward_pass(tokens, ready);
     return activation("losses", 0, {tokens.dim(0), tokens.dim(1)});
 }
 

@@ -1,9 +1,10 @@
-// Data parallelism without a second process: when gradients are exchanged (only after the last
-// micro-step, in buckets), ZeRO-1 on one rank equals the replicated optimizer bit for bit, the
+// Data parallelism without a second process: when gradients are exchanged (in buckets, during the
+// last micro-step's backward pass, each once final), ZeRO-1 on one rank equals the replicated optimizer bit for bit, the
 // launch is recognised from the launcher's environment, and a loader position saved with one
 // global batch converts to another. The multi-rank tests are in tests/mpi/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -20,18 +21,32 @@ namespace {
 
 using namespace testing_support;
 
-// Rank 0 of a pretended world of 2 that leaves data alone and records each collective.
+// Rank 0 of a pretended world of 2 that leaves data alone and records each collective. Gradient
+// collectives (those on the gradient arena) are recorded with a copy of their data and of the
+// whole arena when they were started.
 class RecordingCommunicator final : public Communicator {
 public:
+    struct GradientCollective {
+        ElementRange range;           // of the gradient arena
+        std::vector<float> values;    // its gradients when the collective started
+        std::vector<float> arena;     // the whole arena then
+    };
     std::map<std::string, int> calls;
+    std::vector<GradientCollective> gradient_collectives;
+
+    explicit RecordingCommunicator(const TensorView& gradients) : gradients_(gradients.as<float>()),
+                                                                   n_(gradients.numel()) {}
 
     int rank() const override { return 0; }
     int world_size() const override { return 2; }
     int local_rank() const override { return 0; }
     std::string describe() const override { return "recording"; }
-    void all_reduce(TensorView, Reduction) override { ++calls["all_reduce"]; }
-    void reduce_scatter_mean(TensorView, const std::vector<int64_t>&) override { ++calls["reduce_scatter"]; }
+    void all_reduce(TensorView values, Reduction) override { record("all_reduce", values); }
+    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>&) override {
+        record("reduce_scatter", values);
+    }
     void all_gather(TensorView, const std::vector<int64_t>&) override { ++calls["all_gather"]; }
+    void join() override { ++calls["join"]; }
     void wait() override { ++calls["wait"]; }
     void broadcast_host(void*, size_t, int) override { ++calls["broadcast_host"]; }
     void all_reduce_sum_host(double*, int) override { ++calls["all_reduce_sum_host"]; }
@@ -40,44 +55,88 @@ public:
     }
     std::vector<std::string> all_gather_text(const std::string& text) override { return {text, text}; }
     void barrier() override { ++calls["barrier"]; }
+
+private:
+    void record(const char* collective, const TensorView& values) {
+        ++calls[collective];
+        const float* first = values.as<float>();
+        if (first < gradients_ || first >= gradients_ + n_) return;  // the squared norm
+        const int64_t begin = first - gradients_;
+        gradient_collectives.push_back({{begin, begin + values.numel()},
+                                        std::vector<float>(first, first + values.numel()),
+                                        std::vector<float>(gradients_, gradients_ + n_)});
+    }
+
+    const float* gradients_;
+    int64_t n_;
 };
 
-class TrainDataParallelStepTest : public ::testing::TestWithParam<bool> {};
+struct ExchangeCase {
+    bool sharded, overlap;
+};
 
-TEST_P(TrainDataParallelStepTest, ExchangesGradientsOnlyAfterTheLastMicroStepInBuckets) {
-    const bool sharded = GetParam();
+class TrainDataParallelStepTest : public ::testing::TestWithParam<ExchangeCase> {};
+
+// Every gradient is exchanged exactly once per step, in buckets, only in the last micro-step, and
+// only once final; with overlap the first buckets start while the backward pass still has
+// gradients to compute, without it only after the backward pass.
+TEST_P(TrainDataParallelStepTest, ExchangesEveryGradientOnceWhenFinal) {
+    const ExchangeCase exchange = GetParam();
     const GPTConfig config = tiny_config();
     const std::unique_ptr<Backend> backend = cpu_backend(Precision::bf16);
     GPT model(*backend, config, 2, 16, Recompute::none);
     load_initial_parameters(model, 5);
-    RecordingCommunicator communicator;
+    RecordingCommunicator communicator(model.gradients());
     const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::bf16);
     DataParallelConfig parallel;
-    parallel.shard_optimizer = sharded;
+    parallel.shard_optimizer = exchange.sharded;
+    parallel.overlap = exchange.overlap;
     parallel.bucket_bytes = 4096;
+    const int64_t capacity = 4096 / sizeof(float);
     TrainStep step(model, communicator, 3, no_scaling.config(), no_scaling.initial_status(), parallel);
     step.begin();
-    for (int micro = 0; micro < 3; ++micro)
+    for (int micro = 0; micro < 2; ++micro)
         step.micro_step(random_windows(2, 16, config.vocab_size, micro).data());
     EXPECT_TRUE(communicator.calls.empty());
-
+    step.micro_step(random_windows(2, 16, config.vocab_size, 2).data());
     step.finish(AdamWHyper{});
+    step.result();
+
+    const std::vector<float> final_gradients = read_floats(*backend, model.gradients());
     const int64_t n = model.layout().total();
-    const int gradient_buckets = static_cast<int>((n + 1023) / 1024);  // 4 KiB of f32
-    const int working_buckets = static_cast<int>((n + 2047) / 2048);   // 4 KiB of bf16
-    const std::map<std::string, int> expected =
-        sharded ? std::map<std::string, int>{{"reduce_scatter", gradient_buckets},
-                                             {"all_reduce", 1},  // the squared norm
-                                             {"all_gather", working_buckets},
-                                             {"wait", 3}}
-                : std::map<std::string, int>{{"all_reduce", gradient_buckets}, {"wait", 1}};
-    EXPECT_EQ(communicator.calls, expected);
-    EXPECT_GT(gradient_buckets, 10);
+    std::vector<int> exchanged(static_cast<size_t>(n), 0);
+    for (const auto& collective : communicator.gradient_collectives) {
+        EXPECT_LE(collective.range.count(), capacity);
+        for (int64_t i = collective.range.begin; i < collective.range.end; ++i)
+            ++exchanged[static_cast<size_t>(i)];
+        const std::vector<float> final_values(final_gradients.begin() + collective.range.begin,
+                                              final_gradients.begin() + collective.range.end);
+        EXPECT_EQ(collective.values, final_values)
+            << "elements [" << collective.range.begin << ", " << collective.range.end << ") not final";
+    }
+    EXPECT_EQ(std::count(exchanged.begin(), exchanged.end(), 1), n) << "each gradient exchanged once";
+    ASSERT_GT(communicator.gradient_collectives.size(), 10u);
+    const bool backward_went_on = communicator.gradient_collectives.front().arena != final_gradients;
+    EXPECT_EQ(backward_went_on, exchange.overlap);
+
+    const std::string gradient_collective = exchange.sharded ? "reduce_scatter" : "all_reduce";
+    EXPECT_EQ(communicator.calls[gradient_collective], static_cast<int>(communicator.gradient_collectives.size()));
+    if (exchange.sharded) {
+        EXPECT_EQ(communicator.calls["all_reduce"], 1);  // the squared norm
+        EXPECT_EQ(communicator.calls["all_gather"], static_cast<int>((n + 2047) / 2048));  // 4 KiB of bf16
+        EXPECT_EQ(communicator.calls["join"], 3);  // gradients, norm, working copy
+    } else {
+        EXPECT_EQ(communicator.calls["join"], 1);
+    }
+    EXPECT_EQ(communicator.calls["wait"], 1);  // in result(), never before
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, TrainDataParallelStepTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                             return info.param ? "zero1" : "replicated";
+INSTANTIATE_TEST_SUITE_P(Exchanges, TrainDataParallelStepTest,
+                         ::testing::Values(ExchangeCase{false, true}, ExchangeCase{false, false},
+                                           ExchangeCase{true, true}, ExchangeCase{true, false}),
+                         [](const ::testing::TestParamInfo<ExchangeCase>& info) {
+                             return std::string(info.param.sharded ? "zero1" : "replicated") +
+                                    (info.param.overlap ? "_overlapped" : "_after_backward");
                          });
 
 TEST(TrainDataParallelTest, ShardedOnOneRankEqualsReplicatedBitForBit) {

@@ -2,9 +2,11 @@
 //
 // Two kinds of operations:
 // - On backend memory (gradients, parameters, the StepStatus): asynchronous. They start in call
-//   order and are complete when wait() returns; until then nothing may read or write their
-//   buffers. The caller makes sure the buffers are final first (Backend::synchronize() on a
-//   backend with its own stream).
+//   order, each after the backend work enqueued before it (on a CUDA backend they wait for its
+//   stream, without blocking the host), so a collective may be started on buffers the backend is
+//   still computing. Until a collective completes, neither the backend nor the host may touch its
+//   buffers: join() makes backend work enqueued afterwards wait for every started collective, and
+//   wait() blocks the host until they are done.
 // - On host memory (checkpoints, losses, start-up lines, agreement on stopping): blocking.
 //
 // Segments: reduce_scatter_mean and all_gather cut their 1-D view into one segment per rank,
@@ -45,7 +47,10 @@ public:
     // values (sum of counts) any dtype: every rank's segment, as that rank holds it, is copied
     // into the same segment on every rank.
     virtual void all_gather(TensorView values, const std::vector<int64_t>& counts) = 0;
-    // Completes every backend-memory collective started.
+    // Backend work enqueued from now on runs after every backend-memory collective started. Does
+    // not block the host where the backend's work is asynchronous (CUDA); elsewhere it is wait().
+    virtual void join() = 0;
+    // The host waits until every backend-memory collective started is complete.
     virtual void wait() = 0;
 
     // ---- host memory, blocking ----
@@ -72,6 +77,7 @@ public:
     void all_reduce(TensorView values, Reduction reduction) override;
     void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
     void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void join() override {}
     void wait() override {}
 
     void broadcast_host(void* data, size_t bytes, int root) override;

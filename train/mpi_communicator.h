@@ -37,6 +37,7 @@ public:
     void all_reduce(TensorView values, Reduction reduction) override;
     void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
     void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void join() override { wait(); }  // the CPU backend reads its buffers at once
     void wait() override;
 
     void broadcast_host(void* data, size_t bytes, int root) override;

@@ -36,13 +36,19 @@ MpiSession::~MpiSession() {
 }
 
 void abort_mpi_job(const std::string& message) {
-    int rank = -1, world = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    const bool mpi = initialized != 0 && finalized == 0;  // not so for NCCL over one process
+    int rank = 0, world = 1;
+    if (mpi) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    }
     std::fprintf(stderr, "mixgpt: rank %d of %d (host %s): %s; aborting the job\n", rank, world,
                  host_name().c_str(), message.c_str());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    if (mpi) MPI_Abort(MPI_COMM_WORLD, 3);
     std::abort();
 }
 

@@ -30,7 +30,8 @@ private:
 };
 
 // Prints "mixgpt: rank R of W (host H): <message>; aborting the job" on stderr and calls
-// MPI_Abort on MPI_COMM_WORLD. For the collective timeout; never returns.
+// MPI_Abort on MPI_COMM_WORLD (where MPI is running; a 1-rank NCCL communicator runs without).
+// For the collective timeout; never returns.
 [[noreturn]] void abort_mpi_job(const std::string& message);
 
 }  // namespace mixgpt

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "kernels/ops.h"
 #include "train/device_communicator.h"
 #include "train/mpi_communicator.h"
 
@@ -22,9 +21,9 @@ int ProcessCommunicator::device_index(int requested) const {
     return communicator_->local_rank() % std::max(1, cuda_device_count());
 }
 
-void ProcessCommunicator::attach_device(const std::string& device) {
-    if (launched_by_mpi() && device == "cuda")
-        communicator_ = make_nccl_communicator(std::move(communicator_), timeout_seconds_);
+void ProcessCommunicator::attach_backend(const Backend& backend) {
+    if (launched_by_mpi() && backend.cuda_stream() != nullptr)
+        communicator_ = make_nccl_communicator(std::move(communicator_), backend.cuda_stream(), timeout_seconds_);
 }
 
 }  // namespace mixgpt

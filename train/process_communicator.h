@@ -5,13 +5,14 @@
 //   started by mpirun / srun, CUDA backend  NcclCommunicator over that MpiCommunicator
 //
 // Made in two steps: a rank's GPU is chosen by its local rank, and NCCL starts only after the
-// backend has selected that GPU.
+// backend has selected that GPU (its collectives are ordered with the backend's stream).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "kernels/ops.h"
 #include "train/communicator.h"
 #include "train/mpi_launch.h"
 
@@ -26,8 +27,8 @@ public:
     // The CUDA device of this rank: when launched by MPI, its local rank modulo the devices it
     // sees (a launcher may show each rank only its own GPU); otherwise `requested`.
     int device_index(int requested) const;
-    // After the backend exists: switches to NCCL for "cuda" when launched by MPI.
-    void attach_device(const std::string& device);
+    // After the backend exists: switches to NCCL for a CUDA backend when launched by MPI.
+    void attach_backend(const Backend& backend);
     Communicator& get() const { return *communicator_; }
 
 private:

@@ -35,11 +35,14 @@ std::vector<int64_t> ShardLayout::counts_within(ElementRange range) const {
     return counts;
 }
 
-std::vector<ElementRange> bucket_ranges(int64_t elements, size_t element_bytes, size_t bucket_bytes) {
+int64_t bucket_capacity(size_t element_bytes, size_t bucket_bytes) {
     MIXGPT_REQUIRE(element_bytes > 0, "bucket ranges: element size must be positive");
-    const int64_t per_bucket =
-        std::max<int64_t>(ShardLayout::kAlignment, static_cast<int64_t>(bucket_bytes / element_bytes) /
-                                                       ShardLayout::kAlignment * ShardLayout::kAlignment);
+    return std::max<int64_t>(ShardLayout::kAlignment, static_cast<int64_t>(bucket_bytes / element_bytes) /
+                                                          ShardLayout::kAlignment * ShardLayout::kAlignment);
+}
+
+std::vector<ElementRange> bucket_ranges(int64_t elements, size_t element_bytes, size_t bucket_bytes) {
+    const int64_t per_bucket = bucket_capacity(element_bytes, bucket_bytes);
     std::vector<ElementRange> buckets;
     for (int64_t begin = 0; begin < elements; begin += per_bucket)
         buckets.push_back({begin, std::min(elements, begin + per_bucket)});

@@ -39,8 +39,10 @@ private:
     std::vector<int64_t> starts_;  // (W + 1) shard boundaries
 };
 
-// [0, elements) cut into consecutive buckets of bucket_bytes / element_bytes elements (rounded
-// down to a multiple of ShardLayout::kAlignment, at least one alignment unit); the last is shorter.
+// Elements per bucket: bucket_bytes / element_bytes rounded down to a multiple of
+// ShardLayout::kAlignment, at least one alignment unit.
+int64_t bucket_capacity(size_t element_bytes, size_t bucket_bytes);
+// [0, elements) cut into consecutive buckets of bucket_capacity elements; the last is shorter.
 std::vector<ElementRange> bucket_ranges(int64_t elements, size_t element_bytes, size_t bucket_bytes);
 
 // Elements [range.begin, range.end) of a 1-D view, as a 1-D view of the same memory.

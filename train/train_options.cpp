@@ -153,6 +153,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"keep_checkpoints", integer(options.keep_checkpoints)},
         {"output_dir", options.output_dir},
         {"zero_optimizer", options.zero_optimizer ? "true" : "false"},
+        {"overlap_comm", options.overlap_comm ? "true" : "false"},
         {"bucket_mb", number(options.bucket_mb)},
         {"collective_timeout", number(options.collective_timeout)},
     };

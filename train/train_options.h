@@ -63,6 +63,7 @@ struct TrainOptions {
 
     // data parallelism: one process per rank, started by mpirun or srun (train/README.md)
     bool zero_optimizer = false;      // ZeRO stage 1: the optimizer state sharded over the ranks
+    bool overlap_comm = true;         // gradient buckets exchanged during the backward pass
     double bucket_mb = 25;            // MiB of fp32 gradients per collective
     double collective_timeout = 600;  // seconds a rank waits in one collective before the job is
                                       // aborted (0: forever); must exceed a checkpoint's write time

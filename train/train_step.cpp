@@ -26,7 +26,10 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
     MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
     const int64_t n = model.layout().total();
-    gradient_buckets_ = bucket_ranges(n, sizeof(float), parallel.bucket_bytes);
+    const std::vector<std::vector<size_t>> stages = gradient_stages(model.layout(), model.config().n_layer);
+    last_stage_ = static_cast<int>(stages.size()) - 1;
+    gradient_buckets_ = plan_gradient_buckets(stage_ranges(model.layout(), stages),
+                                              bucket_capacity(sizeof(float), parallel.bucket_bytes));
     working_buckets_ = bucket_ranges(n, dtype_size(model.working_parameters().dtype), parallel.bucket_bytes);
     // At least one element each, so that an empty shard still has valid (unused) pointers.
     const size_t moment_bytes = static_cast<size_t>(std::max<int64_t>(owned_.count(), 1)) * sizeof(float);
@@ -45,6 +48,7 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
 void TrainStep::begin() {
     model_.zero_gradients();
     next_micro_step_ = 0;
+    buckets_started_ = 0;
 }
 
 void TrainStep::micro_step(const int32_t* windows) {
@@ -54,8 +58,12 @@ void TrainStep::micro_step(const int32_t* windows) {
     batch.upload(windows);
     const float gradient_scale = 1.f / static_cast<float>(static_cast<int64_t>(model_.batch_size()) *
                                                           model_.seq_len() * accumulation_steps_);
+    const bool last = next_micro_step_ + 1 == accumulation_steps_;
+    GradientsReady ready;
+    if (last && parallel_.overlap) ready = [this](int stage) { exchange_ready_buckets(stage); };
     const TensorView losses = model_.forward_backward(batch.inputs(), batch.targets(), gradient_scale,
-                                                      status_pointer());  // (B, T) f32
+                                                      status_pointer(), ready);  // (B, T) f32
+    if (last) exchange_ready_buckets(last_stage_);
     char* slot =
         static_cast<char*>(step_losses_.data()) + static_cast<size_t>(next_micro_step_) * losses.bytes();
     backend_.copy_within(slot, losses.data, losses.bytes());
@@ -66,11 +74,11 @@ void TrainStep::finish(const AdamWHyper& hyper) {
     MIXGPT_REQUIRE(next_micro_step_ == accumulation_steps_,
                    "train step: finished before all micro-steps ran");
     const TensorView gradients = model_.gradients();  // (n) f32
+    communicator_.join();
     if (sharded()) {
         update_shard(gradients, hyper);
         return;
     }
-    if (communicator_.world_size() > 1) all_reduce_gradients(gradients);
     backend_.grad_norm_squared(status_pointer(), gradients);
     const TensorView working = model_.working_parameters();
     const bool separate_working = working.dtype != DType::f32;
@@ -80,22 +88,21 @@ void TrainStep::finish(const AdamWHyper& hyper) {
     backend_.update_loss_scale(status_pointer(), loss_scale_);
 }
 
-void TrainStep::all_reduce_gradients(const TensorView& gradients) {
-    backend_.synchronize();  // the gradients are final before any rank reads them
-    for (const ElementRange& bucket : gradient_buckets_)
-        communicator_.all_reduce(slice_elements(gradients, bucket), Reduction::mean);
-    communicator_.wait();
+void TrainStep::exchange_ready_buckets(int stage) {
+    const TensorView gradients = model_.gradients();  // (n) f32
+    for (; buckets_started_ < gradient_buckets_.size(); ++buckets_started_) {
+        const GradientBucket& bucket = gradient_buckets_[buckets_started_];
+        if (bucket.ready_stage > stage) break;
+        for (const ElementRange& range : bucket.ranges) {
+            if (sharded())
+                communicator_.reduce_scatter_mean(slice_elements(gradients, range), shards_.counts_within(range));
+            else
+                communicator_.all_reduce(slice_elements(gradients, range), Reduction::mean);
+        }
+    }
 }
 
 void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hyper) {
-    if (communicator_.world_size() > 1) {
-        backend_.synchronize();  // the gradients are final before any rank reads them
-        for (const ElementRange& bucket : gradient_buckets_)
-            communicator_.reduce_scatter_mean(slice_elements(gradients, bucket),
-                                              shards_.counts_within(bucket));
-        communicator_.wait();
-    }
-
     const TensorView owned_gradients = slice_elements(gradients, owned_);  // (owned) f32
     backend_.grad_norm_squared(status_pointer(), owned_gradients);
     make_norm_global();
@@ -117,26 +124,22 @@ void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hype
 // status.grad_norm_squared holds this rank's shard's sum of squares: all-reduce it into the
 // global sum, then decide skip from that sum on the backend, identically on every rank.
 void TrainStep::make_norm_global() {
-    if (communicator_.world_size() > 1) {
-        backend_.synchronize();
-        char* norm = at(status_, offsetof(StepStatus, grad_norm_squared));
-        communicator_.all_reduce(TensorView(norm, DType::f32, {1}), Reduction::sum);
-        communicator_.wait();
-    }
+    char* norm = at(status_, offsetof(StepStatus, grad_norm_squared));
+    communicator_.all_reduce(TensorView(norm, DType::f32, {1}), Reduction::sum);
+    communicator_.join();
     backend_.decide_skip(status_pointer());
 }
 
 void TrainStep::gather_working_copy() {
-    if (communicator_.world_size() == 1) return;
     const TensorView working = model_.working_parameters();  // the masters in fp32/tf32
-    backend_.synchronize();
     for (const ElementRange& bucket : working_buckets_)
         communicator_.all_gather(slice_elements(working, bucket), shards_.counts_within(bucket));
-    communicator_.wait();
+    communicator_.join();
 }
 
 StepResult TrainStep::result() {
     StepResult result;
+    communicator_.wait();
     backend_.copy_to_host(host_losses_.data(), step_losses_.data(), host_losses_.size() * sizeof(float));
     double sum = 0;
     for (float loss : host_losses_) sum += loss;

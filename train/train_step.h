@@ -2,15 +2,18 @@
 //
 //   zero the gradient arena
 //   k micro-steps: forward + backward, gradients += d(sum of losses / (B*T*k) * loss_scale)
-//   exchange the gradients between ranks (no communication in the micro-steps before)
+//     the last one exchanges the gradients between ranks, bucket by bucket, each as soon as the
+//     backward pass has completed its gradients (train/gradient_buckets.h); no communication in
+//     the micro-steps before
+//   join the collectives (the backend waits for them; the host does not)
 //   grad_norm_squared -> StepStatus.skip when any gradient is Inf/NaN
 //   adamw_step (skipped on the backend when StepStatus.skip), working copy refreshed
 //   update_loss_scale
 //
 // Data parallelism (W ranks, each with its own micro-batches):
 // - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
-//   of DataParallelConfig::bucket_bytes, started one after another once the last backward is
-//   done; then every rank runs the same norm and update on identical data.
+//   of DataParallelConfig::bucket_bytes; then every rank runs the same norm and update on
+//   identical data.
 // - sharded optimizer (ZeRO stage 1): the buckets are reduce-scattered instead, so that each
 //   rank holds the mean gradients of its own shard (train/shard_layout.h); the AdamW moments
 //   exist for that shard only, each rank updates its shard of the masters, and the working copy
@@ -20,8 +23,10 @@
 //   runs; gather_masters collects the current ones.
 //
 // The AdamW moments m, v are fp32 arenas in backend memory laid out like the parameters (or like
-// the shard); the StepStatus lives in backend memory too. result() copies the status and the
-// step's losses to the host once, after the whole step is enqueued.
+// the shard); the StepStatus lives in backend memory too. Collectives are always issued, also on
+// one rank (a no-op there unless the communicator is MPI or NCCL: `mpirun -np 1` exercises the
+// whole path). Nothing before result() blocks the host: result() waits for the collectives
+// (under the collective timeout) and copies the status and the step's losses to the host once.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +38,7 @@
 #include "kernels/ops.h"
 #include "model/gpt.h"
 #include "train/communicator.h"
+#include "train/gradient_buckets.h"
 #include "train/shard_layout.h"
 
 namespace mixgpt {
@@ -40,6 +46,9 @@ namespace mixgpt {
 struct DataParallelConfig {
     bool shard_optimizer = false;            // ZeRO stage 1
     size_t bucket_bytes = size_t{25} << 20;  // per gradient collective
+    // Each bucket's collective starts during the last backward pass, once its gradients are
+    // final (true), or all of them after it (false: the baseline overlap is measured against).
+    bool overlap = true;
 };
 
 struct OptimizerMoments {
@@ -83,7 +92,8 @@ public:
 private:
     TensorView moment_view(const Buffer& moment) const;  // (owned().count()) f32
     StepStatus* status_pointer() const { return status_.as<StepStatus>(); }
-    void all_reduce_gradients(const TensorView& gradients);
+    // Starts the collectives of the buckets not yet started whose gradients are final after `stage`.
+    void exchange_ready_buckets(int stage);
     void update_shard(const TensorView& gradients, const AdamWHyper& hyper);
     void make_norm_global();
     void gather_working_copy();
@@ -97,8 +107,10 @@ private:
     DataParallelConfig parallel_;
     ShardLayout shards_;
     ElementRange owned_;
-    std::vector<ElementRange> gradient_buckets_;  // of the f32 gradient arena
-    std::vector<ElementRange> working_buckets_;   // of the working copy, in its dtype
+    std::vector<GradientBucket> gradient_buckets_;  // of the f32 gradient arena, in completion order
+    size_t buckets_started_ = 0;                    // in this step
+    int last_stage_ = 0;                            // of the backward pass
+    std::vector<ElementRange> working_buckets_;     // of the working copy, in its dtype
     Buffer m_, v_;
     Buffer status_;                    // the StepStatus, in backend memory
     Buffer step_losses_;               // (k, B, T) f32, backend memory

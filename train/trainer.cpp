@@ -42,8 +42,8 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
 
 // Options that may change between a run and its resumption without changing what is trained.
 bool is_run_mechanics(const std::string& name) {
-    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "bucket_mb" ||
-           name == "collective_timeout";
+    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
+           name == "bucket_mb" || name == "collective_timeout";
 }
 
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
@@ -120,7 +120,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
-    if (process_) process_->attach_device(options.device);
+    if (process_) process_->attach_backend(*backend_);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute);
 
@@ -144,6 +144,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     status_ = plan_.loss_scale.initial_status();
     DataParallelConfig parallel;
     parallel.shard_optimizer = options.zero_optimizer;
+    parallel.overlap = options.overlap_comm;
     parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
@@ -164,10 +165,11 @@ void Trainer::log_ranks() const {
     for (const std::string& rank_line : ranks.all_gather_text(line)) log_info(rank_line);
     if (ranks.world_size() > 1)
         log_info(
-            format("data parallel over %d ranks: %s optimizer, %.4g MiB gradient buckets, collective "
-                   "timeout %g s",
+            format("data parallel over %d ranks: %s optimizer, %.4g MiB gradient buckets exchanged %s, "
+                   "collective timeout %g s",
                    ranks.world_size(), options_.zero_optimizer ? "sharded (ZeRO-1)" : "replicated",
-                   options_.bucket_mb, options_.collective_timeout));
+                   options_.bucket_mb, options_.overlap_comm ? "during the backward pass" : "after it",
+                   options_.collective_timeout));
 }
 
 std::string Trainer::resume_path() const {

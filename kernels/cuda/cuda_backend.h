@@ -37,6 +37,7 @@ public:
     void copy_within(void* destination, const void* source, size_t bytes) override;
     void fill_zero(void* destination, size_t bytes) override;
     void synchronize() override;
+    void* cuda_stream() const override { return stream_; }
     size_t peak_memory_bytes() const override;
 
     void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) override;

@@ -1,7 +1,8 @@
 // Data parallelism is exact up to float summation order: on the CPU backend, 2 ranks with B
 // windows each give the same losses, updated weights and AdamW moments as 1 rank with all 2B
 // (FP32, relative norm error <= 1e-6), with the optimizer replicated or sharded (ZeRO-1), with
-// and without gradient accumulation. The 1-rank reference runs in the same process on each rank,
+// and without gradient accumulation, with the buckets exchanged during the last backward pass
+// (overlapped) or after it. The 1-rank reference runs in the same process on each rank,
 // with a SingleProcessCommunicator. Buckets of 4 KiB make ~30 of them, most straddling shards,
 // and clipping is active (max norm 0.1), so the global norm is exercised. Replicas stay
 // bit-identical, and a non-finite gradient on one rank skips the update on every rank. In bf16
@@ -29,6 +30,7 @@ struct ParallelCase {
     const char* name;
     bool shard_optimizer;
     int accumulation_steps;
+    bool overlap;  // buckets exchanged during the last backward pass, or after it
 };
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
@@ -65,6 +67,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::fp32);
     DataParallelConfig parallel;
     parallel.shard_optimizer = c.shard_optimizer;
+    parallel.overlap = c.overlap;
     parallel.bucket_bytes = 4096;
     TrainStep ranked_step(ranked, communicator, c.accumulation_steps, no_scaling.config(),
                           no_scaling.initial_status(), parallel);
@@ -115,16 +118,18 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelTest,
-                         ::testing::Values(ParallelCase{"replicated", false, 1},
-                                           ParallelCase{"replicated_accumulation", false, 3},
-                                           ParallelCase{"zero1", true, 1},
-                                           ParallelCase{"zero1_accumulation", true, 3}),
+                         ::testing::Values(ParallelCase{"replicated", false, 1, true},
+                                           ParallelCase{"replicated_accumulation", false, 3, true},
+                                           ParallelCase{"replicated_after_backward", false, 3, false},
+                                           ParallelCase{"zero1", true, 1, true},
+                                           ParallelCase{"zero1_accumulation", true, 3, true},
+                                           ParallelCase{"zero1_after_backward", true, 3, false}),
                          [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};
 
-// Rank 1's gradients get a NaN in rank 0's shard (element 0): the step is skipped on both ranks,
-// and the weights stay as they were.
+// Rank 1's gradients get a NaN in rank 0's shard (element 0, in wte, which the backward pass adds
+// to): the step is skipped on both ranks, and the weights stay as they were.
 TEST_P(DataParallelSkipTest, ANonFiniteGradientOnOneRankSkipsEveryRank) {
     MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
     const GPTConfig config = tiny_config();
@@ -138,8 +143,8 @@ TEST_P(DataParallelSkipTest, ANonFiniteGradientOnOneRankSkipsEveryRank) {
     parallel.bucket_bytes = 4096;
     TrainStep step(model, communicator, 1, no_scaling.config(), no_scaling.initial_status(), parallel);
     step.begin();
-    step.micro_step(random_windows(kBatch, kSeqLen, config.vocab_size, 3 + communicator.rank()).data());
     if (communicator.rank() == 1) model.gradients().as<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    step.micro_step(random_windows(kBatch, kSeqLen, config.vocab_size, 3 + communicator.rank()).data());
     step.finish(clipped_hyper());
     const StepResult result = step.result();
     EXPECT_EQ(result.status.skip, 1);

@@ -31,9 +31,12 @@ std::string nccl_version() {
     return format("%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
 }
 
-NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, double timeout_seconds)
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, cudaStream_t compute_stream,
+                                   double timeout_seconds)
     : host_(std::move(host)),
-      watchdog_(timeout_seconds, [](const std::string& message) { abort_mpi_job(message); }) {
+      watchdog_(timeout_seconds, [](const std::string& message) { abort_mpi_job(message); }),
+      compute_stream_(compute_stream) {
+    MIXGPT_REQUIRE(compute_stream != nullptr, "nccl: the backend's compute stream is needed");
     ncclUniqueId id{};
     if (host_->rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     host_->broadcast_host(&id, sizeof id, 0);
@@ -42,18 +45,28 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, double ti
         NCCL_CHECK(ncclCommInitRank(&comm_, host_->world_size(), id, host_->rank()));
     }
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&compute_point_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&collectives_point_, cudaEventDisableTiming));
 }
 
 NcclCommunicator::~NcclCommunicator() {
+    if (collectives_point_ != nullptr) cudaEventDestroy(collectives_point_);
+    if (compute_point_ != nullptr) cudaEventDestroy(compute_point_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
 }
 
 std::string NcclCommunicator::describe() const { return host_->describe() + ", NCCL " + nccl_version(); }
 
+void NcclCommunicator::start(const char* collective) {
+    if (pending_collective_.empty()) pending_collective_ = collective;
+    CUDA_CHECK(cudaEventRecord(compute_point_, compute_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_point_, 0));
+}
+
 void NcclCommunicator::all_reduce(TensorView values, Reduction reduction) {
     require_f32(values, "all_reduce");
-    if (pending_collective_.empty()) pending_collective_ = "all_reduce";
+    start("all_reduce");
     NCCL_CHECK(ncclAllReduce(values.data, values.data, static_cast<size_t>(values.numel()), ncclFloat,
                              reduction == Reduction::mean ? ncclAvg : ncclSum, comm_, stream_));
 }
@@ -61,7 +74,7 @@ void NcclCommunicator::all_reduce(TensorView values, Reduction reduction) {
 void NcclCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
     require_f32(values, "reduce_scatter_mean");
     require_segments(values, counts, world_size(), "reduce_scatter_mean");
-    if (pending_collective_.empty()) pending_collective_ = "reduce_scatter";
+    start("reduce_scatter");
     NCCL_CHECK(ncclGroupStart());
     float* segment = values.as<float>();
     for (int root = 0; root < world_size(); ++root) {
@@ -75,7 +88,7 @@ void NcclCommunicator::reduce_scatter_mean(TensorView values, const std::vector<
 
 void NcclCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
     require_segments(values, counts, world_size(), "all_gather");
-    if (pending_collective_.empty()) pending_collective_ = "all_gather";
+    start("all_gather");
     NCCL_CHECK(ncclGroupStart());
     char* segment = values.as<char>();
     for (int root = 0; root < world_size(); ++root) {
@@ -87,6 +100,11 @@ void NcclCommunicator::all_gather(TensorView values, const std::vector<int64_t>&
     NCCL_CHECK(ncclGroupEnd());
 }
 
+void NcclCommunicator::join() {
+    CUDA_CHECK(cudaEventRecord(collectives_point_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, collectives_point_, 0));
+}
+
 void NcclCommunicator::wait() {
     if (pending_collective_.empty()) return;
     auto guard = watchdog_.watch(pending_collective_);
@@ -94,9 +112,10 @@ void NcclCommunicator::wait() {
     pending_collective_.clear();
 }
 
-std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host,
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host, void* compute_stream,
                                                      double timeout_seconds) {
-    return std::make_unique<NcclCommunicator>(std::move(host), timeout_seconds);
+    return std::make_unique<NcclCommunicator>(std::move(host), static_cast<cudaStream_t>(compute_stream),
+                                              timeout_seconds);
 }
 
 }  // namespace mixgpt

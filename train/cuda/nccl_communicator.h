@@ -6,7 +6,10 @@
 // ncclReduce / ncclBroadcast, one per rank with a non-empty segment; they move the same bytes
 // per link as ncclReduceScatter / ncclAllGather, without padding. Means use ncclAvg.
 //
-// The caller synchronizes the backend before starting collectives (their inputs must be final);
+// Ordering with the backend's compute stream, by events, never by blocking the host: each
+// collective first makes the NCCL stream wait for the work enqueued on the compute stream so far
+// (its inputs are final then); join() makes the compute stream wait for the NCCL stream. So
+// gradient buckets are reduced while the backward pass goes on computing the others.
 // wait() synchronizes the NCCL stream under the collective watchdog.
 #pragma once
 
@@ -23,8 +26,9 @@ namespace mixgpt {
 
 class NcclCommunicator final : public Communicator {
 public:
-    // On the current CUDA device (the backend has set it); `host` spans the same ranks.
-    NcclCommunicator(std::unique_ptr<Communicator> host, double timeout_seconds);
+    // On the current CUDA device (the backend has set it); `host` spans the same ranks;
+    // compute_stream is the backend's stream, which outlives this communicator.
+    NcclCommunicator(std::unique_ptr<Communicator> host, cudaStream_t compute_stream, double timeout_seconds);
     ~NcclCommunicator() override;
     NcclCommunicator(const NcclCommunicator&) = delete;
     NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -37,6 +41,7 @@ public:
     void all_reduce(TensorView values, Reduction reduction) override;
     void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
     void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void join() override;
     void wait() override;
 
     void broadcast_host(void* data, size_t bytes, int root) override {
@@ -54,10 +59,16 @@ public:
     void barrier() override { host_->barrier(); }
 
 private:
+    // The NCCL stream waits for the compute stream's work so far; names the first pending collective.
+    void start(const char* collective);
+
     std::unique_ptr<Communicator> host_;
     CollectiveWatchdog watchdog_;
     ncclComm_t comm_ = nullptr;
-    cudaStream_t stream_ = nullptr;
+    cudaStream_t stream_ = nullptr;          // the collectives'
+    cudaStream_t compute_stream_ = nullptr;  // the backend's
+    cudaEvent_t compute_point_ = nullptr;    // recorded on the compute stream before a collective
+    cudaEvent_t collectives_point_ = nullptr;  // recorded on the NCCL stream by join()
     std::string pending_collective_;
 };
 

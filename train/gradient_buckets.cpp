@@ -1,0 +1,86 @@
+#include "train/gradient_buckets.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mixgpt {
+
+namespace {
+
+// Adds a range disjoint from `ranges`, which stay sorted by begin with touching ranges merged.
+void add_range(std::vector<ElementRange>& ranges, ElementRange added) {
+    ranges.push_back(added);
+    std::sort(ranges.begin(), ranges.end(),
+              [](const ElementRange& a, const ElementRange& b) { return a.begin < b.begin; });
+    std::vector<ElementRange> merged;
+    for (const ElementRange& range : ranges) {
+        if (!merged.empty() && merged.back().end == range.begin)
+            merged.back().end = range.end;
+        else
+            merged.push_back(range);
+    }
+    ranges = std::move(merged);
+}
+
+}  // namespace
+
+int64_t GradientBucket::count() const {
+    int64_t total = 0;
+    for (const ElementRange& range : ranges) total += range.count();
+    return total;
+}
+
+std::vector<std::vector<ElementRange>> stage_ranges(const ParameterLayout& layout,
+                                                    const std::vector<std::vector<size_t>>& stages) {
+    std::vector<std::vector<ElementRange>> result;
+    for (const std::vector<size_t>& stage : stages) {
+        std::vector<ElementRange> ranges;
+        for (size_t index : stage) {
+            const ParameterView& view = layout.views().at(index);
+            ranges.push_back({view.offset, view.offset + view.numel});
+        }
+        // High end first; touching ranges merge.
+        std::sort(ranges.begin(), ranges.end(),
+                  [](const ElementRange& a, const ElementRange& b) { return a.begin > b.begin; });
+        std::vector<ElementRange> merged;
+        for (const ElementRange& range : ranges) {
+            if (!merged.empty() && merged.back().begin == range.end)
+                merged.back().begin = range.begin;
+            else
+                merged.push_back(range);
+        }
+        result.push_back(std::move(merged));
+    }
+    return result;
+}
+
+std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::vector<ElementRange>>& stages,
+                                                  int64_t bucket_elements) {
+    MIXGPT_REQUIRE(bucket_elements >= 1, "gradient buckets: a bucket must hold at least one element");
+    std::vector<GradientBucket> buckets;
+    GradientBucket open;
+    for (size_t stage = 0; stage < stages.size(); ++stage) {
+        for (ElementRange range : stages[stage]) {
+            // Take the range from its high end: a bucket that continues into the block below
+            // then extends the same arena range downwards.
+            while (range.count() > 0) {
+                const int64_t take = std::min(range.count(), bucket_elements - open.count());
+                add_range(open.ranges, {range.end - take, range.end});
+                range.end -= take;
+                if (open.count() == bucket_elements) {
+                    open.ready_stage = static_cast<int>(stage);
+                    buckets.push_back(std::move(open));
+                    open = GradientBucket();
+                }
+            }
+        }
+    }
+    if (!open.ranges.empty()) {
+        open.ready_stage = static_cast<int>(stages.size()) - 1;
+        buckets.push_back(std::move(open));
+    }
+    return buckets;
+}
+
+}  // namespace mixgpt

@@ -1,12 +1,17 @@
 // Construction, parameter memory and activation views of the GPT.
 #include "model/gpt.h"
 
+#include <algorithm>
+#include <vector>
+
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 
 namespace mixgpt {
 
-GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute)
+GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
+         MasterSpan masters)
     : backend_(backend),
       config_(config),
       layout_(config),
@@ -15,8 +20,18 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
       recompute_(recompute),
       act_(activation_dtype(backend.precision())),
       activation_layout_(config, batch_size, seq_len, backend.precision(), recompute) {
-    const auto count = static_cast<size_t>(layout_.total());
-    masters_ = backend_.allocate(count * sizeof(float));
+    const int64_t n = layout_.total();
+    const auto count = static_cast<size_t>(n);
+    const int64_t span_end = masters.end < 0 ? n : masters.end;
+    MIXGPT_REQUIRE(masters.begin >= 0 && masters.begin <= span_end && span_end <= n,
+                   format("GPT: master span [%lld, %lld) outside the %lld parameters",
+                          static_cast<long long>(masters.begin), static_cast<long long>(span_end),
+                          static_cast<long long>(n)));
+    const bool span_honoured = act_ != DType::f32;
+    masters_begin_ = span_honoured ? masters.begin : 0;
+    masters_count_ = span_honoured ? span_end - masters.begin : n;
+    // At least one element, so that an empty span still has a valid (unused) pointer.
+    masters_ = backend_.allocate(static_cast<size_t>(std::max<int64_t>(masters_count_, 1)) * sizeof(float));
     gradients_ = backend_.allocate(count * sizeof(float));
     if (act_ != DType::f32) working_ = backend_.allocate(count * dtype_size(act_));
     activations_ = backend_.allocate(activation_layout_.total_bytes());
@@ -24,13 +39,19 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
     grads_ = tensor_views(layout_, config_.n_layer, gradients_.data(), DType::f32);
 }
 
-TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::f32, {layout_.total()}); }
+TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::f32, {masters_count_}); }
 
 TensorView GPT::gradients() { return TensorView(gradients_.data(), DType::f32, {layout_.total()}); }
 
 TensorView GPT::working_parameters() {
     if (act_ == DType::f32) return master_parameters();
     return TensorView(working_.data(), act_, {layout_.total()});
+}
+
+TensorView GPT::working_of_masters() {
+    const TensorView working = working_parameters();
+    return TensorView(static_cast<char*>(working.data) + static_cast<size_t>(masters_begin_) * dtype_size(act_),
+                      act_, {masters_count_});
 }
 
 void GPT::load_master_parameters(const float* host_values, int64_t count) {
@@ -41,12 +62,21 @@ void GPT::load_master_parameters(const float* host_values, int64_t count) {
     for (int64_t i = int64_t{config_.vocab_size} * config_.n_embd; i < wte.numel; ++i)
         MIXGPT_REQUIRE(host_values[wte.offset + i] == 0.f,
                        "load_master_parameters: wte's padding rows (vocab_size and above) must be zero");
-    backend_.copy_to_backend(masters_.data(), host_values, static_cast<size_t>(count) * sizeof(float));
-    refresh_working_copy();
+    backend_.copy_to_backend(masters_.data(), host_values + masters_begin_,
+                             static_cast<size_t>(masters_count_) * sizeof(float));
+    if (keeps_all_masters()) {
+        refresh_working_copy();
+        return;
+    }
+    // The masters outside the span are not on this backend: round them on the host (to nearest
+    // even, as Backend::cast does).
+    std::vector<char> working(static_cast<size_t>(count) * dtype_size(act_));
+    convert_from_float(host_values, working.data(), act_, static_cast<size_t>(count));
+    backend_.copy_to_backend(working_.data(), working.data(), working.size());
 }
 
 void GPT::refresh_working_copy() {
-    if (act_ != DType::f32) backend_.cast(working_parameters(), master_parameters());
+    if (act_ != DType::f32) backend_.cast(working_of_masters(), master_parameters());
 }
 
 void GPT::zero_gradients() { backend_.fill_zero(gradients_.data(), gradients_.bytes()); }

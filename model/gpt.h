@@ -16,10 +16,18 @@
 
 namespace mixgpt {
 
+// The elements [begin, end) of the parameter arena whose fp32 masters a model keeps (end < 0: to
+// the end of the arena). Under ZeRO-1 a 16-bit run keeps only its rank's shard of them; fp32 and
+// tf32 runs always keep every master, as the masters are their working copy.
+struct MasterSpan {
+    int64_t begin = 0, end = -1;
+};
+
 class GPT {
 public:
     // Allocates everything for batches of up to (batch_size, seq_len); parameters start at zero.
-    GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute);
+    GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
+        MasterSpan masters = {});
     GPT(const GPT&) = delete;
     GPT& operator=(const GPT&) = delete;
 
@@ -30,13 +38,16 @@ public:
     Recompute recompute() const { return recompute_; }
     Backend& backend() const { return backend_; }
 
-    TensorView master_parameters();   // (n) f32, backend memory
+    // The masters kept: elements [masters_begin(), masters_begin() + numel) of the arena.
+    TensorView master_parameters();  // (n, or the span's count) f32, backend memory
+    int64_t masters_begin() const { return masters_begin_; }
+    bool keeps_all_masters() const { return masters_count_ == layout_.total(); }
     TensorView gradients();           // (n) f32, backend memory
     TensorView working_parameters();  // (n) act; the masters' memory for fp32/tf32
-    // Uploads `count` (== layout().total()) fp32 values and refreshes the working copy.
+    // Takes `count` (== layout().total()) fp32 values: the masters kept, and the whole working copy.
     // Throws Error when wte's padding rows are not zero.
     void load_master_parameters(const float* host_values, int64_t count);
-    void refresh_working_copy();  // masters -> working copy (cast)
+    void refresh_working_copy();  // the masters kept -> their part of the working copy (cast)
     void zero_gradients();
 
     // tokens, targets: (b, t) DType::i32 in backend memory with b <= batch_size, t <= seq_len.
@@ -74,6 +85,7 @@ private:
         TensorView out, mean, rstd, weight, bias;
     };
 
+    TensorView working_of_masters();  // the part of the working copy the masters kept cover
     TensorView activation(const char* name, int layer, std::initializer_list<int64_t> dims) const;
     BlockActivations block_activations(int layer, int64_t b, int64_t t) const;
     NextNorm next_norm(int layer, int64_t b, int64_t t) const;
@@ -98,6 +110,7 @@ private:
     Recompute recompute_;
     DType act_;
     ActivationLayout activation_layout_;
+    int64_t masters_begin_ = 0, masters_count_ = 0;
     Buffer masters_, gradients_, working_, activations_;
     GPTTensors weights_;                       // views of the working copy
     GPTTensors grads_;                         // views of the gradients

@@ -81,6 +81,38 @@ TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
     }
 }
 
+// ZeRO-1's master span: a 16-bit model keeps the fp32 masters of the span only (any bounds), with
+// the same whole working copy as a model keeping all; fp32 and tf32 keep all (they are the working
+// copy). The host rounding of the masters outside the span equals the backend's cast bit for bit.
+TEST_P(ModelPrecisions, KeepsTheMastersOfItsSpanOnlyIn16BitRuns) {
+    const GPTConfig config = test::tiny_config();
+    ModelRun all = make_run(GetParam(), Recompute::none);
+    const int64_t n = all.model->layout().total();
+    const MasterSpan span{1001, n - 77};
+    GPT part(*all.backend, config, kBatch, kLength, Recompute::none, span);
+    const std::vector<float> values = test::spread_parameters(config, part.layout(), 7);
+    part.load_master_parameters(values.data(), n);
+
+    const bool sixteen_bit = activation_dtype(GetParam()) != DType::f32;
+    EXPECT_EQ(part.keeps_all_masters(), !sixteen_bit);
+    const TensorView masters = part.master_parameters();
+    const std::vector<float> kept(masters.as<float>(), masters.as<float>() + masters.numel());
+    if (sixteen_bit) {
+        EXPECT_EQ(part.masters_begin(), span.begin);
+        EXPECT_EQ(kept, std::vector<float>(values.begin() + span.begin, values.begin() + span.end));
+    } else {
+        EXPECT_EQ(kept, values);
+    }
+    const auto bytes = [](const TensorView& view) {
+        const char* data = static_cast<const char*>(view.data);
+        return std::vector<char>(data, data + view.bytes());
+    };
+    EXPECT_EQ(bytes(part.working_parameters()), bytes(all.model->working_parameters()));
+    part.refresh_working_copy();
+    EXPECT_EQ(bytes(part.working_parameters()), bytes(all.model->working_parameters()));
+    EXPECT_THROW(GPT(*all.backend, config, kBatch, kLength, Recompute::none, MasterSpan{5, n + 1}), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelPrecisions,
                          ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16,
                                            Precision::fp16),

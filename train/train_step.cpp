@@ -12,6 +12,13 @@ char* at(const Buffer& buffer, size_t offset) { return static_cast<char*>(buffer
 
 }  // namespace
 
+MasterSpan TrainStep::master_span(int64_t parameters, const Communicator& communicator,
+                                  const DataParallelConfig& parallel) {
+    if (!parallel.shard_optimizer) return {};
+    const ElementRange shard = ShardLayout(parameters, communicator.world_size()).shard(communicator.rank());
+    return {shard.begin, shard.end};
+}
+
 TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
                      const LossScaleConfig& loss_scale, const StepStatus& initial_status,
                      const DataParallelConfig& parallel)
@@ -25,6 +32,10 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
       owned_(shards_.shard(parallel.shard_optimizer ? communicator.rank() : 0)) {
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
     MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
+    MIXGPT_REQUIRE(model.keeps_all_masters() ||
+                       (sharded() && model.masters_begin() == owned_.begin &&
+                        model.master_parameters().numel() == owned_.count()),
+                   "train step: the model keeps the fp32 masters of another span than this rank's shard");
     const int64_t n = model.layout().total();
     const std::vector<std::vector<size_t>> stages = gradient_stages(model.layout(), model.config().n_layer);
     last_stage_ = static_cast<int>(stages.size()) - 1;
@@ -114,7 +125,7 @@ void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hype
     AdamWHyper shard_hyper = hyper;
     // Stochastic rounding draws from (seed, index within the shard): another stream per shard.
     shard_hyper.seed ^= static_cast<uint64_t>(owned_.begin) * 0x9e3779b97f4a7c15ull;
-    backend_.adamw_step(slice_elements(model_.master_parameters(), owned_), owned_gradients, moment_view(m_),
+    backend_.adamw_step(owned_masters(), owned_gradients, moment_view(m_),
                         moment_view(v_), separate_working ? slice_elements(working, owned_) : TensorView(),
                         decay_count, shard_hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
@@ -170,33 +181,31 @@ void TrainStep::upload_moments(const OptimizerMoments& moments) {
     backend_.copy_to_backend(v_.data(), moments.v.data() + owned_.begin, bytes);
 }
 
-std::vector<float> TrainStep::gather_owned(const TensorView& full_arena, const Buffer* shard_arena,
-                                           int root) {
+TensorView TrainStep::owned_masters() {
+    const TensorView masters = model_.master_parameters();
+    return model_.keeps_all_masters() ? slice_elements(masters, owned_) : masters;
+}
+
+std::vector<float> TrainStep::gather_owned(const TensorView& owned_values, int root) {
     const bool is_root = communicator_.rank() == root;
-    const int64_t n = model_.layout().total();
-    std::vector<float> whole(is_root ? static_cast<size_t>(n) : 0);
+    std::vector<float> whole(is_root ? static_cast<size_t>(model_.layout().total()) : 0);
     if (!sharded()) {
-        const void* source = shard_arena != nullptr ? shard_arena->data() : full_arena.data;
-        if (is_root) backend_.copy_to_host(whole.data(), source, whole.size() * sizeof(float));
+        if (is_root) backend_.copy_to_host(whole.data(), owned_values.data, whole.size() * sizeof(float));
         return whole;
     }
     std::vector<float> part(static_cast<size_t>(owned_.count()));
-    const void* source =
-        shard_arena != nullptr ? shard_arena->data() : slice_elements(full_arena, owned_).data;
-    backend_.copy_to_host(part.data(), source, part.size() * sizeof(float));
-    communicator_.gather_host(part.data(), whole.data(), shards_.counts_within({0, n}), root);
+    backend_.copy_to_host(part.data(), owned_values.data, part.size() * sizeof(float));
+    communicator_.gather_host(part.data(), whole.data(), shards_.counts_within({0, model_.layout().total()}),
+                              root);
     return whole;
 }
 
-std::vector<float> TrainStep::gather_masters(int root) {
-    return gather_owned(model_.master_parameters(), nullptr, root);
-}
+std::vector<float> TrainStep::gather_masters(int root) { return gather_owned(owned_masters(), root); }
 
 OptimizerMoments TrainStep::gather_moments(int root) {
-    const TensorView none;
     OptimizerMoments moments;
-    moments.m = gather_owned(none, &m_, root);
-    moments.v = gather_owned(none, &v_, root);
+    moments.m = gather_owned(moment_view(m_), root);
+    moments.v = gather_owned(moment_view(v_), root);
     return moments;
 }
 

@@ -19,8 +19,9 @@
 //   exist for that shard only, each rank updates its shard of the masters, and the working copy
 //   (the masters themselves in fp32/tf32) is all-gathered. The global gradient norm is the sum
 //   of the shards' squared norms and the skip decision follows from it, identically on every
-//   rank (make_norm_global). The masters outside a rank's shard are not kept current in 16-bit
-//   runs; gather_masters collects the current ones.
+//   rank (make_norm_global). In 16-bit runs a model made with master_span() keeps the fp32 masters
+//   of its shard only (a model keeping all works too, its other masters not kept current);
+//   gather_masters collects the current ones.
 //
 // The AdamW moments m, v are fp32 arenas in backend memory laid out like the parameters (or like
 // the shard); the StepStatus lives in backend memory too. Collectives are always issued, also on
@@ -62,9 +63,14 @@ struct StepResult {
 
 class TrainStep {
 public:
+    // The model keeps every fp32 master, or (ZeRO-1) those of master_span(...) only.
     TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
               const LossScaleConfig& loss_scale, const StepStatus& initial_status,
               const DataParallelConfig& parallel = {});
+
+    // The masters a model needs to keep on this rank: its ZeRO-1 shard, or all.
+    static MasterSpan master_span(int64_t parameters, const Communicator& communicator,
+                                  const DataParallelConfig& parallel);
 
     int accumulation_steps() const { return accumulation_steps_; }
     bool sharded() const { return parallel_.shard_optimizer; }
@@ -97,7 +103,9 @@ private:
     void update_shard(const TensorView& gradients, const AdamWHyper& hyper);
     void make_norm_global();
     void gather_working_copy();
-    std::vector<float> gather_owned(const TensorView& full_arena, const Buffer* shard_arena, int root);
+    TensorView owned_masters();  // (owned().count()) f32
+    // owned_values (owned().count()) f32 of every rank, whole on root.
+    std::vector<float> gather_owned(const TensorView& owned_values, int root);
 
     Backend& backend_;
     GPT& model_;

@@ -121,8 +121,14 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
     if (process_) process_->attach_backend(*backend_);
-    model_ =
-        std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute);
+    DataParallelConfig parallel;
+    parallel.shard_optimizer = options.zero_optimizer;
+    parallel.overlap = options.overlap_comm;
+    parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
+    const MasterSpan masters =
+        TrainStep::master_span(ParameterLayout(plan_.model).total(), communicator(), parallel);
+    model_ = std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len,
+                                   options.recompute, masters);
 
     LoaderOptions loader_options;
     loader_options.dataset_path = dataset_.path;
@@ -142,10 +148,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     loader_ = std::make_unique<DataLoader>(loader_options);
 
     status_ = plan_.loss_scale.initial_status();
-    DataParallelConfig parallel;
-    parallel.shard_optimizer = options.zero_optimizer;
-    parallel.overlap = options.overlap_comm;
-    parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 

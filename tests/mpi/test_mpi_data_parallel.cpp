@@ -7,8 +7,9 @@
 // and clipping is active (max norm 0.1), so the global norm is exercised. Replicas stay
 // bit-identical, and a non-finite gradient on one rank skips the update on every rank. In bf16
 // and fp16 (dynamic loss scaling), without clipping (whose factor depends on the norm's
-// summation order), ZeRO-1 equals the replicated optimizer bit for bit: the 16-bit working copy
-// is gathered whole, and the masters gathered from the shards are the current ones.
+// summation order), ZeRO-1 equals the replicated optimizer bit for bit, each rank keeping the fp32
+// masters of its shard only: the 16-bit working copy is gathered whole, and the masters gathered
+// from the shards are the current ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -165,16 +166,21 @@ TEST_P(DataParallelSixteenBitTest, ShardedEqualsReplicatedBitForBit) {
     MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
     const GPTConfig config = tiny_config();
     const std::unique_ptr<Backend> backend = cpu_backend(precision);
+    DataParallelConfig parallel;
+    parallel.bucket_bytes = 4096;
+    DataParallelConfig sharded_parallel = parallel;
+    sharded_parallel.shard_optimizer = true;
+    const int64_t n = ParameterLayout(config).total();
     GPT replicated(*backend, config, kBatch, kSeqLen, Recompute::none);
-    GPT sharded(*backend, config, kBatch, kSeqLen, Recompute::none);
+    GPT sharded(*backend, config, kBatch, kSeqLen, Recompute::none,
+                TrainStep::master_span(n, communicator, sharded_parallel));
+    EXPECT_LT(sharded.master_parameters().numel(), n / kRanks + 2 * ShardLayout::kAlignment);
     load_initial_parameters(replicated, 5);
     load_initial_parameters(sharded, 5);
     const LossScalePolicy scaling = parse_loss_scale("auto", precision);
-    DataParallelConfig parallel;
-    parallel.bucket_bytes = 4096;
     TrainStep replicated_step(replicated, communicator, 1, scaling.config(), scaling.initial_status(),
                               parallel);
-    parallel.shard_optimizer = true;
+    parallel = sharded_parallel;
     TrainStep sharded_step(sharded, communicator, 1, scaling.config(), scaling.initial_status(), parallel);
     AdamWHyper hyper;
     hyper.learning_rate = 1e-3f;

@@ -6,6 +6,7 @@
 // - 1 rank x B=2 x 2 accumulation steps saves at step 2; resumed on 2 ranks x B=2 (ZeRO-1, the
 //   loader's position converted from global batches of 2 windows to 4), steps 3-4 match the
 //   uninterrupted 1-rank run (<= 1e-6).
+// - bf16 with ZeRO-1 (fp32 masters kept per shard) resumes on 2 ranks bit for bit.
 // The 1-rank runs are rank 0 alone, with a SingleProcessCommunicator, while rank 1 waits.
 #include <gtest/gtest.h>
 
@@ -111,6 +112,31 @@ TEST(DataParallelResumeTest, TwoRankCheckpointsResumeOnOneOrTwoRanks) {
         EXPECT_EQ(got.adam_m, expected.adam_m);
         EXPECT_EQ(got.adam_v, expected.adam_v);
         EXPECT_EQ(got.loader_state, expected.loader_state);
+    }
+}
+
+// bf16 with ZeRO-1: each rank keeps the fp32 masters of its shard only; the checkpoint gathers
+// them, and a 2-rank resume reloads each rank's shard and the whole working copy: bit-exact.
+TEST(DataParallelResumeTest, ShardedMastersInBf16ResumeBitExact) {
+    SharedTempDirectory directory("mixgpt_mpi_resume_bf16");
+    const std::string straight_dir = directory.file("straight");
+    TrainOptions options = run_options(straight_dir, 2, true);
+    options.precision = Precision::bf16;
+    const TrainResult straight = run_training(options);
+    EXPECT_EQ(straight.steps_done, kSteps);
+
+    const std::string again = directory.file("again");
+    seed_run_directory(straight_dir, again);
+    options.output_dir = again;
+    options.resume = "auto";
+    const TrainResult resumed = run_training(options);
+    EXPECT_EQ(resumed.last_val_loss, straight.last_val_loss);
+    if (world_rank() == 0) {
+        const Checkpoint got = read_checkpoint(checkpoint_path(checkpoint_directory(again), kSteps));
+        const Checkpoint expected = read_checkpoint(checkpoint_path(checkpoint_directory(straight_dir), kSteps));
+        EXPECT_EQ(got.parameters, expected.parameters);
+        EXPECT_EQ(got.working_bits, expected.working_bits);
+        EXPECT_EQ(got.adam_v, expected.adam_v);
     }
 }
 

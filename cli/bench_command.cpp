@@ -16,6 +16,7 @@ struct BenchArguments {
     std::string precisions = "fp32,tf32,bf16,fp16";
     std::string recompute = "none";
     std::string attention = "flash";
+    std::string exchange = "none";
     bool json = false;
     std::string json_out;
 };
@@ -58,6 +59,13 @@ void add_bench_command(CLI::App& app) {
                      "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128) or simple")
         ->check(CLI::IsMember({"flash", "simple"}))
         ->capture_default_str();
+    command
+        ->add_option("--gradient-exchange", arguments->exchange,
+                     "CUDA: also time data parallelism's gradient exchange over a 1-rank NCCL communicator: "
+                     "none, overlapped (buckets during the backward pass) or after-backward")
+        ->check(CLI::IsMember({"none", "overlapped", "after-backward"}))
+        ->capture_default_str();
+    command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")->capture_default_str();
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
     command->add_flag("--json", arguments->json, "print one JSON object");
@@ -67,6 +75,7 @@ void add_bench_command(CLI::App& app) {
         options.precisions = parse_precision_list(arguments->precisions);
         options.recompute = parse_recompute(arguments->recompute);
         options.flash_attention = arguments->attention == "flash";
+        options.exchange = parse_gradient_exchange(arguments->exchange);
         const std::vector<BenchResult> results = run_benchmark(options);
         const std::string json = bench_json(options, results) + "\n";
         std::cout << (arguments->json ? json : bench_table(options, results));

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "core/error.h"
 #include "model/parameters.h"
 #include "train/benchmark.h"
 #include "train/flops.h"
@@ -66,6 +68,21 @@ TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
     narrow.n_embd = 32;
     EXPECT_DOUBLE_EQ(results[0].achieved_tflops,
                      training_flops_per_token(narrow, 16) * results[0].tokens_per_second / 1e12);
+}
+
+TEST(TrainBenchTest, GradientExchangeIsNamedAndNeedsCuda) {
+    for (GradientExchange exchange :
+         {GradientExchange::none, GradientExchange::overlapped, GradientExchange::after_backward})
+        EXPECT_EQ(parse_gradient_exchange(gradient_exchange_name(exchange)), exchange);
+    EXPECT_THROW(parse_gradient_exchange("overlap"), Error);
+    BenchOptions options;
+    options.exchange = GradientExchange::overlapped;
+    try {
+        run_benchmark(options);
+        FAIL() << "no error";
+    } catch (const Error& error) {
+        EXPECT_NE(std::string(error.what()).find("needs --device cuda"), std::string::npos) << error.what();
+    }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "model/gpt.h"
 #include "model/parameters.h"
 #include "train/communicator.h"
+#include "train/device_communicator.h"
 #include "train/flops.h"
 #include "train/loss_scaling.h"
 #include "train/train_step.h"
@@ -26,6 +27,8 @@ GPTConfig bench_config(const BenchOptions& options) {
     config.validate();
     return config;
 }
+
+constexpr double kCollectiveTimeoutSeconds = 600;
 
 // Which attention kernels ran: the CPU backend has only its reference implementation.
 const char* attention_kernels(const BenchOptions& options) {
@@ -46,8 +49,15 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
     model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     const LossScalePolicy loss_scale = parse_loss_scale("auto", precision);
-    SingleProcessCommunicator communicator;
-    TrainStep step(model, communicator, 1, loss_scale.config(), loss_scale.initial_status());
+    std::unique_ptr<Communicator> communicator = std::make_unique<SingleProcessCommunicator>();
+    DataParallelConfig parallel;
+    if (options.exchange != GradientExchange::none) {
+        communicator =
+            make_nccl_communicator(std::move(communicator), backend->cuda_stream(), kCollectiveTimeoutSeconds);
+        parallel.overlap = options.exchange == GradientExchange::overlapped;
+        parallel.bucket_bytes = static_cast<size_t>(options.bucket_mb * (1 << 20));
+    }
+    TrainStep step(model, *communicator, 1, loss_scale.config(), loss_scale.initial_status(), parallel);
     AdamWHyper hyper;
     hyper.learning_rate = 1e-4f;
 
@@ -85,6 +95,25 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
 
 }  // namespace
 
+GradientExchange parse_gradient_exchange(const std::string& text) {
+    if (text == "none") return GradientExchange::none;
+    if (text == "overlapped") return GradientExchange::overlapped;
+    if (text == "after-backward") return GradientExchange::after_backward;
+    throw Error("gradient-exchange: '" + text + "' is not one of none, overlapped, after-backward");
+}
+
+const char* gradient_exchange_name(GradientExchange exchange) {
+    switch (exchange) {
+        case GradientExchange::none:
+            return "none";
+        case GradientExchange::overlapped:
+            return "overlapped";
+        case GradientExchange::after_backward:
+            return "after-backward";
+    }
+    return "?";
+}
+
 std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
     MIXGPT_REQUIRE(options.batch_size >= 1 && options.seq_len >= 1,
                    "batch-size, seq-len: must be at least 1");
@@ -92,6 +121,9 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
     MIXGPT_REQUIRE(options.steps >= 1, "steps: must be at least 1");
     MIXGPT_REQUIRE(!options.precisions.empty(), "precision: give at least one");
     MIXGPT_REQUIRE(options.vocab_size >= 1, "vocab-size: must be at least 1");
+    MIXGPT_REQUIRE(options.exchange == GradientExchange::none || options.device == "cuda",
+                   "gradient-exchange: times NCCL, so it needs --device cuda");
+    MIXGPT_REQUIRE(options.bucket_mb > 0, "bucket-mb: must be positive");
     const GPTConfig config = bench_config(options);
 
     std::mt19937_64 random(options.seed);
@@ -115,6 +147,9 @@ std::string bench_table(const BenchOptions& options, const std::vector<BenchResu
         options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
         options.seq_len, recompute_name(options.recompute), attention_kernels(options),
         training_flops_per_token(config, options.seq_len) / 1e9);
+    if (options.exchange != GradientExchange::none)
+        text += format("gradient exchange: 1-rank NCCL, %.4g MiB buckets, %s\n", options.bucket_mb,
+                       gradient_exchange_name(options.exchange));
     text += format("%-9s %12s %12s %10s %10s %8s %12s  %s\n", "precision", "tokens/s", "ms/step", "TFLOP/s",
                    "peak", "MFU", "peak MiB", "device");
     bool any_emulated = false;
@@ -164,6 +199,8 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
         {"seq_len", options.seq_len},
         {"recompute", recompute_name(options.recompute)},
         {"attention", attention_kernels(options)},
+        {"gradient_exchange", gradient_exchange_name(options.exchange)},
+        {"bucket_mb", options.bucket_mb},
         {"warmup_steps", options.warmup_steps},
         {"steps", options.steps},
         {"flops_per_token", training_flops_per_token(config, options.seq_len)},

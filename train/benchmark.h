@@ -16,6 +16,12 @@
 
 namespace mixgpt {
 
+// Data parallelism's gradient exchange, timed on one GPU: a 1-rank NCCL communicator (no MPI
+// needed) issues every collective a multi-GPU step would, during the backward pass or after it.
+enum class GradientExchange { none, overlapped, after_backward };
+GradientExchange parse_gradient_exchange(const std::string& text);  // "none", "overlapped", "after-backward"
+const char* gradient_exchange_name(GradientExchange exchange);
+
 struct BenchOptions {
     std::string model = "d12";
     int n_layer = 0, n_head = 0, n_embd = 0;  // override the preset when > 0
@@ -30,6 +36,8 @@ struct BenchOptions {
     std::string device = "cpu";
     int device_index = 0;
     bool flash_attention = true;  // CUDA: false times the simple attention kernels instead
+    GradientExchange exchange = GradientExchange::none;  // CUDA only
+    double bucket_mb = 25;                               // MiB of fp32 gradients per collective
     int threads = 0;
     uint64_t seed = 1;
 };

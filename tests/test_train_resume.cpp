@@ -1,7 +1,6 @@
-// Resume is bit-exact: N steps straight equal N/2 steps stopped by SIGTERM (checkpoint written,
-// normal return), then a fresh trainer resuming from the run directory for the rest: the same
-// weights, optimizer state, loss scale, data position and per-step losses, for fp32 with
-// gradient accumulation, bf16 with stochastic rounding and fp16 with dynamic loss scaling.
+// Resume is bit-exact (tests/train_equivalence.h: 8 steps straight equal 4 steps stopped by SIGTERM
+// and 4 more resumed) for fp32 with gradient accumulation, bf16 with stochastic rounding and fp16
+// with dynamic loss scaling; the GPU runs the same in tests/gpu/test_gpu_training.cpp.
 // Bad checkpoints are refused with a message, and divergence stops a run cleanly.
 #include <gtest/gtest.h>
 
@@ -14,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
+#include "tests/train_equivalence.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -34,45 +34,11 @@ class TrainResumeTest : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(TrainResumeTest, StopAndResumeEqualsAStraightRun) {
     const ResumeCase& c = GetParam();
-    TempDirectory directory(std::string("mixgpt_resume_") + c.name);
-    TrainOptions options = tiny_train_options(directory.file("straight"));
+    TrainOptions options = tiny_train_options("");
     options.precision = c.precision;
     options.stochastic_rounding = c.stochastic_rounding;
     options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * c.accumulation_steps;
-    options.steps = 8;
-    options.eval_interval = 3;
-    options.eval_batches = 2;
-    const TrainResult straight = run_training(options);
-    ASSERT_EQ(straight.steps_done, 8);
-    ASSERT_FALSE(straight.stopped_by_signal);
-
-    options.output_dir = directory.file("stopped");
-    const TrainResult first = run_training(options, [](const TrainMetrics& metrics) {
-        if (metrics.step == 4) std::raise(SIGTERM);
-    });
-    EXPECT_TRUE(first.stopped_by_signal);
-    EXPECT_EQ(first.steps_done, 4);
-    EXPECT_EQ(first.last_checkpoint, checkpoint_path(checkpoint_directory(options.output_dir), 4));
-
-    options.resume = "auto";
-    const TrainResult second = run_training(options);
-    EXPECT_FALSE(second.stopped_by_signal);
-    EXPECT_EQ(second.steps_done, 8);
-
-    const Checkpoint expected = read_checkpoint(straight.last_checkpoint);
-    const Checkpoint resumed = read_checkpoint(second.last_checkpoint);
-    EXPECT_EQ(resumed.step, 8);
-    EXPECT_EQ(resumed.parameters, expected.parameters);
-    EXPECT_EQ(resumed.working_bits, expected.working_bits);
-    EXPECT_EQ(resumed.adam_m, expected.adam_m);
-    EXPECT_EQ(resumed.adam_v, expected.adam_v);
-    EXPECT_EQ(resumed.loader_state, expected.loader_state);
-    EXPECT_EQ(resumed.status.loss_scale, expected.status.loss_scale);
-    EXPECT_EQ(resumed.status.clean_steps, expected.status.clean_steps);
-    EXPECT_EQ(resumed.status.optimizer_steps, expected.status.optimizer_steps);
-    EXPECT_EQ(resumed.tokens_seen, expected.tokens_seen);
-    EXPECT_EQ(train_losses(second.metrics_path), train_losses(straight.metrics_path));
-    EXPECT_EQ(second.last_val_loss, straight.last_val_loss);
+    expect_resume_equals_straight_run(options, std::string("mixgpt_resume_") + c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, TrainResumeTest,

@@ -23,29 +23,14 @@ using namespace testing_support;
 using test::error_of;
 using test::TempDirectory;
 
-struct ResumeCase {
-    const char* name;
-    Precision precision;
-    bool stochastic_rounding;
-    int accumulation_steps;
-};
-
 class TrainResumeTest : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(TrainResumeTest, StopAndResumeEqualsAStraightRun) {
     const ResumeCase& c = GetParam();
-    TrainOptions options = tiny_train_options("");
-    options.precision = c.precision;
-    options.stochastic_rounding = c.stochastic_rounding;
-    options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * c.accumulation_steps;
-    expect_resume_equals_straight_run(options, std::string("mixgpt_resume_") + c.name);
+    expect_resume_equals_straight_run(resume_case_options(c, "cpu"), std::string("mixgpt_resume_") + c.name);
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, TrainResumeTest,
-                         ::testing::Values(ResumeCase{"fp32_accumulation", Precision::fp32, false, 2},
-                                           ResumeCase{"bf16_stochastic_rounding", Precision::bf16, true, 1},
-                                           ResumeCase{"fp16_dynamic_scaling", Precision::fp16, false, 1}),
-                         [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Precisions, TrainResumeTest, ::testing::ValuesIn(resume_cases()), resume_case_name);
 
 TEST(TrainCheckpointTest, BadCheckpointsAreRefusedAndAutoResumeFallsBack) {
     TempDirectory directory("mixgpt_resume_bad");

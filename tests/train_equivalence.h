@@ -19,6 +19,34 @@
 
 namespace mixgpt::testing_support {
 
+// The resume cases: fp32 with gradient accumulation, bf16 with stochastic rounding, fp16 with
+// dynamic loss scaling (the default for fp16).
+struct ResumeCase {
+    const char* name;
+    Precision precision;
+    bool stochastic_rounding;
+    int accumulation_steps;
+};
+
+inline const std::vector<ResumeCase>& resume_cases() {
+    static const std::vector<ResumeCase> cases = {{"fp32_accumulation", Precision::fp32, false, 2},
+                                                  {"bf16_stochastic_rounding", Precision::bf16, true, 1},
+                                                  {"fp16_dynamic_scaling", Precision::fp16, false, 1}};
+    return cases;
+}
+
+inline std::string resume_case_name(const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; }
+
+// The tiny run of a resume case on `device`.
+inline TrainOptions resume_case_options(const ResumeCase& c, const std::string& device) {
+    TrainOptions options = tiny_train_options("");
+    options.device = device;
+    options.precision = c.precision;
+    options.stochastic_rounding = c.stochastic_rounding;
+    options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * c.accumulation_steps;
+    return options;
+}
+
 // 8 steps straight equal 4 steps stopped by SIGTERM (checkpoint written, normal return), then a
 // fresh trainer resuming from the run directory for the rest: the same weights, optimizer state,
 // loss scale, data position and per-step losses, bit for bit. `options` names the device,

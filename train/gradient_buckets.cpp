@@ -38,19 +38,10 @@ std::vector<std::vector<ElementRange>> stage_ranges(const ParameterLayout& layou
         std::vector<ElementRange> ranges;
         for (size_t index : stage) {
             const ParameterView& view = layout.views().at(index);
-            ranges.push_back({view.offset, view.offset + view.numel});
+            add_range(ranges, {view.offset, view.offset + view.numel});
         }
-        // High end first; touching ranges merge.
-        std::sort(ranges.begin(), ranges.end(),
-                  [](const ElementRange& a, const ElementRange& b) { return a.begin > b.begin; });
-        std::vector<ElementRange> merged;
-        for (const ElementRange& range : ranges) {
-            if (!merged.empty() && merged.back().begin == range.end)
-                merged.back().begin = range.begin;
-            else
-                merged.push_back(range);
-        }
-        result.push_back(std::move(merged));
+        std::reverse(ranges.begin(), ranges.end());  // the high end first
+        result.push_back(std::move(ranges));
     }
     return result;
 }

@@ -75,31 +75,15 @@ INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTraining,
                          ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16),
                          gpu_test::precision_test_name);
 
-struct ResumeCase {
-    const char* name;
-    Precision precision;
-    bool stochastic_rounding;
-    int accumulation_steps;
-};
-
 class GpuTrainingResume : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(GpuTrainingResume, StopAndResumeEqualsAStraightRun) {
     MIXGPT_GPU_OR_SKIP();
     const ResumeCase& c = GetParam();
-    TrainOptions options = tiny_train_options("");
-    options.device = "cuda";
-    options.precision = c.precision;
-    options.stochastic_rounding = c.stochastic_rounding;
-    options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * c.accumulation_steps;
-    expect_resume_equals_straight_run(options, std::string("mixgpt_gpu_resume_") + c.name);
+    expect_resume_equals_straight_run(resume_case_options(c, "cuda"), std::string("mixgpt_gpu_resume_") + c.name);
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTrainingResume,
-                         ::testing::Values(ResumeCase{"fp32_accumulation", Precision::fp32, false, 2},
-                                           ResumeCase{"bf16_stochastic_rounding", Precision::bf16, true, 1},
-                                           ResumeCase{"fp16_dynamic_scaling", Precision::fp16, false, 1}),
-                         [](const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTrainingResume, ::testing::ValuesIn(resume_cases()), resume_case_name);
 
 TEST(GpuTrainingAccumulation, FourMicroBatchesEqualOneBatch) {
     MIXGPT_GPU_OR_SKIP();

@@ -17,8 +17,6 @@ int64_t alignment_of(const void* pointer) {
 }
 
 cublasLtEpilogue_t epilogue_of(const LtProduct& product) {
-    if (product.gelu_aux != nullptr)
-        return product.bias != nullptr ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     return product.bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
@@ -33,11 +31,10 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value));
 }
 
-// The per-call pointers of the epilogue.
-void set_epilogue_pointers(cublasLtMatmulDesc_t operation, const LtProduct& product) {
+// The per-call bias pointer. The heuristic reads its value for the alignment it may assume, so it is
+// set before the heuristic too, and plans are keyed by that alignment.
+void set_bias_pointer(cublasLtMatmulDesc_t operation, const LtProduct& product) {
     if (product.bias != nullptr) set_attribute(operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, product.bias);
-    if (product.gelu_aux != nullptr)
-        set_attribute(operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, product.gelu_aux);
 }
 
 }  // namespace
@@ -69,8 +66,7 @@ LtMatmulRunner::Key LtMatmulRunner::key_of(const LtProduct& p) {
             alignment_of(p.a),
             alignment_of(p.b),
             alignment_of(p.d),
-            alignment_of(p.bias),
-            alignment_of(p.gelu_aux)};
+            alignment_of(p.bias)};
 }
 
 void LtMatmulRunner::destroy(Plan& plan) {
@@ -93,8 +89,7 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         if (p.bias != nullptr)
             set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                           static_cast<int32_t>(p.output_type));
-        if (p.gelu_aux != nullptr) set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, p.ldd);
-        set_epilogue_pointers(plan.operation, p);
+        set_bias_pointer(plan.operation, p);
 
         // Stored shapes: A (m,k) or (k,m) transposed, B (k,n) or (n,k) transposed.
         const auto u64 = [](int64_t value) { return static_cast<uint64_t>(value); };
@@ -121,8 +116,9 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
             handle_, plan.operation, plan.a, plan.b, plan.c, plan.d, preference, 1, &result, &found);
         // NOT_SUPPORTED or INVALID_VALUE here mean this combination has no algorithm; the caller
-        // falls back or reports the problem's shape.
-        plan.has_algorithm = status == CUBLAS_STATUS_SUCCESS && found > 0;
+        // reports the problem's shape.
+        plan.has_algorithm =
+            status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
         if (!plan.has_algorithm)
             log_debug(format("cuBLASLt heuristic: no algorithm for m=%lld n=%lld k=%lld epilogue %d (%s)",
                              static_cast<long long>(p.m), static_cast<long long>(p.n),
@@ -144,7 +140,7 @@ bool LtMatmulRunner::try_run(const LtProduct& product) {
     if (found == plans_.end()) found = plans_.emplace(key, make_plan(product)).first;
     Plan& plan = found->second;
     if (!plan.has_algorithm) return false;
-    set_epilogue_pointers(plan.operation, product);
+    set_bias_pointer(plan.operation, product);
     const float alpha = 1.f;
     const float beta = product.accumulate ? 1.f : 0.f;
     CUBLAS_CHECK(cublasLtMatmul(handle_, plan.operation, &alpha, product.a, plan.a, product.b, plan.b, &beta,

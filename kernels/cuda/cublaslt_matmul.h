@@ -16,7 +16,7 @@
 namespace mixgpt::cuda {
 
 // One product in cuBLASLt's column-major terms:
-//   D (m,n) = op(A) (m,k) · op(B) (k,n) [+ bias (m)] [then GELU, aux (m,n) = the pre-GELU value] [+ D]
+//   D (m,n) = op(A) (m,k) · op(B) (k,n) [+ bias (m)] [+ D]
 // A is stored (m,k), or (k,m) when transpose_a; B is stored (k,n), or (n,k) when transpose_b.
 struct LtProduct {
     const void* a = nullptr;
@@ -29,10 +29,9 @@ struct LtProduct {
     int64_t ldd = 0;
     int64_t m = 0, n = 0, k = 0;
     cudaDataType input_type = CUDA_R_32F;   // A and B
-    cudaDataType output_type = CUDA_R_32F;  // C, D, bias and aux
+    cudaDataType output_type = CUDA_R_32F;  // C, D and bias
     cublasComputeType_t compute_type = CUBLAS_COMPUTE_32F;
     const void* bias = nullptr;  // (m), or null for none
-    void* gelu_aux = nullptr;    // (m,n) with leading dimension ldd; with it, D = gelu(product [+ bias])
     bool accumulate = false;     // D += product instead of D = product
 };
 
@@ -46,11 +45,11 @@ public:
     LtMatmulRunner& operator=(const LtMatmulRunner&) = delete;
 
     // Enqueues the product on the stream. Returns false, enqueuing nothing, when cuBLASLt has
-    // no algorithm for it (some epilogue, type and alignment combinations); throws on errors.
+    // no algorithm for it (some type and alignment combinations); throws on errors.
     bool try_run(const LtProduct& product);
 
 private:
-    using Key = std::array<int64_t, 18>;
+    using Key = std::array<int64_t, 17>;
     struct Plan {
         cublasLtMatmulDesc_t operation = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;

@@ -20,6 +20,7 @@ enum class ScratchSlot {
     attention_delta,     // rowsum(dout * out) per query of attention_backward
     embedding_sort,      // sorted (token, position) pairs and CUB's temporary storage
     tf32_operands,       // the two matmul operands rounded to TF32 under Precision::tf32
+    matmul_bias,         // matmul_forward's bias copied to 16-byte alignment when it is not aligned
     count
 };
 

@@ -1,5 +1,5 @@
 // CUDA backend against the CPU backend, per precision: embedding, LayerNorm (plain,
-// with residual, backward), matmul (bias and GELU epilogues, both backward forms), GELU.
+// with residual, backward), matmul (bias and GELU, an unaligned bias, both backward forms), GELU.
 // Inputs are fresh random values each run; outputs that ops overwrite start as NaN.
 // Shapes include widths that allow the 16-byte vector paths and widths that do not.
 #include <gtest/gtest.h>
@@ -89,6 +89,15 @@ TEST_P(GpuLayers, ResidualLayerNormForward) {
         expect_close(out, ref.norm.out, "out");
         expect_close(mean, ref.norm.mean, "mean");
         expect_close(rstd, ref.norm.rstd, "rstd");
+
+        // Recomputation (model/README.md) relies on layernorm_forward of residual_out giving these bits.
+        const TwinTensor again = poisoned(act(), {N, C}), mean_again = poisoned(DType::f32, {N}),
+                         rstd_again = poisoned(DType::f32, {N});
+        gpu->layernorm_forward(again.gpu(), mean_again.gpu(), rstd_again.gpu(), residual_out.gpu(),
+                               weight.gpu(), bias.gpu());
+        EXPECT_EQ(again.gpu_values(), out.gpu_values()) << "out recomputed";
+        EXPECT_EQ(mean_again.gpu_values(), mean.gpu_values()) << "mean recomputed";
+        EXPECT_EQ(rstd_again.gpu_values(), rstd.gpu_values()) << "rstd recomputed";
     }
 }
 
@@ -122,7 +131,7 @@ TEST_P(GpuLayers, LayerNormBackward) {
 
 TEST_P(GpuLayers, MatmulForwardWithEveryEpilogue) {
     const int M = 37, K = 24;
-    // N = 40 allows the fused cuBLASLt GELU epilogue in bf16/fp16; N = 20 takes the two-step path.
+    // N = 20: rows of 16-bit outputs are not 16-byte aligned.
     for (int N : {40, 20})
         for (bool with_bias : {true, false})
             for (bool with_gelu : {true, false}) {
@@ -141,8 +150,38 @@ TEST_P(GpuLayers, MatmulForwardWithEveryEpilogue) {
                     inp.cpu_values(), weight.cpu_values(),
                     with_bias ? bias.cpu_values() : std::vector<double>(), M, K, N, with_gelu);
                 expect_close(out, ref.out, "out");
-                if (with_gelu) expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
+                if (!with_gelu) continue;
+                expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
+                // Recomputation (model/README.md) relies on gelu_forward(pre_gelu) giving out's bits.
+                const TwinTensor again = poisoned(act(), {M, N});
+                gpu->gelu_forward(again.gpu(), pre_gelu.gpu());
+                EXPECT_EQ(again.gpu_values(), out.gpu_values()) << "out recomputed from pre_gelu";
             }
+}
+
+// A bias viewed one element into its buffer (not 16-byte aligned), with and without GELU.
+TEST_P(GpuLayers, MatmulForwardWithAnUnalignedBias) {
+    const int M = 37, K = 24, N = 40;
+    const TwinTensor inp = act_tensor(random_normal(M * K, seed(45)), {M, K});
+    const TwinTensor weight = act_tensor(random_normal(N * K, seed(46), 0.3), {N, K});
+    const TwinTensor bias_buffer = act_tensor(random_normal(N + 1, seed(47), 0.5), {N + 1});
+    const auto view_at_one = [&](const TensorView& buffer) {
+        return TensorView(static_cast<char*>(buffer.data) + dtype_size(act()), act(), {N});
+    };
+    const std::vector<double> buffer_values = bias_buffer.cpu_values();
+    const std::vector<double> bias_values(buffer_values.begin() + 1, buffer_values.end());
+    for (bool with_gelu : {false, true}) {
+        SCOPED_TRACE(with_gelu ? "gelu" : "no gelu");
+        const TwinTensor out = poisoned(act(), {M, N}), pre_gelu = poisoned(act(), {M, N});
+        cpu->matmul_forward(out.cpu(), with_gelu ? pre_gelu.cpu() : TensorView(), inp.cpu(), weight.cpu(),
+                            view_at_one(bias_buffer.cpu()));
+        gpu->matmul_forward(out.gpu(), with_gelu ? pre_gelu.gpu() : TensorView(), inp.gpu(), weight.gpu(),
+                            view_at_one(bias_buffer.gpu()));
+        const F64MatmulForward ref =
+            f64_matmul_forward(inp.cpu_values(), weight.cpu_values(), bias_values, M, K, N, with_gelu);
+        expect_close(out, ref.out, "out");
+        if (with_gelu) expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
+    }
 }
 
 TEST_P(GpuLayers, MatmulBackwardInput) {

@@ -28,11 +28,11 @@ struct ModelRun {
     StepStatus* status() const { return status_memory.as<StepStatus>(); }
 };
 
-ModelRun make_run(const std::string& device, Precision precision) {
+ModelRun make_run(const std::string& device, Precision precision, Recompute recompute = Recompute::none) {
     ModelRun run;
     run.backend = make_backend({device, 0, precision, 0});
     const GPTConfig config = test::tiny_config();
-    run.model = std::make_unique<GPT>(*run.backend, config, kBatch, kLength, Recompute::none);
+    run.model = std::make_unique<GPT>(*run.backend, config, kBatch, kLength, recompute);
     const std::vector<float> values =
         test::spread_parameters(config, run.model->layout(), gpu_test::run_seed());
     run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
@@ -78,6 +78,23 @@ TEST_P(GpuModel, ForwardAndBackwardMatchTheCpu) {
                                  precision, "losses");
     gpu_test::expect_matches_cpu(widen(gpu.gradients), widen(cpu.gradients), widen(reference.gradients),
                                  DType::f32, precision, "gradients");
+}
+
+// Recomputed activations are bit-identical to the stored ones (model/README.md), so the gradients
+// do not depend on the recompute policy; this fails if a fused kernel and its recomputation round
+// differently (as cuBLASLt's GELU epilogue would).
+TEST_P(GpuModel, RecomputePoliciesGiveBitIdenticalGradients) {
+    const Batch batch = random_batch(gpu_test::run_seed());
+    std::vector<test::PassResult> results;
+    for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+        ModelRun run = make_run("cuda", GetParam(), recompute);
+        results.push_back(
+            test::training_pass(*run.model, batch.tokens, batch.targets, kBatch, kLength, run.status()));
+    }
+    for (size_t i = 1; i < results.size(); ++i) {
+        EXPECT_EQ(results[i].losses, results[0].losses) << recompute_name(static_cast<Recompute>(i));
+        EXPECT_EQ(results[i].gradients, results[0].gradients) << recompute_name(static_cast<Recompute>(i));
+    }
 }
 
 // Three training steps, twice from the same start: bit-identical losses, gradients and masters.

@@ -3,6 +3,7 @@
 # NVIDIA driver and CUDA libraries. It holds the binaries and every non-system shared
 # library they load (found with ldd), with $ORIGIN-relative rpaths. CUDA libraries
 # (cuBLAS, cuBLASLt, NCCL, the driver) are NOT copied: bundle/env.sh finds the host's.
+# bundle/VERSION names the commit and build configuration; build/bundle.tar.xz carries it all.
 set -euo pipefail
 build="${1:-build}"
 bundle="$build/bundle"
@@ -36,26 +37,45 @@ for binary in "$bundle"/bin/*; do
   done < <(ldd "$binary" | awk '/=> \// { print $3 }')
 done
 
+# What the binaries were built from, for the report of a run on another host.
+{
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes')"
+  echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname)"
+  echo "build config: $(cat "$build/config.stamp" 2>/dev/null || echo unknown)"
+  echo "nvcc: $("${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" --version 2>/dev/null | tail -n 1 || echo none)"
+} > "$bundle/VERSION"
+
 for binary in "$bundle"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$binary"; done
 for library in "$bundle"/lib/*; do chmod u+w "$library"; patchelf --set-rpath '$ORIGIN' "$library"; done
 
 cat > "$bundle/env.sh" <<'ENV'
-# Source this on the GPU host: puts the host's CUDA libraries (cuBLAS, cuBLASLt, NCCL)
-# on LD_LIBRARY_PATH, from the CUDA toolkit or from PyTorch's nvidia-* wheels.
+# Source this on the GPU host: puts the host's CUDA libraries (cuBLAS, cuBLASLt, NCCL) on
+# LD_LIBRARY_PATH, from the CUDA toolkit or from PyTorch's nvidia-* wheels. Only CUDA folders
+# go there: LD_LIBRARY_PATH is searched before the binaries' $ORIGIN run path, so a system
+# folder there would replace the bundle's own libraries with the host's.
 bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cuda_dirs=()
-for dir in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
-           /usr/lib/x86_64-linux-gnu; do
-  [[ -d "$dir" ]] && cuda_dirs+=("$dir")
+bundle_cuda_dirs=()
+for bundle_dir_candidate in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
+  if [[ -d "$bundle_dir_candidate" ]]; then bundle_cuda_dirs+=("$bundle_dir_candidate"); fi
 done
-for python in python3 /usr/bin/python3; do
-  site=$("$python" -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null) || continue
-  for dir in "$site"/nvidia/*/lib; do [[ -d "$dir" ]] && cuda_dirs+=("$dir"); done
+# The PyTorch image's python3 may not be first on PATH; the wheels' libraries are under
+# site-packages/nvidia/<package>/lib (nvidia/cu13/lib for CUDA 13's own wheels).
+for bundle_python in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+  bundle_nvidia=$("$bundle_python" -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null) || continue
+  while read -r bundle_nvidia_dir; do
+    for bundle_dir_candidate in "$bundle_nvidia_dir"/*/lib; do
+      if [[ -d "$bundle_dir_candidate" ]]; then bundle_cuda_dirs+=("$bundle_dir_candidate"); fi
+    done
+  done <<< "$bundle_nvidia"
   break
 done
-export LD_LIBRARY_PATH="$(IFS=:; echo "${cuda_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-missing=$(ldd "$bundle_dir/bin/mixgpt" | awk '/not found/ { print $1 }')
-if [[ -n "$missing" ]]; then echo "bundle: libraries not found on this host: $missing" >&2; fi
+# Last: the driver's folder on hosts that mount it there (libcuda.so.1 is loaded at run time).
+if [[ -d /usr/local/nvidia/lib64 ]]; then bundle_cuda_dirs+=(/usr/local/nvidia/lib64); fi
+if (( ${#bundle_cuda_dirs[@]} > 0 )); then
+  export LD_LIBRARY_PATH="$(IFS=:; echo "${bundle_cuda_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+bundle_missing=$(ldd "$bundle_dir/bin/mixgpt" | awk '/not found/ { print $1 }')
+if [[ -n "$bundle_missing" ]]; then echo "bundle: libraries not found on this host:" $bundle_missing >&2; fi
 ENV
 
 cat > "$bundle/run_gpu_tests.sh" <<'RUN'

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S /usr/bin/python3
+#!/usr/bin/env python3
 """Causal attention forward + backward, side by side on one GPU in one run: mixgpt's flash
 kernels (timed by the kernel lab) against PyTorch's scaled_dot_product_attention with its
 FlashAttention-2 backend and its cuDNN backend, BF16.
@@ -15,6 +15,9 @@ mask, backward 2.5 times that; TFLOP/s of forward + backward = 3.5 * forward FLO
 
 Runs on the GPU host (PyTorch 2.x with CUDA):
     python3 scripts/compare_attention.py build/mixgpt_kernel_lab [--samples 30] [--json FILE]
+    python3 scripts/compare_attention.py --lab-json FILE   # what `mixgpt_kernel_lab --attention-only
+                                                            # --json` wrote (scripts/gpu_report.sh)
+A lab that failed its validation still gives its timings; its failed rows are listed.
 """
 import argparse
 import datetime
@@ -93,15 +96,30 @@ def torch_times(backend, shape, args):
     return forward_ms, total_ms - forward_ms
 
 
-def lab_times(lab, args):
-    """{(T, head_dim): (forward ms, backward ms)} from the kernel lab's JSON, and its JSON."""
-    command = [lab, "--attention-only", "--json", "--samples", str(args.samples), "--warmup", str(args.warmup)]
+def lab_report(args):
+    """The kernel lab's attention JSON: read from --lab-json, or from running the lab; None if there is none."""
+    if args.lab_json:
+        try:
+            with open(args.lab_json) as file:
+                return json.load(file)
+        except (OSError, ValueError) as error:
+            print(f"compare_attention: no lab results in {args.lab_json}: {error}", file=sys.stderr)
+            return None
+    command = [args.lab, "--attention-only", "--json", "--samples", str(args.samples), "--warmup", str(args.warmup)]
     result = subprocess.run(command, capture_output=True, text=True)
+    sys.stderr.write(result.stderr)
     if result.returncode != 0:
-        sys.exit(f"compare_attention: {' '.join(command)} failed ({result.returncode}):\n{result.stderr}")
-    report = json.loads(result.stdout)
+        print(f"compare_attention: {' '.join(command)} exited with {result.returncode}", file=sys.stderr)
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        return None
+
+
+def lab_times(report):
+    """{(T, head_dim): (forward ms, backward ms)} from the kernel lab's JSON."""
     times = {}
-    for row in report["rows"]:
+    for row in report["rows"] if report else []:
         key = (row["dims"]["T"], row["dims"]["head_dim"])
         forward_ms, backward_ms = times.get(key, (None, None))
         if row["kernel"] == "flash_attention_forward":
@@ -109,7 +127,7 @@ def lab_times(lab, args):
         elif row["kernel"] == "flash_attention_backward":
             backward_ms = row["milliseconds"]
         times[key] = (forward_ms, backward_ms)
-    return times, report
+    return times
 
 
 def cell(times, flops):
@@ -123,19 +141,23 @@ def cell(times, flops):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("lab", help="path of the kernel lab binary, e.g. build/mixgpt_kernel_lab")
+    parser.add_argument("lab", nargs="?", help="path of the kernel lab binary, e.g. build/mixgpt_kernel_lab")
+    parser.add_argument("--lab-json", help="the lab's --attention-only --json output, instead of running LAB")
     parser.add_argument("--samples", type=int, default=30, help="timed samples per measurement (median)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs first")
     parser.add_argument("--batch", type=int, default=10, help="PyTorch runs per timed sample")
     parser.add_argument("--json", help="also write the whole comparison to this file")
     args = parser.parse_args()
+    if (args.lab is None) == (args.lab_json is None):
+        parser.error("give either LAB or --lab-json")
 
     import torch
     from torch.nn.attention import SDPBackend
 
     if not torch.cuda.is_available():
         sys.exit("compare_attention: PyTorch sees no CUDA device")
-    lab, lab_report = lab_times(args.lab, args)
+    report = lab_report(args)
+    lab = lab_times(report)
     results = []
     for shape in shapes():
         batch, length, heads, head_dim = shape
@@ -153,9 +175,12 @@ def main():
         )
 
     device = torch.cuda.get_device_name(0)
-    print(f"device {device}; torch {torch.__version__} (CUDA {torch.version.cuda}); "
-          f"lab: {lab_report['device']['name']}, driver {lab_report['device']['driver']}; "
+    lab_device = f"{report['device']['name']}, driver {report['device']['driver']}" if report else "no results"
+    print(f"device {device}; torch {torch.__version__} (CUDA {torch.version.cuda}); lab: {lab_device}; "
           f"{datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}; {platform.node()}")
+    failed = [f"{row['kernel']} {row['shape']}" for row in (report["rows"] if report else []) if not row["valid"]]
+    if failed:
+        print("mixgpt rows that FAILED the lab's validation (their times are shown all the same): " + "; ".join(failed))
     print("ms forward / backward / total and TFLOP/s of forward+backward (causal, bf16; FLOPs 3.5 x 4BHT^2hd/2);")
     print("speed vs flash: torch flash total / mixgpt total (above 1: mixgpt faster)\n")
     header = ["T", "hd", "B", "H"]
@@ -177,7 +202,7 @@ def main():
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"device": device, "torch": torch.__version__, "command": " ".join(sys.argv),
-                       "lab": lab_report, "results": results}, out, indent=2)
+                       "lab": report, "results": results}, out, indent=2)
 
 
 if __name__ == "__main__":

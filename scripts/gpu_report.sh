@@ -1,66 +1,212 @@
 #!/usr/bin/env bash
-# Runs every GPU check and benchmark from a bundle (make bundle) on a GPU host and writes one
-# report: device, driver, date, each exact command and its output. Commit the report under
-# bench/results/. Steps whose tools are missing on the host are reported as skipped.
+# Runs the GPU checks and benchmarks from a bundle (make bundle) on a GPU host and writes a
+# report: date, host, command, the bundle's commit, device, driver and libraries, then each
+# exact command with its output, exit status and time. A step that fails or runs out of time
+# is recorded and the next one runs; the exit status is 1 when any step failed or was skipped.
 #
-#   scripts/gpu_report.sh BUNDLE_DIR OUTPUT_DIR [quick]
+#   scripts/gpu_report.sh BUNDLE OUTPUT_DIR [PART]
 #
-# quick: GPU tests and one short bench only (for a first look within a small time budget).
+# BUNDLE: build/bundle.tar.xz (unpacked beside itself) or an unpacked build/bundle.
+# PART, each sized for one command of at most 10 minutes (bench/README.md, "A GPU session"):
+#   quick   the GPU test suite and one d12 bf16 bench
+#   mixgpt  mixgpt bench d12 per precision, gradient exchange, simple attention, peak memory per T
+#   torch   PyTorch's own d12 throughput, eager and under torch.compile
+#   lab     the kernel lab and the attention comparison with PyTorch's SDPA
+#   full    the four parts in one run (the default)
+# Every step has its own time limit, and a part starts no step that its budget
+# (GPU_REPORT_BUDGET_S, default 560 s; none for full) cannot give 30 s: those are recorded as
+# skipped, so the report is complete before a 10-minute command limit. The report is
+# OUTPUT_DIR/report-PART.md, appended to as the steps run. PYTHON names the interpreter with
+# PyTorch when neither python3 nor /opt/torch/.venv/bin/python3 has it.
 set -uo pipefail
-bundle="$(cd "${1:?usage: gpu_report.sh BUNDLE_DIR OUTPUT_DIR [quick]}" && pwd)"
-output="${2:?usage: gpu_report.sh BUNDLE_DIR OUTPUT_DIR [quick]}"
-mode="${3:-full}"
-mkdir -p "$output"
-report="$output/report.md"
-source "$bundle/env.sh"
-python="python3"
+usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|full]"
+invocation="$0 $*"
+bundle_arg="${1:?$usage}"
+output_arg="${2:?$usage}"
+part="${3:-full}"
+case "$part" in
+  quick | mixgpt | torch | lab | full) ;;
+  *) echo "$usage" >&2; exit 2 ;;
+esac
+started=$SECONDS
+if [[ "$part" == full ]]; then budget="${GPU_REPORT_BUDGET_S:-0}"; else budget="${GPU_REPORT_BUDGET_S:-560}"; fi
 
-run_step() {  # run_step TITLE COMMAND...: records the command, its output and its exit status
-  local title="$1"; shift
+mkdir -p "$output_arg" && output="$(cd "$output_arg" && pwd)" || exit 1
+if [[ -f "$bundle_arg" ]]; then
+  unpack_dir="$(cd "$(dirname "$bundle_arg")" && pwd)"
+  # tar -J needs the xz program, which a minimal host may lack; Python's tarfile does not.
+  tar -xJf "$bundle_arg" -C "$unpack_dir" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle_arg" "$unpack_dir" ||
+    { echo "gpu_report: cannot unpack $bundle_arg" >&2; exit 1; }
+  bundle="$unpack_dir/bundle"
+else
+  bundle="$(cd "$bundle_arg" && pwd)" || exit 1
+fi
+cd "$(dirname "$0")/.." || exit 1  # the repository root, where scripts/ is
+
+# PyTorch runs with the host's own library path: the bundle's CUDA folders put first could
+# hand it other builds of the CUDA libraries than its wheels ship.
+host_env=(env -u LD_LIBRARY_PATH)
+if [[ -n "${LD_LIBRARY_PATH:-}" ]]; then host_env=(env "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"); fi
+python=""
+for candidate in ${PYTHON:-} python3 /opt/torch/.venv/bin/python3; do
+  if "$candidate" -c 'import torch' >/dev/null 2>&1; then python="$candidate"; break; fi
+done
+source "$bundle/env.sh"
+
+report="$output/report-$part.md"
+{
+  echo "# mixgpt GPU report: $part"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "- host: $(uname -n), Linux $(uname -r)"
+  echo "- command: $invocation"
+  echo "- bundle: $(paste -sd ';' "$bundle/VERSION" 2>/dev/null || echo 'no VERSION file')"
+  echo "- device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap,clocks.max.sm \
+    --format=csv,noheader 2>&1 | head -n 1)"
+  echo "- CUDA libraries: $(ldd "$bundle/bin/mixgpt" | awk '/cublas|nccl|not found/ { print $1, $2, $3 }' |
+    paste -sd ';' -)"
+  if [[ -n "$python" ]]; then
+    echo "- PyTorch: $python: $("${host_env[@]}" "$python" -c 'import torch; print(torch.__version__, "CUDA",
+      torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "(no GPU)")' 2>&1 |
+      tail -n 1)"
+  else
+    echo "- PyTorch: not found (python3, /opt/torch/.venv/bin/python3; set PYTHON)"
+  fi
+  echo
+} > "$report"
+
+failures=0
+# run_step LIMIT_S TITLE [--stdout FILE] COMMAND...: records the command, its output (stdout to
+# FILE instead when given), its exit status and time; stopped after LIMIT_S or the part's budget.
+run_step() {
+  local cap="$1" title="$2"
+  shift 2
+  local stdout_file=""
+  if [[ "$1" == --stdout ]]; then
+    stdout_file="$2"
+    shift 2
+  fi
+  local limit="$cap"
+  if ((budget > 0 && budget - (SECONDS - started) < limit)); then limit=$((budget - (SECONDS - started))); fi
   {
     echo "## $title"
     echo
     echo '```'
-    echo "\$ $*"
+    echo "\$ $*${stdout_file:+ > $stdout_file}"
   } >> "$report"
-  local started=$SECONDS
-  "$@" >> "$report" 2>&1
-  local status=$?
-  {
-    echo "(exit $status, $((SECONDS - started)) s)"
-    echo '```'
-    echo
-  } >> "$report"
-  echo "gpu_report: $title: exit $status"
+  if ((limit < 30)); then
+    printf '(skipped: %s s left of the budget of %s s)\n```\n\n' "$limit" "$budget" >> "$report"
+    echo "gpu_report: $title: skipped (time budget)"
+    failures=$((failures + 1))
+    return 1
+  fi
+  local step_started=$SECONDS status note=""
+  if [[ -n "$stdout_file" ]]; then
+    timeout --kill-after=10 "$limit" "$@" > "$stdout_file" 2>> "$report"
+  else
+    timeout --kill-after=10 "$limit" "$@" >> "$report" 2>&1
+  fi
+  status=$?
+  if ((status == 124 || status == 137)); then note=", stopped at its limit of $limit s"; fi
+  printf '(exit %s, %s s%s)\n```\n\n' "$status" "$((SECONDS - step_started))" "$note" >> "$report"
+  echo "gpu_report: $title: exit $status, $((SECONDS - step_started)) s$note"
+  if ((status != 0)); then failures=$((failures + 1)); fi
+  return "$status"
 }
 
-{
-  echo "# mixgpt GPU report"
-  echo
-  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
-  echo "- CUDA runtime libraries: $(ldd "$bundle/bin/mixgpt" | grep -E 'cublasLt|nccl' | awk '{print $3}' | tr '\n' ' ')"
-  echo "- PyTorch: $($python -c 'import torch; print(torch.__version__)' 2>&1)"
-  echo
-} > "$report"
+# run_python_step LIMIT_S TITLE SCRIPT ARGUMENTS...: run_step with PyTorch's interpreter.
+run_python_step() {
+  local cap="$1" title="$2"
+  shift 2
+  if [[ -z "$python" ]]; then
+    printf '## %s\n\n(skipped: no python3 with PyTorch found)\n\n' "$title" >> "$report"
+    echo "gpu_report: $title: skipped (no PyTorch)"
+    failures=$((failures + 1))
+    return 1
+  fi
+  run_step "$cap" "$title" "${host_env[@]}" PYTHONUNBUFFERED=1 "$python" "$@"
+}
 
-run_step "GPU test suite" env MIXGPT_REQUIRE_GPU=1 "$bundle/bin/mixgpt_tests" --gtest_filter='Gpu*' --gtest_brief=1
-if [[ "$mode" == quick ]]; then
-  run_step "mixgpt bench d12 bf16" "$bundle/bin/mixgpt" bench --device cuda --model d12 -b 16 -t 1024 \
-    --precision bf16 --steps 10
-  exit 0
-fi
-run_step "mixgpt bench d12, all precisions (flash attention)" "$bundle/bin/mixgpt" bench --device cuda \
-  --model d12 -b 16 -t 1024 --precision fp32,tf32,bf16,fp16 --steps 20 --json-out "$output/bench_d12.json"
-run_step "mixgpt bench d12, bf16/fp16 with the simple attention (before flash)" "$bundle/bin/mixgpt" bench \
-  --device cuda --model d12 -b 16 -t 1024 --precision bf16,fp16 --steps 20 --attention simple
-run_step "PyTorch d12, same shapes (eager and torch.compile)" $python scripts/torch_bench.py --model d12 \
-  -b 16 -t 1024 --precision fp32,tf32,bf16,fp16 --compile
-run_step "kernel lab" "$bundle/bin/mixgpt_kernel_lab"
-run_step "attention vs PyTorch SDPA (flash, cuDNN)" $python scripts/compare_attention.py \
-  "$bundle/bin/mixgpt_kernel_lab" --json "$output/attention.json"
-for T in 1024 2048 4096; do
-  run_step "peak memory, d12 bf16, T=$T" "$bundle/bin/mixgpt" bench --device cuda --model d12 \
-    -b $((16384 / T)) -t $T --precision bf16 --steps 3
-done
-echo "gpu_report: $report"
+bench=("$bundle/bin/mixgpt" bench --device cuda --model d12 -b 16 -t 1024)
+
+# Each GPU test in a process of its own, for when the suite failed: after an illegal address
+# every later CUDA call in the process fails, so one bad kernel fails all the tests after it.
+gpu_tests_one_by_one() {
+  local tests test output failed=0
+  tests=$("$bundle/bin/mixgpt_tests" --gtest_list_tests --gtest_filter='Gpu*' |
+    awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }')
+  echo "each: MIXGPT_REQUIRE_GPU=1 timeout 60 $bundle/bin/mixgpt_tests --gtest_filter=TEST --gtest_brief=1"
+  for test in $tests; do
+    output=$(MIXGPT_REQUIRE_GPU=1 timeout --kill-after=5 60 "$bundle/bin/mixgpt_tests" --gtest_filter="$test" \
+      --gtest_brief=1 2>&1)
+    local status=$?
+    if ((status != 0)); then
+      failed=$((failed + 1))
+      echo "FAILED (exit $status): $test"
+      tail -n 25 <<< "$output"
+    fi
+  done
+  echo "$failed of $(wc -w <<< "$tests") GPU tests failed, each run alone"
+  ((failed == 0))
+}
+export -f gpu_tests_one_by_one
+export bundle
+
+part_quick() {
+  if ! run_step 180 "GPU test suite" env MIXGPT_REQUIRE_GPU=1 "$bundle/bin/mixgpt_tests" --gtest_filter='Gpu*' \
+    --gtest_brief=1; then
+    run_step 240 "GPU tests one by one (the suite failed; a crash or sticky CUDA error fails only its own test)" \
+      bash -c gpu_tests_one_by_one
+  fi
+  if ! run_step 150 "mixgpt bench d12 bf16, flash attention" "${bench[@]}" --precision bf16 --steps 10 \
+    --json-out "$output/bench-quick-bf16.json"; then
+    run_step 150 "mixgpt bench d12 bf16, simple attention (the flash run failed)" "${bench[@]}" \
+      --precision bf16 --steps 10 --attention simple
+  fi
+}
+
+# One process per precision: a CUDA error in one leaves the others' numbers.
+part_mixgpt() {
+  local precision T
+  for precision in bf16 fp16 tf32 fp32; do
+    run_step 150 "mixgpt bench d12 $precision (flash attention in bf16/fp16, simple in tf32/fp32)" \
+      "${bench[@]}" --precision "$precision" --steps 20 --json-out "$output/bench-$precision-flash.json"
+  done
+  local exchange
+  for exchange in overlapped after-backward; do  # none: the bf16 row above
+    run_step 120 "mixgpt bench d12 bf16, gradient exchange $exchange (1-rank NCCL)" "${bench[@]}" \
+      --precision bf16 --steps 20 --gradient-exchange "$exchange"
+  done
+  for precision in bf16 fp16; do
+    run_step 150 "mixgpt bench d12 $precision, simple attention (before flash)" "${bench[@]}" \
+      --precision "$precision" --steps 20 --attention simple --json-out "$output/bench-$precision-simple.json"
+  done
+  for T in 2048 4096; do  # T = 1024: the bf16 row above
+    run_step 120 "peak memory, d12 bf16, B=$((16384 / T)) T=$T" "$bundle/bin/mixgpt" bench --device cuda \
+      --model d12 -b $((16384 / T)) -t "$T" --precision bf16 --steps 3
+  done
+}
+
+part_torch() {
+  run_python_step 540 "PyTorch d12, same shapes (eager, then torch.compile)" scripts/torch_bench.py \
+    --model d12 -b 16 -t 1024 --precision bf16,fp16,tf32,fp32 --compile
+}
+
+part_lab() {
+  run_step 240 "kernel lab (bf16)" "$bundle/bin/mixgpt_kernel_lab"
+  run_step 120 "kernel lab, attention only, JSON for the comparison" \
+    --stdout "$output/kernel_lab_attention.json" "$bundle/bin/mixgpt_kernel_lab" --attention-only --json
+  run_python_step 240 "attention vs PyTorch SDPA (flash, cuDNN)" scripts/compare_attention.py \
+    --lab-json "$output/kernel_lab_attention.json" --json "$output/attention.json"
+}
+
+case "$part" in
+  quick) part_quick ;;
+  mixgpt) part_mixgpt ;;
+  torch) part_torch ;;
+  lab) part_lab ;;
+  full) part_quick; part_mixgpt; part_torch; part_lab ;;
+esac
+echo "gpu_report: $report: $failures steps failed or skipped, $((SECONDS - started)) s"
+((failures == 0))

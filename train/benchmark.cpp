@@ -30,10 +30,17 @@ GPTConfig bench_config(const BenchOptions& options) {
 
 constexpr double kCollectiveTimeoutSeconds = 600;
 
-// Which attention kernels ran: the CPU backend has only its reference implementation.
+// Which attention kernels were asked for: the CPU backend has only its reference implementation.
 const char* attention_kernels(const BenchOptions& options) {
     if (options.device != "cuda") return "reference";
     return options.flash_attention ? "flash" : "simple";
+}
+
+// The same for people: the CUDA backend runs the flash kernels only where they exist.
+const char* attention_description(const BenchOptions& options) {
+    if (options.device == "cuda" && options.flash_attention)
+        return "flash attention (bf16/fp16 with head_dim 64 or 128; the simple kernels otherwise)";
+    return options.device == "cuda" ? "simple attention" : "reference attention";
 }
 
 BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config, Precision precision,
@@ -143,9 +150,9 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
     std::string text = format(
-        "model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s attention, %.3g model GFLOP per token\n",
+        "model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
         options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-        options.seq_len, recompute_name(options.recompute), attention_kernels(options),
+        options.seq_len, recompute_name(options.recompute), attention_description(options),
         training_flops_per_token(config, options.seq_len) / 1e9);
     if (options.exchange != GradientExchange::none)
         text += format("gradient exchange: 1-rank NCCL, %.4g MiB buckets, %s\n", options.bucket_mb,

@@ -1,7 +1,9 @@
 #include "bench/kernel_lab/backend_lab.h"
 
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -297,32 +299,40 @@ std::vector<Row> backend_rows(const LabContext& context) {
     const DType act = activation_dtype(context.precision);
     std::vector<Row> rows;
     for (const OpSpec& op : op_specs()) {
-        const std::vector<Check> checks = validate(context, op);
-        log_info(format("%s: %s", op.kernel.c_str(), summarize(checks).c_str()));
+        // An op that throws (a launch error, say) gets an ERROR row and the next op runs.
+        try {
+            const std::vector<Check> checks = validate(context, op);
+            log_info(format("%s: %s", op.kernel.c_str(), summarize(checks).c_str()));
 
-        const std::vector<TensorSpec> specs = op.tensors(kTimedSizes);
-        const size_t bytes = moved_bytes(specs, act);
-        const int sets = rotation_sets(bytes, context.l2_bytes);
-        std::vector<OpTensors> tensors;
-        for (int i = 0; i < sets; ++i) tensors.emplace_back(context.gpu, specs, act);
-        context.gpu.synchronize();  // the allocations' zero fills are done
-        for (int i = 0; i < sets; ++i)
-            fill_on_device(context, tensors[static_cast<size_t>(i)], specs,
-                           context.seed + 100 * static_cast<uint64_t>(i));
-        CUDA_CHECK(cudaStreamSynchronize(context.stream));
-        const double milliseconds = time_batched(
-            [&](int run) {
-                op.run(context.gpu, tensors[static_cast<size_t>(run % sets)].views, kTimedSizes);
-            },
-            [&] { context.gpu.synchronize(); }, context.timing);
-        rows.push_back({op.kernel + " (backend)",
-                        op.shape(kTimedSizes),
-                        {},
-                        milliseconds,
-                        Rate::gb_per_s,
-                        static_cast<double>(bytes) / milliseconds / 1e6,
-                        summarize(checks),
-                        all_passed(checks)});
+            const std::vector<TensorSpec> specs = op.tensors(kTimedSizes);
+            const size_t bytes = moved_bytes(specs, act);
+            const int sets = rotation_sets(bytes, context.l2_bytes);
+            std::vector<OpTensors> tensors;
+            for (int i = 0; i < sets; ++i) tensors.emplace_back(context.gpu, specs, act);
+            context.gpu.synchronize();  // the allocations' zero fills are done
+            for (int i = 0; i < sets; ++i)
+                fill_on_device(context, tensors[static_cast<size_t>(i)], specs,
+                               context.seed + 100 * static_cast<uint64_t>(i));
+            CUDA_CHECK(cudaStreamSynchronize(context.stream));
+            const double milliseconds = time_batched(
+                [&](int run) {
+                    op.run(context.gpu, tensors[static_cast<size_t>(run % sets)].views, kTimedSizes);
+                },
+                [&] { context.gpu.synchronize(); }, context.timing);
+            rows.push_back({op.kernel + " (backend)",
+                            op.shape(kTimedSizes),
+                            {},
+                            milliseconds,
+                            Rate::gb_per_s,
+                            static_cast<double>(bytes) / milliseconds / 1e6,
+                            summarize(checks),
+                            all_passed(checks)});
+        } catch (const std::exception& error) {
+            log_message(LogLevel::error, format("%s: %s", op.kernel.c_str(), error.what()));
+            const double nan = std::numeric_limits<double>::quiet_NaN();
+            rows.push_back({op.kernel + " (backend)", op.shape(kTimedSizes), {}, nan, Rate::gb_per_s, nan,
+                            std::string("ERROR: ") + error.what(), false});
+        }
     }
     return rows;
 }

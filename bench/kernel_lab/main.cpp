@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,24 +80,34 @@ int run(const LabOptions& options, const std::string& command) {
     context.ceilings.copy_gb_per_s = measure_copy_bandwidth(*gpu, stream, kCopyBytes, context.timing);
     context.ceilings.gemm_tflop_per_s = measure_gemm_throughput(*gpu, stream, kGemmSize, context.timing);
 
+    // A section that throws (a kernel that fails to launch, say) is reported and the next one
+    // runs, so one failure still leaves the other sections' rows and the table.
     std::vector<Row> rows;
+    bool all_sections_ran = true;
+    const auto run_section = [&](const char* name, const std::function<std::vector<Row>()>& section) {
+        try {
+            const std::vector<Row> section_rows = section();
+            rows.insert(rows.end(), section_rows.begin(), section_rows.end());
+        } catch (const std::exception& error) {
+            all_sections_ran = false;
+            log_message(LogLevel::error, format("kernel lab: %s stopped: %s", name, error.what()));
+        }
+    };
     if (cuda::flash_attention_supported(activation_dtype(precision), 64))
-        rows = attention_rows(context);
+        run_section("flash attention", [&] { return attention_rows(context); });
     else
         log_warning("kernel lab: flash attention runs in bf16 or fp16 only; skipped in " + options.precision);
-    if (!options.attention_only) {
-        const std::vector<Row> backend = backend_rows(context);
-        rows.insert(rows.end(), backend.begin(), backend.end());
-    }
-    CUDA_CHECK(cudaStreamDestroy(stream));
+    if (!options.attention_only) run_section("backend ops", [&] { return backend_rows(context); });
     if (options.json)
         print_json(stdout, info, context.ceilings, rows);
     else
         print_table(stdout, info, context.ceilings, rows);
+    std::fflush(stdout);
+    CUDA_CHECK(cudaStreamDestroy(stream));
     const bool all_valid = std::all_of(rows.begin(), rows.end(), [](const Row& row) { return row.valid; });
     if (!all_valid)
         log_message(LogLevel::error, "kernel lab: some kernels failed validation (see the table)");
-    return all_valid ? 0 : 1;
+    return all_valid && all_sections_ran ? 0 : 1;
 }
 
 }  // namespace

@@ -10,13 +10,14 @@
 namespace mixgpt {
 
 MemoryPlan plan_memory(const GPTConfig& config, int batch_size, int seq_len, Precision precision,
-                       Recompute recompute) {
+                       Recompute recompute, int64_t optimizer_elements) {
     const auto count = static_cast<size_t>(ParameterLayout(config).total());
+    const size_t kept = optimizer_elements < 0 ? count : static_cast<size_t>(optimizer_elements);
     const DType act = activation_dtype(precision);
     MemoryPlan plan;
-    plan.parameters = count * sizeof(float);
+    plan.parameters = (act == DType::f32 ? count : kept) * sizeof(float);
     plan.gradients = count * sizeof(float);
-    plan.optimizer_state = 2 * count * sizeof(float);
+    plan.optimizer_state = 2 * kept * sizeof(float);
     plan.working_copy = act == DType::f32 ? 0 : count * dtype_size(act);
     plan.activations = ActivationLayout(config, batch_size, seq_len, precision, recompute).total_bytes();
     return plan;

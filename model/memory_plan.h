@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "kernels/precision.h"
@@ -23,8 +24,10 @@ struct MemoryPlan {
     size_t total() const { return parameters + gradients + optimizer_state + working_copy + activations; }
 };
 
+// optimizer_elements >= 0: the parameters whose optimizer state one rank keeps (ZeRO-1: its
+// shard), and in bf16/fp16 runs whose fp32 masters it keeps; < 0: all of them.
 MemoryPlan plan_memory(const GPTConfig& config, int batch_size, int seq_len, Precision precision,
-                       Recompute recompute);
+                       Recompute recompute, int64_t optimizer_elements = -1);
 
 // A table: one line per part with MiB and share of the total, then the total.
 std::string format_memory_plan(const MemoryPlan& plan);

@@ -244,6 +244,15 @@ TEST(ModelMemoryPlan, PlanMatchesAllocationsAndRecomputeSaves) {
             previous = plan.activations;
         }
     }
+    // ZeRO-1: a model keeping the masters of a span allocates what the plan for that span says.
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
+        auto backend = make_backend({"cpu", 0, precision, 0});
+        const int64_t n = ParameterLayout(config).total(), kept = n / 3;
+        const GPT model(*backend, config, kBatch, kLength, Recompute::none, MasterSpan{kept, 2 * kept});
+        const MemoryPlan plan = plan_memory(config, kBatch, kLength, precision, Recompute::none, kept);
+        EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state) << precision_name(precision);
+        EXPECT_EQ(plan.optimizer_state, 2 * static_cast<size_t>(kept) * sizeof(float));
+    }
     const std::string table =
         format_memory_plan(plan_memory(config, kBatch, kLength, Precision::bf16, Recompute::none));
     EXPECT_NE(table.find("activations"), std::string::npos);

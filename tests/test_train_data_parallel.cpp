@@ -210,8 +210,10 @@ TEST(TrainDataParallelTest, RecognisesTheLaunchersEnvironment) {
         {{"PMIX_RANK"}, true},
     };
     for (const auto& [variables, launched] : cases) {
-        LaunchEnvironment environment(variables);
+        LaunchEnvironment environment(variables);  // each variable set to "2"
         EXPECT_EQ(launched_by_mpi(), launched) << variables.size() << " variables";
+        const bool announces_size = launched && std::string(variables.front()) != "PMIX_RANK";
+        EXPECT_EQ(launcher_world_size(), announces_size ? 2 : 1) << variables.size() << " variables";
     }
 }
 

@@ -20,6 +20,18 @@ bool launched_by_mpi() {
            (has_environment("SLURM_NTASKS") && has_environment("SLURM_STEP_ID"));
 }
 
+int launcher_world_size() {
+    if (!launched_by_mpi()) return 1;
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+        const char* value = std::getenv(name);
+        if (value == nullptr) continue;
+        char* end = nullptr;
+        const long size = std::strtol(value, &end, 10);
+        if (end != value && *end == '\0' && size >= 1 && size <= 1 << 24) return static_cast<int>(size);
+    }
+    return 1;
+}
+
 MpiSession::MpiSession() {
     int finalized = 0, initialized = 0;
     MPI_CHECK(MPI_Finalized(&finalized));

@@ -12,6 +12,9 @@ namespace mixgpt {
 // (PMIX_RANK), or an srun job step (SLURM_NTASKS together with SLURM_STEP_ID; a batch script's
 // own shell has no SLURM_STEP_ID).
 bool launched_by_mpi();
+// The job's size as the launcher announces it (OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS),
+// without starting MPI; 1 when not launched by MPI or when it does not say.
+int launcher_world_size();
 
 // Initializes MPI if nobody has (asking for MPI_THREAD_MULTIPLE: the collective watchdog calls
 // MPI_Abort from its own thread), and finalizes it on destruction if it was the one to

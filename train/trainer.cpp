@@ -23,6 +23,7 @@
 #include "train/checkpoint_broadcast.h"
 #include "train/communicator.h"
 #include "train/loader_rebatch.h"
+#include "train/mpi_launch.h"
 #include "train/process_communicator.h"
 #include "train/stop_signal.h"
 #include "train/train_step.h"
@@ -451,18 +452,29 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
     const int vocab_size =
         options.dataset.empty() ? 50257 : read_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
     const GPTConfig config = model_config_for(options, vocab_size);
+    const int ranks = launcher_world_size();
     const int accumulation_steps =
-        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, 1);
+        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
+    int64_t optimizer_elements = -1;
+    if (options.zero_optimizer) {
+        const ShardLayout shards(ParameterLayout(config).total(), ranks);
+        optimizer_elements = 0;
+        for (int r = 0; r < ranks; ++r) optimizer_elements = std::max(optimizer_elements, shards.shard(r).count());
+    }
     out << format("model %s: %d layers, %d heads, width %d, vocabulary %d%s, %.2fM parameters\n",
                   options.model.c_str(), config.n_layer, config.n_head, config.n_embd, vocab_size,
                   options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
                   static_cast<double>(config.num_parameters()) / 1e6);
-    out << format("micro-batch B=%d, T=%d, precision %s, %d accumulation steps\n", options.batch_size,
-                  options.seq_len, precision_name(options.precision), accumulation_steps);
+    out << format("micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n",
+                  options.batch_size, options.seq_len, precision_name(options.precision), accumulation_steps,
+                  ranks, ranks == 1 ? "" : "s",
+                  options.zero_optimizer ? " with ZeRO-1 (per rank: the largest shard's optimizer state, and "
+                                           "fp32 masters in bf16/fp16)"
+                                         : "");
     for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
         out << format_memory_plan(
-            plan_memory(config, options.batch_size, options.seq_len, options.precision, recompute));
+            plan_memory(config, options.batch_size, options.seq_len, options.precision, recompute, optimizer_elements));
     }
 }
 

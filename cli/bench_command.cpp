@@ -65,7 +65,8 @@ void add_bench_command(CLI::App& app) {
                      "none, overlapped (buckets during the backward pass) or after-backward")
         ->check(CLI::IsMember({"none", "overlapped", "after-backward"}))
         ->capture_default_str();
-    command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")->capture_default_str();
+    command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")
+        ->capture_default_str();
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
     command->add_flag("--json", arguments->json, "print one JSON object");

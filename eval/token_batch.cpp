@@ -28,7 +28,8 @@ TensorView TokenBatch::inputs() const {
 }
 
 TensorView TokenBatch::targets() const {
-    return TensorView(tokens_.as<int32_t>() + int64_t{batch_size_} * seq_len_, DType::i32, {batch_size_, seq_len_});
+    return TensorView(tokens_.as<int32_t>() + int64_t{batch_size_} * seq_len_, DType::i32,
+                      {batch_size_, seq_len_});
 }
 
 }  // namespace mixgpt

@@ -50,8 +50,9 @@ TensorView GPT::working_parameters() {
 
 TensorView GPT::working_of_masters() {
     const TensorView working = working_parameters();
-    return TensorView(static_cast<char*>(working.data) + static_cast<size_t>(masters_begin_) * dtype_size(act_),
-                      act_, {masters_count_});
+    return TensorView(
+        static_cast<char*>(working.data) + static_cast<size_t>(masters_begin_) * dtype_size(act_), act_,
+        {masters_count_});
 }
 
 void GPT::load_master_parameters(const float* host_values, int64_t count) {

@@ -250,7 +250,8 @@ TEST(ModelMemoryPlan, PlanMatchesAllocationsAndRecomputeSaves) {
         const int64_t n = ParameterLayout(config).total(), kept = n / 3;
         const GPT model(*backend, config, kBatch, kLength, Recompute::none, MasterSpan{kept, 2 * kept});
         const MemoryPlan plan = plan_memory(config, kBatch, kLength, precision, Recompute::none, kept);
-        EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state) << precision_name(precision);
+        EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state)
+            << precision_name(precision);
         EXPECT_EQ(plan.optimizer_state, 2 * static_cast<size_t>(kept) * sizeof(float));
     }
     const std::string table =

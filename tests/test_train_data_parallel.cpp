@@ -1,6 +1,6 @@
 // Data parallelism without a second process: when gradients are exchanged (in buckets, during the
-// last micro-step's backward pass, each once final), ZeRO-1 on one rank equals the replicated optimizer bit for bit, the
-// launch is recognised from the launcher's environment, and a loader position saved with one
+// last micro-step's backward pass, each once final), ZeRO-1 on one rank equals the replicated optimizer bit
+// for bit, the launch is recognised from the launcher's environment, and a loader position saved with one
 // global batch converts to another. The multi-rank tests are in tests/mpi/.
 #include <gtest/gtest.h>
 
@@ -27,15 +27,15 @@ using namespace testing_support;
 class RecordingCommunicator final : public Communicator {
 public:
     struct GradientCollective {
-        ElementRange range;           // of the gradient arena
-        std::vector<float> values;    // its gradients when the collective started
-        std::vector<float> arena;     // the whole arena then
+        ElementRange range;         // of the gradient arena
+        std::vector<float> values;  // its gradients when the collective started
+        std::vector<float> arena;   // the whole arena then
     };
     std::map<std::string, int> calls;
     std::vector<GradientCollective> gradient_collectives;
 
-    explicit RecordingCommunicator(const TensorView& gradients) : gradients_(gradients.as<float>()),
-                                                                   n_(gradients.numel()) {}
+    explicit RecordingCommunicator(const TensorView& gradients)
+        : gradients_(gradients.as<float>()), n_(gradients.numel()) {}
 
     int rank() const override { return 0; }
     int world_size() const override { return 2; }
@@ -120,9 +120,10 @@ TEST_P(TrainDataParallelStepTest, ExchangesEveryGradientOnceWhenFinal) {
     EXPECT_EQ(backward_went_on, exchange.overlap);
 
     const std::string gradient_collective = exchange.sharded ? "reduce_scatter" : "all_reduce";
-    EXPECT_EQ(communicator.calls[gradient_collective], static_cast<int>(communicator.gradient_collectives.size()));
+    EXPECT_EQ(communicator.calls[gradient_collective],
+              static_cast<int>(communicator.gradient_collectives.size()));
     if (exchange.sharded) {
-        EXPECT_EQ(communicator.calls["all_reduce"], 1);  // the squared norm
+        EXPECT_EQ(communicator.calls["all_reduce"], 1);                                    // the squared norm
         EXPECT_EQ(communicator.calls["all_gather"], static_cast<int>((n + 2047) / 2048));  // 4 KiB of bf16
         EXPECT_EQ(communicator.calls["join"], 3);  // gradients, norm, working copy
     } else {

@@ -35,7 +35,9 @@ inline const std::vector<ResumeCase>& resume_cases() {
     return cases;
 }
 
-inline std::string resume_case_name(const ::testing::TestParamInfo<ResumeCase>& info) { return info.param.name; }
+inline std::string resume_case_name(const ::testing::TestParamInfo<ResumeCase>& info) {
+    return info.param.name;
+}
 
 // The tiny run of a resume case on `device`.
 inline TrainOptions resume_case_options(const ResumeCase& c, const std::string& device) {
@@ -142,7 +144,8 @@ inline void expect_four_micro_batches_equal_one_batch(Backend& backend) {
         part_update[i] -= initial[i];
     }
     std::printf("accumulation on %s: relative error of gradients %.3g, weights %.3g, update alone %.3g\n",
-                backend.name().c_str(), gradient_error, weight_error, relative_error(part_update, whole_update));
+                backend.name().c_str(), gradient_error, weight_error,
+                relative_error(part_update, whole_update));
 }
 
 }  // namespace mixgpt::testing_support

@@ -59,8 +59,8 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     std::unique_ptr<Communicator> communicator = std::make_unique<SingleProcessCommunicator>();
     DataParallelConfig parallel;
     if (options.exchange != GradientExchange::none) {
-        communicator =
-            make_nccl_communicator(std::move(communicator), backend->cuda_stream(), kCollectiveTimeoutSeconds);
+        communicator = make_nccl_communicator(std::move(communicator), backend->cuda_stream(),
+                                              kCollectiveTimeoutSeconds);
         parallel.overlap = options.exchange == GradientExchange::overlapped;
         parallel.bucket_bytes = static_cast<size_t>(options.bucket_mb * (1 << 20));
     }
@@ -149,11 +149,11 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
-    std::string text = format(
-        "model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
-        options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-        options.seq_len, recompute_name(options.recompute), attention_description(options),
-        training_flops_per_token(config, options.seq_len) / 1e9);
+    std::string text =
+        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
+               options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
+               options.seq_len, recompute_name(options.recompute), attention_description(options),
+               training_flops_per_token(config, options.seq_len) / 1e9);
     if (options.exchange != GradientExchange::none)
         text += format("gradient exchange: 1-rank NCCL, %.4g MiB buckets, %s\n", options.bucket_mb,
                        gradient_exchange_name(options.exchange));

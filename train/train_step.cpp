@@ -32,9 +32,8 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
       owned_(shards_.shard(parallel.shard_optimizer ? communicator.rank() : 0)) {
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
     MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
-    MIXGPT_REQUIRE(model.keeps_all_masters() ||
-                       (sharded() && model.masters_begin() == owned_.begin &&
-                        model.master_parameters().numel() == owned_.count()),
+    MIXGPT_REQUIRE(model.keeps_all_masters() || (sharded() && model.masters_begin() == owned_.begin &&
+                                                 model.master_parameters().numel() == owned_.count()),
                    "train step: the model keeps the fp32 masters of another span than this rank's shard");
     const int64_t n = model.layout().total();
     const std::vector<std::vector<size_t>> stages = gradient_stages(model.layout(), model.config().n_layer);
@@ -106,7 +105,8 @@ void TrainStep::exchange_ready_buckets(int stage) {
         if (bucket.ready_stage > stage) break;
         for (const ElementRange& range : bucket.ranges) {
             if (sharded())
-                communicator_.reduce_scatter_mean(slice_elements(gradients, range), shards_.counts_within(range));
+                communicator_.reduce_scatter_mean(slice_elements(gradients, range),
+                                                  shards_.counts_within(range));
             else
                 communicator_.all_reduce(slice_elements(gradients, range), Reduction::mean);
         }
@@ -125,9 +125,9 @@ void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hype
     AdamWHyper shard_hyper = hyper;
     // Stochastic rounding draws from (seed, index within the shard): another stream per shard.
     shard_hyper.seed ^= static_cast<uint64_t>(owned_.begin) * 0x9e3779b97f4a7c15ull;
-    backend_.adamw_step(owned_masters(), owned_gradients, moment_view(m_),
-                        moment_view(v_), separate_working ? slice_elements(working, owned_) : TensorView(),
-                        decay_count, shard_hyper, status_pointer());
+    backend_.adamw_step(owned_masters(), owned_gradients, moment_view(m_), moment_view(v_),
+                        separate_working ? slice_elements(working, owned_) : TensorView(), decay_count,
+                        shard_hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
     gather_working_copy();
 }

@@ -459,7 +459,8 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
     if (options.zero_optimizer) {
         const ShardLayout shards(ParameterLayout(config).total(), ranks);
         optimizer_elements = 0;
-        for (int r = 0; r < ranks; ++r) optimizer_elements = std::max(optimizer_elements, shards.shard(r).count());
+        for (int r = 0; r < ranks; ++r)
+            optimizer_elements = std::max(optimizer_elements, shards.shard(r).count());
     }
     out << format("model %s: %d layers, %d heads, width %d, vocabulary %d%s, %.2fM parameters\n",
                   options.model.c_str(), config.n_layer, config.n_head, config.n_embd, vocab_size,
@@ -473,8 +474,8 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
                                          : "");
     for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
-        out << format_memory_plan(
-            plan_memory(config, options.batch_size, options.seq_len, options.precision, recompute, optimizer_elements));
+        out << format_memory_plan(plan_memory(config, options.batch_size, options.seq_len, options.precision,
+                                              recompute, optimizer_elements));
     }
 }
 

@@ -330,8 +330,14 @@ std::vector<Row> backend_rows(const LabContext& context) {
         } catch (const std::exception& error) {
             log_message(LogLevel::error, format("%s: %s", op.kernel.c_str(), error.what()));
             const double nan = std::numeric_limits<double>::quiet_NaN();
-            rows.push_back({op.kernel + " (backend)", op.shape(kTimedSizes), {}, nan, Rate::gb_per_s, nan,
-                            std::string("ERROR: ") + error.what(), false});
+            rows.push_back({op.kernel + " (backend)",
+                            op.shape(kTimedSizes),
+                            {},
+                            nan,
+                            Rate::gb_per_s,
+                            nan,
+                            std::string("ERROR: ") + error.what(),
+                            false});
         }
     }
     return rows;

@@ -59,9 +59,9 @@ TrainedRun train(const ExchangeCase& c, bool with_nccl) {
     for (int s = 0; s < kSteps; ++s) {
         step.begin();
         for (int micro = 0; micro < kAccumulation; ++micro)
-            step.micro_step(random_windows(kBatch, kSeqLen, config.vocab_size,
-                                           static_cast<uint64_t>(10 * s + micro))
-                                .data());
+            step.micro_step(
+                random_windows(kBatch, kSeqLen, config.vocab_size, static_cast<uint64_t>(10 * s + micro))
+                    .data());
         hyper.seed = static_cast<uint64_t>(s);
         step.finish(hyper);
         run.losses.push_back(step.result().loss);
@@ -91,7 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ExchangeCase{Precision::bf16, true, true}, ExchangeCase{Precision::bf16, true, false},
                       ExchangeCase{Precision::fp16, false, true}, ExchangeCase{Precision::fp16, true, true}),
     [](const ::testing::TestParamInfo<ExchangeCase>& info) {
-        return std::string(precision_name(info.param.precision)) + (info.param.sharded ? "_zero1" : "_replicated") +
+        return std::string(precision_name(info.param.precision)) +
+               (info.param.sharded ? "_zero1" : "_replicated") +
                (info.param.overlap ? "_overlapped" : "_after_backward");
     });
 

@@ -56,23 +56,26 @@ TEST_P(GpuTraining, FiftyStepsTrackTheCpuRun) {
     MIXGPT_GPU_OR_SKIP();
     const Precision precision = GetParam();
     test::TempDirectory directory(std::string("mixgpt_gpu_tracking_") + precision_name(precision));
-    const std::map<int64_t, double> reference = train_losses_on("cpu", Precision::fp32, directory.file("cpu_fp32"));
+    const std::map<int64_t, double> reference =
+        train_losses_on("cpu", Precision::fp32, directory.file("cpu_fp32"));
     const Precision yardstick_precision = precision == Precision::fp32 ? Precision::tf32 : precision;
     const double cpu_difference = rms_difference(
         train_losses_on("cpu", yardstick_precision, directory.file("cpu_yardstick")), reference);
     const std::map<int64_t, double> gpu = train_losses_on("cuda", precision, directory.file("gpu"));
     const double gpu_difference = rms_difference(gpu, reference);
     const double bound = precision == Precision::fp32 ? cpu_difference / 16 : 2 * cpu_difference;
-    std::printf("%s, %d steps: RMS loss difference from the CPU fp32 run: GPU %.3g, CPU %s %.3g; "
-                "last loss GPU %.6f, CPU fp32 %.6f\n",
-                precision_name(precision), kTrackedSteps, gpu_difference, precision_name(yardstick_precision),
-                cpu_difference, gpu.rbegin()->second, reference.rbegin()->second);
+    std::printf(
+        "%s, %d steps: RMS loss difference from the CPU fp32 run: GPU %.3g, CPU %s %.3g; "
+        "last loss GPU %.6f, CPU fp32 %.6f\n",
+        precision_name(precision), kTrackedSteps, gpu_difference, precision_name(yardstick_precision),
+        cpu_difference, gpu.rbegin()->second, reference.rbegin()->second);
     EXPECT_GT(cpu_difference, 0) << "the yardstick run must differ from the fp32 reference";
     EXPECT_LE(gpu_difference, bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTraining,
-                         ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16),
+                         ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16,
+                                           Precision::fp16),
                          gpu_test::precision_test_name);
 
 class GpuTrainingResume : public ::testing::TestWithParam<ResumeCase> {};
@@ -80,10 +83,12 @@ class GpuTrainingResume : public ::testing::TestWithParam<ResumeCase> {};
 TEST_P(GpuTrainingResume, StopAndResumeEqualsAStraightRun) {
     MIXGPT_GPU_OR_SKIP();
     const ResumeCase& c = GetParam();
-    expect_resume_equals_straight_run(resume_case_options(c, "cuda"), std::string("mixgpt_gpu_resume_") + c.name);
+    expect_resume_equals_straight_run(resume_case_options(c, "cuda"),
+                                      std::string("mixgpt_gpu_resume_") + c.name);
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTrainingResume, ::testing::ValuesIn(resume_cases()), resume_case_name);
+INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTrainingResume, ::testing::ValuesIn(resume_cases()),
+                         resume_case_name);
 
 TEST(GpuTrainingAccumulation, FourMicroBatchesEqualOneBatch) {
     MIXGPT_GPU_OR_SKIP();

@@ -133,7 +133,8 @@ TEST(DataParallelResumeTest, ShardedMastersInBf16ResumeBitExact) {
     EXPECT_EQ(resumed.last_val_loss, straight.last_val_loss);
     if (world_rank() == 0) {
         const Checkpoint got = read_checkpoint(checkpoint_path(checkpoint_directory(again), kSteps));
-        const Checkpoint expected = read_checkpoint(checkpoint_path(checkpoint_directory(straight_dir), kSteps));
+        const Checkpoint expected =
+            read_checkpoint(checkpoint_path(checkpoint_directory(straight_dir), kSteps));
         EXPECT_EQ(got.parameters, expected.parameters);
         EXPECT_EQ(got.working_bits, expected.working_bits);
         EXPECT_EQ(got.adam_v, expected.adam_v);

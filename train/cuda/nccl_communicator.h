@@ -65,9 +65,9 @@ private:
     std::unique_ptr<Communicator> host_;
     CollectiveWatchdog watchdog_;
     ncclComm_t comm_ = nullptr;
-    cudaStream_t stream_ = nullptr;          // the collectives'
-    cudaStream_t compute_stream_ = nullptr;  // the backend's
-    cudaEvent_t compute_point_ = nullptr;    // recorded on the compute stream before a collective
+    cudaStream_t stream_ = nullptr;            // the collectives'
+    cudaStream_t compute_stream_ = nullptr;    // the backend's
+    cudaEvent_t compute_point_ = nullptr;      // recorded on the compute stream before a collective
     cudaEvent_t collectives_point_ = nullptr;  // recorded on the NCCL stream by join()
     std::string pending_collective_;
 };

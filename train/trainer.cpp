@@ -78,6 +78,8 @@ private:
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
+    // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
+    LoaderOptions loader_options(const char* split, LoaderMode mode) const;
     TrainMetrics run_step();
     bool all_agree_to_stop(bool stop_here);
     void check_divergence(const TrainMetrics& metrics);
@@ -131,17 +133,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     model_ = std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len,
                                    options.recompute, masters);
 
-    LoaderOptions loader_options;
-    loader_options.dataset_path = dataset_.path;
-    loader_options.split = "train";
-    loader_options.batch_size = options.batch_size;
-    loader_options.seq_len = options.seq_len;
-    loader_options.mode = LoaderMode::train;
+    LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.seed;
-    loader_options.rank = communicator().rank();
-    loader_options.world_size = communicator().world_size();
-    loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
-    loader_options.vocab_limit = plan_.model.vocab_size;
     Backend* backend = backend_.get();
     loader_options.allocate_staging = [backend](size_t bytes) {
         return backend->allocate_host_staging(bytes);
@@ -270,20 +263,25 @@ void Trainer::save_checkpoint() {
     log_info("checkpoint " + path);
 }
 
+LoaderOptions Trainer::loader_options(const char* split, LoaderMode mode) const {
+    LoaderOptions options;
+    options.dataset_path = dataset_.path;
+    options.split = split;
+    options.batch_size = options_.batch_size;
+    options.seq_len = options_.seq_len;
+    options.mode = mode;
+    options.rank = communicator().rank();
+    options.world_size = communicator().world_size();
+    options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
+    options.vocab_limit = plan_.model.vocab_size;
+    return options;
+}
+
 void Trainer::evaluate() {
     if (!evaluation_possible_) return;
-    LoaderOptions loader_options;
-    loader_options.dataset_path = dataset_.path;
-    loader_options.split = "val";
-    loader_options.batch_size = options_.batch_size;
-    loader_options.seq_len = options_.seq_len;
-    loader_options.mode = LoaderMode::eval;
-    loader_options.rank = communicator().rank();
-    loader_options.world_size = communicator().world_size();
-    loader_options.prefetch = false;
-    loader_options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
-    loader_options.vocab_limit = plan_.model.vocab_size;
-    DataLoader loader(loader_options);
+    LoaderOptions options = loader_options("val", LoaderMode::eval);
+    options.prefetch = false;
+    DataLoader loader(options);
     LossTotals totals = evaluate_loader(*model_, loader, options_.eval_batches);
     double sums[2] = {totals.nats, static_cast<double>(totals.tokens)};  // exact below 2^53 tokens
     communicator().all_reduce_sum_host(sums, 2);

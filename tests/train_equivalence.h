@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/checkpoint.h"
+#include "tests/checkpoint_expectations.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "train/communicator.h"
@@ -79,15 +80,7 @@ inline void expect_resume_equals_straight_run(TrainOptions options, const std::s
     const Checkpoint expected = read_checkpoint(straight.last_checkpoint);
     const Checkpoint resumed = read_checkpoint(second.last_checkpoint);
     EXPECT_EQ(resumed.step, 8);
-    EXPECT_EQ(resumed.parameters, expected.parameters);
-    EXPECT_EQ(resumed.working_bits, expected.working_bits);
-    EXPECT_EQ(resumed.adam_m, expected.adam_m);
-    EXPECT_EQ(resumed.adam_v, expected.adam_v);
-    EXPECT_EQ(resumed.loader_state, expected.loader_state);
-    EXPECT_EQ(resumed.status.loss_scale, expected.status.loss_scale);
-    EXPECT_EQ(resumed.status.clean_steps, expected.status.clean_steps);
-    EXPECT_EQ(resumed.status.optimizer_steps, expected.status.optimizer_steps);
-    EXPECT_EQ(resumed.tokens_seen, expected.tokens_seen);
+    test::expect_same_training_state(resumed, expected);
     EXPECT_EQ(train_losses(second.metrics_path), train_losses(straight.metrics_path));
     EXPECT_EQ(second.last_val_loss, straight.last_val_loss);
 }

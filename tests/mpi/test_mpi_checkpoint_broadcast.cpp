@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
 #include "train/checkpoint_broadcast.h"
 #include "train/mpi_communicator.h"
@@ -39,23 +40,7 @@ TEST(MpiCheckpointBroadcastTest, EveryRankReceivesEveryField) {
     const Checkpoint want = root_checkpoint();
     const Checkpoint got = broadcast_checkpoint(
         communicator, [] { return root_checkpoint(); }, 0);
-    EXPECT_EQ(got.config.n_layer, want.config.n_layer);
-    EXPECT_EQ(got.config.n_embd, want.config.n_embd);
-    EXPECT_EQ(got.tokenizer_path, want.tokenizer_path);
-    EXPECT_EQ(got.tokenizer_sha256, want.tokenizer_sha256);
-    EXPECT_EQ(got.precision, want.precision);
-    EXPECT_EQ(got.step, want.step);
-    EXPECT_EQ(got.seed, want.seed);
-    EXPECT_EQ(got.tokens_seen, want.tokens_seen);
-    EXPECT_EQ(got.bad_steps_in_a_row, want.bad_steps_in_a_row);
-    EXPECT_EQ(got.parameters, want.parameters);
-    EXPECT_EQ(got.working_bits, want.working_bits);
-    EXPECT_EQ(got.adam_m, want.adam_m);
-    EXPECT_EQ(got.adam_v, want.adam_v);
-    EXPECT_EQ(got.status.loss_scale, want.status.loss_scale);
-    EXPECT_EQ(got.status.skipped_steps, want.status.skipped_steps);
-    EXPECT_EQ(got.loader_state, want.loader_state);
-    EXPECT_EQ(got.options, want.options);
+    test::expect_same_checkpoint(got, want);
 }
 
 TEST(MpiCheckpointBroadcastTest, ARootErrorIsEveryRanksError) {

@@ -9,6 +9,8 @@ BUILD ?= build
 CXX ?= g++
 GPU_ARCHS ?= 80 90
 DEBUG ?= 0
+# e.g. SANITIZE=address,undefined: the C++ code (not nvcc's) built with those sanitizers.
+SANITIZE ?=
 V ?= 0
 QUIET := $(if $(filter 1,$(V)),,@)
 
@@ -30,9 +32,13 @@ OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -g1)
 # nvcc knows -g but not -g1: device code gets -lineinfo below, host code -g1 through -Xcompiler.
 NVCC_OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -Xcompiler -g1)
 DEFINES := $(if $(filter 1,$(WITH_CUDA)),-DMIXGPT_WITH_CUDA -DMIXGPT_WITH_NCCL,)
-CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
+SANITIZE_FLAGS := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all,)
+# GCC 12 reports false maybe-uninitialized warnings inside <regex> and <functional> under the
+# sanitizers' instrumentation.
+SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized,)
+CXXFLAGS := -std=c++17 $(OPT_FLAGS) $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
-LDLIBS := -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
+LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
           -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
 
 NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),code=sm_$(arch))
@@ -88,7 +94,7 @@ help:
 # The stamp changes when the CUDA choice or architectures change, so every object is rebuilt.
 $(CONFIG_STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG)" > $@.new
+	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE)" > $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 FORCE:
 

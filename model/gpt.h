@@ -91,7 +91,9 @@ private:
     NextNorm next_norm(int layer, int64_t b, int64_t t) const;
     void check_batch(const TensorView& tokens, const char* what) const;
 
-    void embed(TensorView tokens, int position, TensorView out);
+    // Embeddings and every block for tokens (b, t), up to the final norm's output "lnf" (b*t, C).
+    // cache_position >= 0: positions from there on, attending over the KV cache.
+    void forward_blocks(TensorView tokens, int cache_position);
     // Block l from its (already normalized) input a.ln1 up to the MLP's GELU: all that the
     // backward pass needs of it. cache_position >= 0: cached attention at that position.
     void block_forward_to_gelu(int layer, const BlockActivations& a, int cache_position);

@@ -26,16 +26,7 @@ TensorView GPT::forward_cached(TensorView tokens, int position) {
             TensorView(base + (2 * cache_elements + batch_size_ * C) * element, act_, {batch_size_, Vp});
     }
 
-    embed(tokens, position, activation("residual", 0, {rows, Tn, C}));
-    const BlockActivations first = block_activations(0, rows, Tn);
-    const BlockTensors& w0 = weights_.blocks[0];
-    backend_.layernorm_forward(first.ln1, first.ln1_mean, first.ln1_rstd, first.residual_in, w0.ln_1_weight,
-                               w0.ln_1_bias);
-    for (int l = 0; l < config_.n_layer; ++l) {
-        const BlockActivations a = block_activations(l, rows, Tn);
-        block_forward_to_gelu(l, a, position);
-        block_forward_finish(l, a, next_norm(l, rows, Tn));
-    }
+    forward_blocks(tokens, position);
     // The final-norm row of each sequence's last new position, then its logits.
     const TensorView lnf = activation("lnf", 0, {rows * Tn, C});
     const size_t row_bytes = static_cast<size_t>(C) * dtype_size(act_);

@@ -4,13 +4,23 @@
 
 namespace mixgpt {
 
-void GPT::embed(TensorView tokens, int position, TensorView out) {
+void GPT::forward_blocks(TensorView tokens, int cache_position) {
+    const int64_t b = tokens.dim(0), t = tokens.dim(1), C = config_.n_embd;
     // wpe seen from row `position` on, so position t of the batch reads wpe[position + t].
-    const int64_t C = config_.n_embd;
-    TensorView wpe(
+    const int64_t position = cache_position < 0 ? 0 : cache_position;
+    const TensorView wpe(
         static_cast<char*>(weights_.wpe.data) + static_cast<size_t>(position * C) * dtype_size(act_), act_,
         {config_.max_seq_len - position, C});
-    backend_.embedding_forward(out, tokens, weights_.wte, wpe);
+    backend_.embedding_forward(activation("residual", 0, {b, t, C}), tokens, weights_.wte, wpe);
+    const BlockActivations first = block_activations(0, b, t);
+    const BlockTensors& w0 = weights_.blocks[0];
+    backend_.layernorm_forward(first.ln1, first.ln1_mean, first.ln1_rstd, first.residual_in, w0.ln_1_weight,
+                               w0.ln_1_bias);
+    for (int l = 0; l < config_.n_layer; ++l) {
+        const BlockActivations a = block_activations(l, b, t);
+        block_forward_to_gelu(l, a, cache_position);
+        block_forward_finish(l, a, next_norm(l, b, t));
+    }
 }
 
 void GPT::block_forward_to_gelu(int layer, const BlockActivations& a, int cache_position) {
@@ -54,16 +64,7 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
     last_rows_ = b;
     last_length_ = t;
 
-    embed(tokens, 0, activation("residual", 0, {b, t, C}));
-    const BlockActivations first = block_activations(0, b, t);
-    const BlockTensors& w0 = weights_.blocks[0];
-    backend_.layernorm_forward(first.ln1, first.ln1_mean, first.ln1_rstd, first.residual_in, w0.ln_1_weight,
-                               w0.ln_1_bias);
-    for (int l = 0; l < config_.n_layer; ++l) {
-        const BlockActivations a = block_activations(l, b, t);
-        block_forward_to_gelu(l, a, -1);
-        block_forward_finish(l, a, next_norm(l, b, t));
-    }
+    forward_blocks(tokens, -1);
     const TensorView logits = activation("logits", 0, {N, Vp});
     backend_.matmul_forward(logits, TensorView(), activation("lnf", 0, {N, C}), weights_.wte, TensorView());
     const TensorView target_rows(targets.data, targets.dtype, {N});

@@ -168,15 +168,8 @@ TEST_F(EvalRunTest, RawTextIsTokenizedWithTheCheckpointsTokenizer) {
 }
 
 TEST_F(EvalRunTest, RefusesATokenizerOrDatasetOfAnotherTokenizer) {
-    PrepareOptions prepare;
-    prepare.corpus.inputs = {tiny_dataset().corpus_directory};
-    prepare.output_directory = directory_->file("other");
-    prepare.tokenizer.vocab_size = 290;
-    prepare.tokenizer.threads = 1;
-    prepare.val_fraction = 0.15;
-    prepare.seed = 3;
-    prepare.threads = 1;
-    const PrepareResult other = run_prepare(prepare);
+    const PrepareResult other =
+        run_prepare(tiny_prepare_options(tiny_dataset().corpus_directory, directory_->file("other"), 290));
 
     const auto message_for = [](const EvalOptions& options) {
         return test::error_of([&] { run_evaluation(options); });

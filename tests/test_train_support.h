@@ -53,6 +53,20 @@ struct TinyDataset {
 };
 
 // Made on first use; lives until the test process ends.
+// How the tiny dataset is prepared from a corpus folder, into output_directory.
+inline PrepareOptions tiny_prepare_options(const std::string& corpus_directory,
+                                           const std::string& output_directory, int vocab_size) {
+    PrepareOptions options;
+    options.corpus.inputs = {corpus_directory};
+    options.output_directory = output_directory;
+    options.tokenizer.vocab_size = vocab_size;
+    options.tokenizer.threads = 1;
+    options.val_fraction = 0.15;
+    options.seed = 3;
+    options.threads = 1;
+    return options;
+}
+
 inline const TinyDataset& tiny_dataset() {
     static test::TempDirectory directory("mixgpt_tiny_dataset");
     static const TinyDataset dataset = [] {
@@ -62,14 +76,8 @@ inline const TinyDataset& tiny_dataset() {
         const std::vector<std::string> documents = generated_documents(160, 7);
         for (size_t i = 0; i < documents.size(); ++i)
             std::ofstream(made.corpus_directory + "/doc" + std::to_string(1000 + i) + ".txt") << documents[i];
-        PrepareOptions options;
-        options.corpus.inputs = {made.corpus_directory};
-        options.output_directory = directory.file("data");
-        options.tokenizer.vocab_size = 300;
-        options.tokenizer.threads = 1;
-        options.val_fraction = 0.15;
-        options.seed = 3;
-        options.threads = 1;
+        const PrepareOptions options =
+            tiny_prepare_options(made.corpus_directory, directory.file("data"), 300);
         const PrepareResult result = run_prepare(options);
         made.directory = options.output_directory;
         made.dataset_path = result.dataset_path;

@@ -18,7 +18,10 @@ count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
   grep -E "^\[  $1 *\] [0-9]+ tests?[,.]" "$log" | sed -E 's/^[^]]*\] ([0-9]+) .*/\1/' |
     awk '{ n += $1 } END { print n + 0 }'
 }
-passed=$(count PASSED); failed=$(count FAILED); skipped=$(count SKIPPED)
+# --gtest_brief prints no "N tests failed" summary, only one "[  FAILED  ] name (N ms)" line per
+# failed test; those are counted.
+count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
+passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 if ((unit_status != 0 || mpi_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status)" >&2

@@ -36,16 +36,15 @@ void fill_random(void* data, DType dtype, int64_t count, uint64_t seed, float st
     if (count == 0) return;
     cuda::dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
-        fill_random_kernel<T><<<cuda::blocks_for(count, kThreads), kThreads, 0, stream>>>(
-            static_cast<T*>(data), count, seed, std, offset);
+        cuda::launch_kernel(fill_random_kernel<T>, cuda::blocks_for(count, kThreads), kThreads, 0, stream,
+                            static_cast<T*>(data), count, seed, std, offset);
     });
-    cuda::check_launch(stream);
 }
 
 void fill_indices(int32_t* data, int64_t count, int32_t bound, uint64_t seed, cudaStream_t stream) {
     if (count == 0) return;
-    fill_indices_kernel<<<cuda::blocks_for(count, kThreads), kThreads, 0, stream>>>(data, count, bound, seed);
-    cuda::check_launch(stream);
+    cuda::launch_kernel(fill_indices_kernel, cuda::blocks_for(count, kThreads), kThreads, 0, stream, data,
+                        count, bound, seed);
 }
 
 }  // namespace mixgpt::lab

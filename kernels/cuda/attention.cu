@@ -87,7 +87,7 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int head_di
 // kDims: head dimensions per lane (head_dim <= 32 * kDims).
 template <typename T, int kDims>
 __global__ void attention_forward_kernel(ForwardArgs<T> a) {
-    extern __shared__ float shared[];
+    float* shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;  // odd: lane j reading row j hits a distinct bank
     float* k_tile = shared;
@@ -149,7 +149,7 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
 // Query side of the backward: delta (B,H,T) and the q part of dqkv. Grid as the forward.
 template <typename T, int kDims>
 __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
-    extern __shared__ float shared[];
+    float* shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
     float* k_tile = shared;
@@ -229,7 +229,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
 // warp w of block (x, y) handles key y*kWarps + w, walking queries from y*kWarps on.
 template <typename T, int kDims>
 __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
-    extern __shared__ float shared[];
+    float* shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
     float* q_tile = shared;
@@ -349,22 +349,19 @@ template <typename T>
 void launch_attention_forward(cudaStream_t stream, const ForwardArgs<T>& args, int64_t batches) {
     const dim3 grid = attention_grid(batches, args.heads, args.queries);
     dispatch_head_dim(args.head_dim, [&](auto dims) {
-        attention_forward_kernel<T, decltype(dims)::value>
-            <<<grid, kThreads, forward_shared_bytes(args.head_dim), stream>>>(args);
+        launch_kernel(attention_forward_kernel<T, decltype(dims)::value>, grid, kThreads,
+                      forward_shared_bytes(args.head_dim), stream, args);
     });
-    check_launch(stream);
 }
 
 template <typename T>
 void launch_attention_backward(cudaStream_t stream, const BackwardArgs<T>& args, int64_t batches) {
     const dim3 grid = attention_grid(batches, args.heads, args.T_len);
     dispatch_head_dim(args.head_dim, [&](auto dims) {
-        attention_backward_query_kernel<T, decltype(dims)::value>
-            <<<grid, kThreads, query_shared_bytes(args.head_dim), stream>>>(args);
-        check_launch(stream);
-        attention_backward_key_kernel<T, decltype(dims)::value>
-            <<<grid, kThreads, key_shared_bytes(args.head_dim), stream>>>(args);
-        check_launch(stream);
+        launch_kernel(attention_backward_query_kernel<T, decltype(dims)::value>, grid, kThreads,
+                      query_shared_bytes(args.head_dim), stream, args);
+        launch_kernel(attention_backward_key_kernel<T, decltype(dims)::value>, grid, kThreads,
+                      key_shared_bytes(args.head_dim), stream, args);
     });
 }
 
@@ -477,10 +474,9 @@ void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, Tenso
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
         constexpr int kCopyThreads = 256;
-        write_cache_kernel<T><<<blocks_for(B * Tn * C, kCopyThreads), kCopyThreads, 0, stream_>>>(
-            k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn, static_cast<int>(Tn),
-            static_cast<int>(max_T), static_cast<int>(C), position);
-        check_launch(stream_);
+        launch_kernel(write_cache_kernel<T>, blocks_for(B * Tn * C, kCopyThreads), kCopyThreads, 0, stream_,
+                      k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn, static_cast<int>(Tn),
+                      static_cast<int>(max_T), static_cast<int>(C), position);
         ForwardArgs<T> args{};
         args.q = qkv.as<const T>();
         args.q_batch_stride = Tn * 3 * C;

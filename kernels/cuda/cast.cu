@@ -35,19 +35,18 @@ template <typename To, typename From>
 void launch_cast(cudaStream_t stream, To* out, const From* in, int64_t n) {
     if (n % kPerThread == 0 && is_aligned(out, kPerThread * sizeof(To)) &&
         is_aligned(in, kPerThread * sizeof(From)))
-        cast_kernel<To, From, kPerThread>
-            <<<blocks_for(n / kPerThread, kThreads), kThreads, 0, stream>>>(out, in, n);
+        launch_kernel(cast_kernel<To, From, kPerThread>, blocks_for(n / kPerThread, kThreads), kThreads, 0,
+                      stream, out, in, n);
     else
-        cast_kernel<To, From, 1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(out, in, n);
-    check_launch(stream);
+        launch_kernel(cast_kernel<To, From, 1>, blocks_for(n, kThreads), kThreads, 0, stream, out, in, n);
 }
 
 void launch_scale(cudaStream_t stream, float* x, float factor, int64_t n) {
     if (n % kPerThread == 0 && is_aligned(x, kPerThread * sizeof(float)))
-        scale_kernel<kPerThread><<<blocks_for(n / kPerThread, kThreads), kThreads, 0, stream>>>(x, factor, n);
+        launch_kernel(scale_kernel<kPerThread>, blocks_for(n / kPerThread, kThreads), kThreads, 0, stream, x,
+                      factor, n);
     else
-        scale_kernel<1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(x, factor, n);
-    check_launch(stream);
+        launch_kernel(scale_kernel<1>, blocks_for(n, kThreads), kThreads, 0, stream, x, factor, n);
 }
 
 }  // namespace

@@ -108,12 +108,11 @@ void launch_classifier_with(cudaStream_t stream, bool gradient, float* losses, T
                             const StepStatus* status) {
     const auto blocks = static_cast<unsigned>(rows);
     if (gradient)
-        classifier_kernel<T, N, true>
-            <<<blocks, kThreads, 0, stream>>>(losses, logits, targets, Vp, V, gradient_scale, status);
+        launch_kernel(classifier_kernel<T, N, true>, blocks, kThreads, 0, stream, losses, logits, targets, Vp,
+                      V, gradient_scale, status);
     else
-        classifier_kernel<T, N, false>
-            <<<blocks, kThreads, 0, stream>>>(losses, logits, targets, Vp, V, gradient_scale, status);
-    check_launch(stream);
+        launch_kernel(classifier_kernel<T, N, false>, blocks, kThreads, 0, stream, losses, logits, targets,
+                      Vp, V, gradient_scale, status);
 }
 
 template <typename T>

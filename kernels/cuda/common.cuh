@@ -1,6 +1,9 @@
 // Device-side building blocks shared by the CUDA op files: storage conversions
-// for the three activation types, 16-byte packs, warp reductions, dispatch on a
-// TensorView's dtype and the check after every launch.
+// for the three activation types, 16-byte packs, warp reductions, dynamic shared
+// memory, dispatch on a TensorView's dtype and every kernel launch.
+//
+// Built with MIXGPT_CUDA_SIM, the same sources run on the CPU simulator
+// (kernels/cuda_sim/): launches and dynamic shared memory go through it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,6 +13,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
+
+#ifdef MIXGPT_CUDA_SIM
+#include "kernels/cuda_sim/block_runner.h"
+#endif
 
 #include "core/cuda_check.h"
 #include "core/dtype.h"
@@ -87,6 +95,17 @@ __device__ __forceinline__ float warp_max(float value) {
     return value;
 }
 
+// The block's dynamic shared memory (the launch's shared_bytes), 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ T* dynamic_shared_memory() {
+#ifdef MIXGPT_CUDA_SIM
+    return reinterpret_cast<T*>(cuda_sim::dynamic_shared_memory());
+#else
+    extern __shared__ __align__(16) unsigned char dynamic_shared[];
+    return reinterpret_cast<T*>(dynamic_shared);
+#endif
+}
+
 // ---- host helpers ----
 
 // Calls f(T{}) with T the CUDA storage type of `dtype` (a float format); throws Error for
@@ -132,6 +151,23 @@ inline void check_launch(cudaStream_t stream) {
 #else
     (void)stream;
 #endif
+}
+
+// kernel<<<grid, block, shared_bytes, stream>>>(arguments...), then check_launch. The simulator
+// runs the whole grid here and now.
+template <typename... Parameters, typename... Arguments>
+void launch_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t stream, Arguments&&... arguments) {
+#ifdef MIXGPT_CUDA_SIM
+    cuda_sim::launch(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
+                     [&] { kernel(arguments...); });
+#else
+    // clang-format 14 splits a launch's closing chevrons in .cuh files.
+    // clang-format off
+    kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Arguments>(arguments)...);
+    // clang-format on
+#endif
+    check_launch(stream);
 }
 
 }  // namespace mixgpt::cuda

@@ -4,7 +4,11 @@
 // over the batch in batch order; for dwte the (token, position) pairs are sorted
 // by token with CUB's stable radix sort, and one block per run of equal tokens
 // adds that run's rows in position order.
+#ifdef MIXGPT_CUDA_SIM
+#include "kernels/cuda_sim/radix_sort.h"
+#else
 #include <cub/device/device_radix_sort.cuh>
+#endif
 
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
@@ -79,12 +83,11 @@ void launch_embedding_forward(cudaStream_t stream, T* out, const int32_t* tokens
                               int64_t rows, int seq_len, int C, int vocab) {
     constexpr int N = kPack16<T>;
     if (C % N == 0 && all_aligned_16({out, wte, wpe}))
-        embedding_forward_kernel<T, N><<<blocks_for(rows * C / N, kThreads), kThreads, 0, stream>>>(
-            out, tokens, wte, wpe, rows, seq_len, C, vocab);
+        launch_kernel(embedding_forward_kernel<T, N>, blocks_for(rows * C / N, kThreads), kThreads, 0, stream,
+                      out, tokens, wte, wpe, rows, seq_len, C, vocab);
     else
-        embedding_forward_kernel<T, 1><<<blocks_for(rows * C, kThreads), kThreads, 0, stream>>>(
-            out, tokens, wte, wpe, rows, seq_len, C, vocab);
-    check_launch(stream);
+        launch_kernel(embedding_forward_kernel<T, 1>, blocks_for(rows * C, kThreads), kThreads, 0, stream,
+                      out, tokens, wte, wpe, rows, seq_len, C, vocab);
 }
 
 // Device memory of the dwte sort, carved from one scratch region.
@@ -118,19 +121,16 @@ template <typename T>
 void launch_embedding_backward(cudaStream_t stream, const SortBuffers& sort, float* dwte, float* dwpe,
                                const T* dout, const int32_t* tokens, int B, int seq_len, int C, int vocab) {
     const int64_t rows = int64_t{B} * seq_len;
-    position_gradient_kernel<T>
-        <<<blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0, stream>>>(dwpe, dout, B, seq_len, C);
-    check_launch(stream);
-    iota_kernel<<<blocks_for(rows, kThreads), kThreads, 0, stream>>>(sort.positions, rows);
-    check_launch(stream);
+    launch_kernel(position_gradient_kernel<T>, blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0,
+                  stream, dwpe, dout, B, seq_len, C);
+    launch_kernel(iota_kernel, blocks_for(rows, kThreads), kThreads, 0, stream, sort.positions, rows);
     size_t cub_bytes = sort.cub_bytes;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort.cub_storage, cub_bytes, tokens, sort.sorted_tokens,
                                                sort.positions, sort.sorted_positions, static_cast<int>(rows),
                                                0, 32, stream));
     check_launch(stream);
-    token_gradient_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        dwte, dout, sort.sorted_tokens, sort.sorted_positions, rows, C, vocab);
-    check_launch(stream);
+    launch_kernel(token_gradient_kernel<T>, static_cast<unsigned>(rows), kThreads, 0, stream, dwte, dout,
+                  sort.sorted_tokens, sort.sorted_positions, rows, C, vocab);
 }
 
 }  // namespace

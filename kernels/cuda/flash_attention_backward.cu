@@ -44,7 +44,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const Params<T> p) {
     using Tiles = KeyTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    extern __shared__ __align__(16) unsigned char shared[];
+    unsigned char* shared = dynamic_shared_memory<unsigned char>();
     T* k_tile = reinterpret_cast<T*>(shared);                                        // (kBlockN, kPitch)
     T* v_tile = k_tile + kBlockN * kPitch;                                           // (kBlockN, kPitch)
     T* q_tiles = v_tile + kBlockN * kPitch;                                          // 2 x (kBlockM, kPitch)
@@ -132,7 +132,7 @@ template <typename T, int kHeadDim, bool kDeltaPass>
 __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(const Params<T> p) {
     using Tiles = QueryTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    extern __shared__ __align__(16) unsigned char shared[];
+    unsigned char* shared = dynamic_shared_memory<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);                                    // (kBlockM, kPitch)
     T* dout_tile = q_tile + kBlockM * kPitch;                                    // (kBlockM, kPitch)
     T* k_tiles = dout_tile + kBlockM * kPitch;                                   // 2 x (kBlockN, kPitch)

@@ -80,7 +80,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kernel(const Params<T> p) {
     using Tiles = ForwardTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    extern __shared__ __align__(16) unsigned char shared[];
+    unsigned char* shared = dynamic_shared_memory<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);     // (kBlockM, kPitch)
     T* k_tiles = q_tile + kBlockM * kPitch;       // 2 x (kBlockN, kPitch)
     T* v_tiles = k_tiles + 2 * kBlockN * kPitch;  // 2 x (kBlockN, kPitch)

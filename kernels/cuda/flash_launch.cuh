@@ -71,8 +71,7 @@ void launch(Kernel kernel, dim3 grid, int threads, size_t shared_bytes, cudaStre
             const Arguments& arguments) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(shared_bytes)));
-    kernel<<<grid, threads, shared_bytes, stream>>>(arguments);
-    check_launch(stream);
+    launch_kernel(kernel, grid, threads, shared_bytes, stream, arguments);
 }
 
 }  // namespace mixgpt::cuda::flash

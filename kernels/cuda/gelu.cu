@@ -50,21 +50,21 @@ template <typename T>
 void launch_gelu_forward(cudaStream_t stream, T* out, const T* inp, int64_t n) {
     constexpr int N = kPack16<T>;
     if (n % N == 0 && all_aligned_16({out, inp}))
-        gelu_forward_kernel<T, N><<<blocks_for(n / N, kThreads), kThreads, 0, stream>>>(out, inp, n);
+        launch_kernel(gelu_forward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, out, inp,
+                      n);
     else
-        gelu_forward_kernel<T, 1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(out, inp, n);
-    check_launch(stream);
+        launch_kernel(gelu_forward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, out, inp, n);
 }
 
 template <typename T>
 void launch_gelu_backward(cudaStream_t stream, T* dinp, const T* dout, const T* pre_gelu, int64_t n) {
     constexpr int N = kPack16<T>;
     if (n % N == 0 && all_aligned_16({dinp, dout, pre_gelu}))
-        gelu_backward_kernel<T, N>
-            <<<blocks_for(n / N, kThreads), kThreads, 0, stream>>>(dinp, dout, pre_gelu, n);
+        launch_kernel(gelu_backward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, dinp,
+                      dout, pre_gelu, n);
     else
-        gelu_backward_kernel<T, 1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(dinp, dout, pre_gelu, n);
-    check_launch(stream);
+        launch_kernel(gelu_backward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, dinp, dout,
+                      pre_gelu, n);
 }
 
 }  // namespace

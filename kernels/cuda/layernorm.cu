@@ -84,7 +84,7 @@ template <typename T, int N>
 __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dout, const T* inp,
                                           const T* weight, const float* mean, const float* rstd, int64_t rows,
                                           int C) {
-    extern __shared__ float accumulators[];  // (warps, 2C)
+    float* accumulators = dynamic_shared_memory<float>();  // (warps, 2C)
     const int warps = blockDim.x / kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
@@ -161,12 +161,11 @@ void launch_layernorm_forward(cudaStream_t stream, T* out, float* mean, float* r
     const unsigned blocks = blocks_for(rows, kForwardWarps);
     const int threads = kForwardWarps * kWarpSize;
     if (C % kPack16<T> == 0 && all_aligned_16({out, residual_out, inp, branch, weight, bias}))
-        layernorm_forward_kernel<T, kPack16<T>, kResidual><<<blocks, threads, 0, stream>>>(
-            out, mean, rstd, residual_out, inp, branch, weight, bias, rows, C);
+        launch_kernel(layernorm_forward_kernel<T, kPack16<T>, kResidual>, blocks, threads, 0, stream, out,
+                      mean, rstd, residual_out, inp, branch, weight, bias, rows, C);
     else
-        layernorm_forward_kernel<T, 1, kResidual><<<blocks, threads, 0, stream>>>(
-            out, mean, rstd, residual_out, inp, branch, weight, bias, rows, C);
-    check_launch(stream);
+        launch_kernel(layernorm_forward_kernel<T, 1, kResidual>, blocks, threads, 0, stream, out, mean, rstd,
+                      residual_out, inp, branch, weight, bias, rows, C);
 }
 
 // Blocks of the backward kernel and their warps: as many warps per block as the
@@ -200,18 +199,16 @@ void launch_layernorm_backward(cudaStream_t stream, const BackwardLayout& layout
         if (layout.shared_bytes > kDefaultSharedBytes)
             CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(layout.shared_bytes)));
-        kernel<<<layout.blocks, threads, layout.shared_bytes, stream>>>(dinp, partials, dout, inp, weight,
-                                                                        mean, rstd, rows, C);
-        check_launch(stream);
+        launch_kernel(kernel, layout.blocks, threads, layout.shared_bytes, stream, dinp, partials, dout, inp,
+                      weight, mean, rstd, rows, C);
     };
     if (C % kPack16<T> == 0 && all_aligned_16({dinp, dout, inp, weight}))
         launch(layernorm_backward_kernel<T, kPack16<T>>);
     else
         launch(layernorm_backward_kernel<T, 1>);
     constexpr int kThreads = 256;
-    layernorm_parameter_gradients_kernel<<<blocks_for(2 * int64_t{C}, kThreads), kThreads, 0, stream>>>(
-        dweight, dbias, partials, layout.blocks, C);
-    check_launch(stream);
+    launch_kernel(layernorm_parameter_gradients_kernel, blocks_for(2 * int64_t{C}, kThreads), kThreads, 0,
+                  stream, dweight, dbias, partials, layout.blocks, C);
 }
 
 // Checks the shared arguments of both forwards; returns the number of rows.

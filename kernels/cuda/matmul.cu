@@ -85,10 +85,9 @@ void launch_round_to_tf32(cudaStream_t stream, float* out, const float* in, int6
     constexpr int kThreads = 256;
     constexpr int N = 4;
     if (n % N == 0 && all_aligned_16({out, in}))
-        round_to_tf32_kernel<N><<<blocks_for(n / N, kThreads), kThreads, 0, stream>>>(out, in, n);
+        launch_kernel(round_to_tf32_kernel<N>, blocks_for(n / N, kThreads), kThreads, 0, stream, out, in, n);
     else
-        round_to_tf32_kernel<1><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(out, in, n);
-    check_launch(stream);
+        launch_kernel(round_to_tf32_kernel<1>, blocks_for(n, kThreads), kThreads, 0, stream, out, in, n);
 }
 
 // Points the product's A (a_count floats) and B (b_count floats) at TF32-rounded copies.
@@ -119,13 +118,11 @@ template <typename T>
 void launch_bias_gradient(cudaStream_t stream, float* dbias, float* partials, const T* dout, int64_t M, int N,
                           const ColumnChunks& layout) {
     const dim3 grid(blocks_for(N, kColumnsPerBlock), static_cast<unsigned>(layout.chunks));
-    column_sum_partials_kernel<T><<<grid, dim3(kColumnsPerBlock, kRowGroups), 0, stream>>>(
-        partials, dout, M, N, layout.rows_per_chunk);
-    check_launch(stream);
+    launch_kernel(column_sum_partials_kernel<T>, grid, dim3(kColumnsPerBlock, kRowGroups), 0, stream,
+                  partials, dout, M, N, layout.rows_per_chunk);
     constexpr int kThreads = 256;
-    add_column_partials_kernel<<<blocks_for(N, kThreads), kThreads, 0, stream>>>(dbias, partials,
-                                                                                 layout.chunks, N);
-    check_launch(stream);
+    launch_kernel(add_column_partials_kernel, blocks_for(N, kThreads), kThreads, 0, stream, dbias, partials,
+                  layout.chunks, N);
 }
 
 cudaDataType cuda_type_of(DType dtype) {

@@ -156,12 +156,10 @@ __global__ void update_loss_scale_kernel(StepStatus* status, LossScaleConfig con
 void launch_grad_norm(cudaStream_t stream, StepStatus* status, double* partials, const float* grads,
                       int64_t n, int blocks) {
     if (n % kVector == 0 && is_aligned(grads, 16))
-        squares_partials_kernel<kVector><<<blocks, kThreads, 0, stream>>>(partials, grads, n);
+        launch_kernel(squares_partials_kernel<kVector>, blocks, kThreads, 0, stream, partials, grads, n);
     else
-        squares_partials_kernel<1><<<blocks, kThreads, 0, stream>>>(partials, grads, n);
-    check_launch(stream);
-    finish_norm_kernel<<<1, kThreads, 0, stream>>>(status, partials, blocks);
-    check_launch(stream);
+        launch_kernel(squares_partials_kernel<1>, blocks, kThreads, 0, stream, partials, grads, n);
+    launch_kernel(finish_norm_kernel, 1, kThreads, 0, stream, status, partials, blocks);
 }
 
 template <typename W>
@@ -173,14 +171,12 @@ void launch_adamw(cudaStream_t stream, int max_blocks, float* params, const floa
     const auto blocks =
         static_cast<unsigned>(std::clamp<int64_t>(blocks_for(n / per_thread, kThreads), 1, max_blocks));
     if (vector)
-        adamw_kernel<W, kVector>
-            <<<blocks, kThreads, 0, stream>>>(params, grads, m, v, working, n, decay_count, hyper, status);
+        launch_kernel(adamw_kernel<W, kVector>, blocks, kThreads, 0, stream, params, grads, m, v, working, n,
+                      decay_count, hyper, status);
     else
-        adamw_kernel<W, 1>
-            <<<blocks, kThreads, 0, stream>>>(params, grads, m, v, working, n, decay_count, hyper, status);
-    check_launch(stream);
-    count_step_kernel<<<1, 1, 0, stream>>>(status);
-    check_launch(stream);
+        launch_kernel(adamw_kernel<W, 1>, blocks, kThreads, 0, stream, params, grads, m, v, working, n,
+                      decay_count, hyper, status);
+    launch_kernel(count_step_kernel, 1, 1, 0, stream, status);
 }
 
 }  // namespace
@@ -228,14 +224,12 @@ void CudaBackend::adamw_step(TensorView params, TensorView grads, TensorView m, 
 
 void CudaBackend::decide_skip(StepStatus* status) {
     MIXGPT_REQUIRE(status != nullptr, "cuda decide_skip: status is missing (null)");
-    decide_skip_kernel<<<1, 1, 0, stream_>>>(status);
-    check_launch(stream_);
+    launch_kernel(decide_skip_kernel, 1, 1, 0, stream_, status);
 }
 
 void CudaBackend::update_loss_scale(StepStatus* status, const LossScaleConfig& config) {
     MIXGPT_REQUIRE(status != nullptr, "cuda update_loss_scale: status is missing (null)");
-    update_loss_scale_kernel<<<1, 1, 0, stream_>>>(status, config);
-    check_launch(stream_);
+    launch_kernel(update_loss_scale_kernel, 1, 1, 0, stream_, status, config);
 }
 
 }  // namespace mixgpt::cuda

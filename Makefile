@@ -40,6 +40,8 @@ CXXFLAGS := -std=c++17 $(OPT_FLAGS) $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra 
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
           -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+# The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
+SIM_LDLIBS := $(LDLIBS)
 
 NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),code=sm_$(arch))
 NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
@@ -56,6 +58,11 @@ TEST_SRCS := $(wildcard tests/*.cpp tests/gpu/*.cpp)
 MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 BENCH_SRCS := $(wildcard bench/*.cpp)
 KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
+# The CUDA simulator (kernels/cuda_sim/, CUDA builds only): kernels/cuda/*.cu compiled by g++ and
+# run on the CPU, so the GPU tests (tests/gpu/) run without a GPU. See kernels/cuda_sim/README.md.
+SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
+SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
+SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/*support.cpp) tests/reference_f64.cpp
 
 ifeq ($(WITH_CUDA),1)
   LIB_SRCS += $(CUDA_ONLY_SRCS)
@@ -71,13 +78,19 @@ TEST_OBJS := $(call object_of,$(TEST_SRCS))
 MPI_TEST_OBJS := $(call object_of,$(MPI_TEST_SRCS))
 BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
 KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
+sim_object_of = $(patsubst %,$(BUILD)/sim/obj/%.o,$(1))
+# The library's host objects are shared with the real build; its kernels are not.
+SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS)),$(LIB_OBJS)) \
+                $(call sim_object_of,$(SIM_CU_SRCS) $(SIM_SRCS))
+SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS))
 CONFIG_STAMP := $(BUILD)/config.stamp
 
 .PHONY: all test test-gpu demo bench bundle format clean help setup sass fixtures print-config
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
-     $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab)
+     $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab) \
+     $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests)
 
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
@@ -108,6 +121,18 @@ $(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@echo "NVCC $<"
 	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude, its own sources as C++.
+SIM_CXXFLAGS := $(CXXFLAGS) -DMIXGPT_CUDA_SIM -Wno-unknown-pragmas
+$(BUILD)/sim/obj/%.cu.o: %.cu $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "SIM  $<"
+	$(QUIET)$(CXX) $(SIM_CXXFLAGS) -include kernels/cuda_sim/prelude.h -x c++ -c $< -o $@
+
+$(BUILD)/sim/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "SIM  $<"
+	$(QUIET)$(CXX) $(SIM_CXXFLAGS) -c $< -o $@
+
 $(BUILD)/libmixgpt.a: $(LIB_OBJS)
 	@rm -f $@
 	@echo "AR   $@"
@@ -121,6 +146,16 @@ $(BUILD)/mixgpt: $(MAIN_OBJ) $(BUILD)/libmixgpt.a
 $(BUILD)/mixgpt_tests: $(TEST_OBJS) $(BUILD)/libmixgpt.a
 	@echo "LINK $@"
 	$(QUIET)$(CXX) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# The GPU tests on the CUDA simulator (no CUDA library linked).
+$(BUILD)/mixgpt_sim_tests: $(SIM_OBJS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ -lgtest -lgtest_main $(SIM_LDLIBS)
+
+# The multi-rank tests with the CUDA backend on the simulator, one simulated device per rank.
+$(BUILD)/mixgpt_sim_mpi_tests: $(MPI_TEST_OBJS) $(SIM_LIB_OBJS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ -lgtest $(SIM_LDLIBS)
 
 # Tests run under `mpirun -np 2`; tests/mpi/ provides its own main (MPI_Init before GoogleTest).
 $(BUILD)/mixgpt_mpi_tests: $(MPI_TEST_OBJS) $(BUILD)/libmixgpt.a
@@ -173,4 +208,4 @@ clean:
 print-config:
 	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
 
--include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

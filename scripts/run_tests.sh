@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: the unit tests (GPU tests skip without a GPU), then the
-# data-parallel tests under mpirun with 2 ranks; ends with one line
-# "N passed, N failed, N skipped" summing GoogleTest's reports of both.
+# The whole test suite: the unit tests (GPU tests skip without a GPU), the
+# data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, the GPU tests
+# again on the CUDA simulator (kernels/cuda_sim/) under both of its schedules and the
+# 2-rank CUDA/NCCL tests on it; ends with one line "N passed, N failed, N skipped"
+# summing GoogleTest's reports of all.
 set -uo pipefail
 build="${1:-build}"
 log="$(mktemp)"
@@ -14,6 +16,24 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
 mpi_status=${PIPESTATUS[0]}
 
+# The backward schedule (races that the forward one hides) reruns every op-level test; the
+# training runs, which add no kernel, run once. The 2-rank run gives each rank a simulated device.
+sim_status=0
+if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" ]]; then
+  echo "GPU tests on the CUDA simulator, forward schedule"
+  MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" --gtest_brief=1 \
+    --gtest_color=no --gtest_filter='Gpu*' 2>&1 | tee -a "$log"
+  sim_status=${PIPESTATUS[0]}
+  echo "GPU tests on the CUDA simulator, backward schedule"
+  MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" --gtest_brief=1 \
+    --gtest_color=no --gtest_filter='Gpu*:-*Training*:*DataParallel*' 2>&1 | tee -a "$log"
+  sim_status=$((sim_status | PIPESTATUS[0]))
+  echo "2-rank tests with the CUDA backend and NCCL on the CUDA simulator"
+  MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \
+    --gtest_color=no --gtest_filter='*cuda*' 2>&1 | tee -a "$log"
+  sim_status=$((sim_status | PIPESTATUS[0]))
+fi
+
 count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
   grep -E "^\[  $1 *\] [0-9]+ tests?[,.]" "$log" | sed -E 's/^[^]]*\] ([0-9]+) .*/\1/' |
     awk '{ n += $1 } END { print n + 0 }'
@@ -23,7 +43,8 @@ count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
 count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-if ((unit_status != 0 || mpi_status != 0)); then
-  echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status)" >&2
+if ((unit_status != 0 || mpi_status != 0 || sim_status != 0)); then
+  echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
+    "simulated GPU tests exit $sim_status)" >&2
   exit 1
 fi

@@ -10,12 +10,17 @@
 // summation order), ZeRO-1 equals the replicated optimizer bit for bit, each rank keeping the fp32
 // masters of its shard only: the 16-bit working copy is gathered whole, and the masters gathered
 // from the shards are the current ones.
+//
+// The equivalence test also runs on the CUDA backend with NCCL (its host side MPI) where every
+// rank has a device of its own: on a multi-GPU host, and in `make test` on the CUDA simulator.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tests/mpi/mpi_test_support.h"
+#include "train/device_communicator.h"
 #include "train/loss_scaling.h"
 #include "train/mpi_communicator.h"
 #include "train/train_step.h"
@@ -31,7 +36,8 @@ struct ParallelCase {
     const char* name;
     bool shard_optimizer;
     int accumulation_steps;
-    bool overlap;  // buckets exchanged during the last backward pass, or after it
+    bool overlap;                // buckets exchanged during the last backward pass, or after it
+    const char* device = "cpu";  // "cuda": device `rank`, gradients exchanged by NCCL
 };
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
@@ -53,12 +59,20 @@ class DataParallelTest : public ::testing::TestWithParam<ParallelCase> {};
 
 TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     const ParallelCase& c = GetParam();
-    MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    const bool on_cuda = std::strcmp(c.device, "cuda") == 0;
+    if (on_cuda && cuda_device_count() < kRanks)
+        GTEST_SKIP() << "needs a CUDA device for each of the " << kRanks << " ranks";
+    const std::unique_ptr<Backend> backend =
+        on_cuda ? make_backend({"cuda", world_rank(), Precision::fp32, 0}) : cpu_backend(Precision::fp32);
+    std::unique_ptr<Communicator> mpi =
+        std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    const std::unique_ptr<Communicator> communicator =
+        on_cuda ? make_nccl_communicator(std::move(mpi), backend->cuda_stream(), kTestCollectiveTimeout)
+                : std::move(mpi);
     SingleProcessCommunicator alone;
-    ASSERT_EQ(communicator.world_size(), kRanks);
-    const int rank = communicator.rank();
+    ASSERT_EQ(communicator->world_size(), kRanks);
+    const int rank = communicator->rank();
     const GPTConfig config = tiny_config();
-    const std::unique_ptr<Backend> backend = cpu_backend(Precision::fp32);
     GPT ranked(*backend, config, kBatch, kSeqLen, Recompute::none);
     GPT whole(*backend, config, kRanks * kBatch, kSeqLen, Recompute::none);
     load_initial_parameters(ranked, 5);
@@ -70,7 +84,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     parallel.shard_optimizer = c.shard_optimizer;
     parallel.overlap = c.overlap;
     parallel.bucket_bytes = 4096;
-    TrainStep ranked_step(ranked, communicator, c.accumulation_steps, no_scaling.config(),
+    TrainStep ranked_step(ranked, *communicator, c.accumulation_steps, no_scaling.config(),
                           no_scaling.initial_status(), parallel);
     TrainStep whole_step(whole, alone, c.accumulation_steps, no_scaling.config(),
                          no_scaling.initial_status());
@@ -118,14 +132,20 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     EXPECT_EQ(working, rank0_values(working));  // the replicas are identical
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, DataParallelTest,
-                         ::testing::Values(ParallelCase{"replicated", false, 1, true},
-                                           ParallelCase{"replicated_accumulation", false, 3, true},
-                                           ParallelCase{"replicated_after_backward", false, 3, false},
-                                           ParallelCase{"zero1", true, 1, true},
-                                           ParallelCase{"zero1_accumulation", true, 3, true},
-                                           ParallelCase{"zero1_after_backward", true, 3, false}),
-                         [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Optimizers, DataParallelTest,
+    ::testing::Values(ParallelCase{"replicated", false, 1, true},
+                      ParallelCase{"replicated_accumulation", false, 3, true},
+                      ParallelCase{"replicated_after_backward", false, 3, false},
+                      ParallelCase{"zero1", true, 1, true}, ParallelCase{"zero1_accumulation", true, 3, true},
+                      ParallelCase{"zero1_after_backward", true, 3, false},
+                      ParallelCase{"cuda_replicated", false, 1, true, "cuda"},
+                      ParallelCase{"cuda_replicated_accumulation", false, 3, true, "cuda"},
+                      ParallelCase{"cuda_replicated_after_backward", false, 3, false, "cuda"},
+                      ParallelCase{"cuda_zero1", true, 1, true, "cuda"},
+                      ParallelCase{"cuda_zero1_accumulation", true, 3, true, "cuda"},
+                      ParallelCase{"cuda_zero1_after_backward", true, 3, false, "cuda"}),
+    [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};
 

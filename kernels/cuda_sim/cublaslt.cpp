@@ -1,0 +1,313 @@
+// The part of cuBLASLt that kernels/cuda/cublaslt_matmul.cpp calls, for the simulator, written
+// from cuBLASLt's documented semantics (column-major matrices; D = alpha op(A) op(B) + beta C
+// [+ bias broadcast along D's columns]) rather than from mixgpt's use of it:
+//   - attribute values must have the size of the attribute's type, as cuBLASLt checks;
+//   - the heuristic offers one algorithm for the documented type combinations and refuses the
+//     others (CUBLAS_STATUS_NOT_SUPPORTED); the algorithm remembers the operand alignments it was
+//     chosen for, and a product whose pointers are less aligned is refused;
+//   - layouts must agree on m, n and k, and every leading dimension must cover its rows.
+// Products are summed in double and rounded to the output type once.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+struct MatmulDesc {
+    cublasComputeType_t compute;
+    cudaDataType_t scale;
+    int32_t transpose_a = CUBLAS_OP_N, transpose_b = CUBLAS_OP_N;
+    uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    int32_t bias_type = -1;  // -1: D's type
+    const void* bias = nullptr;
+};
+
+struct Layout {
+    cudaDataType type;
+    uint64_t rows, cols;
+    int64_t ld;
+};
+
+struct Preference {
+    uint64_t max_workspace = 0;
+    uint32_t alignment[4] = {256, 256, 256, 256};  // A, B, C, D
+};
+
+// What an algorithm records in cublasLtMatmulAlgo_t::data.
+struct Algorithm {
+    uint64_t tag;
+    uint32_t alignment[4];
+};
+constexpr uint64_t kAlgorithmTag = 0x6d6978677074ull;
+
+template <typename Opaque, typename Ours>
+Ours* ours(Opaque* handle) {
+    return reinterpret_cast<Ours*>(handle);
+}
+
+template <typename T>
+cublasStatus_t read_value(T& out, const void* buffer, size_t bytes) {
+    if (buffer == nullptr || bytes != sizeof(T)) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&out, buffer, sizeof(T));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+uint32_t alignment_of(const void* pointer) {
+    const auto address = reinterpret_cast<uintptr_t>(pointer);
+    uint32_t alignment = 1;
+    while (alignment < 256 && address % (2 * alignment) == 0) alignment *= 2;
+    return alignment;
+}
+
+bool supported_types(const MatmulDesc& op, cudaDataType ab, cudaDataType cd) {
+    if (op.scale != CUDA_R_32F) return false;
+    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return ab == CUDA_R_32F && cd == CUDA_R_32F;
+    if (op.compute != CUBLAS_COMPUTE_32F) return false;
+    if (ab == CUDA_R_32F) return cd == CUDA_R_32F;
+    if (ab == CUDA_R_16F || ab == CUDA_R_16BF) return cd == ab || cd == CUDA_R_32F;
+    return false;
+}
+
+// m, n, k of the product, or false when the layouts disagree.
+bool product_shape(const MatmulDesc& op, const Layout& a, const Layout& b, const Layout& c, const Layout& d,
+                   uint64_t& m, uint64_t& n, uint64_t& k) {
+    m = op.transpose_a == CUBLAS_OP_N ? a.rows : a.cols;
+    k = op.transpose_a == CUBLAS_OP_N ? a.cols : a.rows;
+    const uint64_t kb = op.transpose_b == CUBLAS_OP_N ? b.rows : b.cols;
+    n = op.transpose_b == CUBLAS_OP_N ? b.cols : b.rows;
+    const auto covers = [](const Layout& l) { return l.ld >= 1 && static_cast<uint64_t>(l.ld) >= l.rows; };
+    return kb == k && c.rows == m && c.cols == n && d.rows == m && d.cols == n && covers(a) && covers(b) &&
+           covers(c) && covers(d) && c.type == d.type && a.type == b.type;
+}
+
+bool valid_operation(const MatmulDesc& op) {
+    return (op.transpose_a == CUBLAS_OP_N || op.transpose_a == CUBLAS_OP_T) &&
+           (op.transpose_b == CUBLAS_OP_N || op.transpose_b == CUBLAS_OP_T) &&
+           (op.epilogue == CUBLASLT_EPILOGUE_DEFAULT || op.epilogue == CUBLASLT_EPILOGUE_BIAS);
+}
+
+double load(const void* base, cudaDataType type, int64_t index) {
+    switch (type) {
+        case CUDA_R_32F:
+            return static_cast<const float*>(base)[index];
+        case CUDA_R_16F:
+            return __half2float(static_cast<const __half*>(base)[index]);
+        case CUDA_R_16BF:
+            return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]);
+        default:
+            return 0;
+    }
+}
+
+void store(void* base, cudaDataType type, int64_t index, double value) {
+    const float rounded = static_cast<float>(value);
+    switch (type) {
+        case CUDA_R_32F:
+            static_cast<float*>(base)[index] = rounded;
+            return;
+        case CUDA_R_16F:
+            static_cast<__half*>(base)[index] = __float2half_rn(rounded);
+            return;
+        case CUDA_R_16BF:
+            static_cast<__nv_bfloat16*>(base)[index] = __float2bfloat16_rn(rounded);
+            return;
+        default:
+            return;
+    }
+}
+
+cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) {
+    std::fprintf(stderr, "cuda_sim: %s: %s\n", call, why);
+    return status;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+    switch (status) {
+        case CUBLAS_STATUS_SUCCESS:
+            return "success (cuda_sim cuBLASLt)";
+        case CUBLAS_STATUS_INVALID_VALUE:
+            return "invalid value (cuda_sim cuBLASLt)";
+        case CUBLAS_STATUS_NOT_SUPPORTED:
+            return "not supported (cuda_sim cuBLASLt)";
+        default:
+            return "error (cuda_sim cuBLASLt)";
+    }
+}
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+    *handle = reinterpret_cast<cublasLtHandle_t>(new int(0));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+    delete reinterpret_cast<int*>(handle);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+    *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc{compute, scale});
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+    delete ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attribute, const void* buffer,
+                                              size_t bytes) {
+    MatmulDesc& op = *ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
+    switch (attribute) {
+        case CUBLASLT_MATMUL_DESC_TRANSA:
+            return read_value(op.transpose_a, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_TRANSB:
+            return read_value(op.transpose_b, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_EPILOGUE:
+            return read_value(op.epilogue, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+            return read_value(op.bias_type, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+            return read_value(op.bias, buffer, bytes);
+        default:
+            return refuse("cublasLtMatmulDescSetAttribute", "attribute not simulated",
+                          CUBLAS_STATUS_NOT_SUPPORTED);
+    }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+    *layout = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+    delete ours<cublasLtMatrixLayoutOpaque_t, Layout>(layout);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* preference) {
+    *preference = reinterpret_cast<cublasLtMatmulPreference_t>(new Preference);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+    delete ours<cublasLtMatmulPreferenceOpaque_t, Preference>(preference);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    const void* buffer, size_t bytes) {
+    Preference& p = *ours<cublasLtMatmulPreferenceOpaque_t, Preference>(preference);
+    switch (attribute) {
+        case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+            return read_value(p.max_workspace, buffer, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+            return read_value(p.alignment[0], buffer, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+            return read_value(p.alignment[1], buffer, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+            return read_value(p.alignment[2], buffer, bytes);
+        case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+            return read_value(p.alignment[3], buffer, bytes);
+        default:
+            return refuse("cublasLtMatmulPreferenceSetAttribute", "attribute not simulated",
+                          CUBLAS_STATUS_NOT_SUPPORTED);
+    }
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                                              cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                                              cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* found) {
+    const MatmulDesc& op = *ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
+    const Layout& a = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a_desc);
+    const Layout& b = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b_desc);
+    const Layout& c = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c_desc);
+    const Layout& d = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d_desc);
+    const Preference& p = *ours<cublasLtMatmulPreferenceOpaque_t, Preference>(preference);
+    *found = 0;
+    uint64_t m, n, k;
+    if (requested < 1 || !valid_operation(op) || !product_shape(op, a, b, c, d, m, n, k))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!supported_types(op, a.type, d.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    results[0] = cublasLtMatmulHeuristicResult_t{};
+    const Algorithm algorithm{kAlgorithmTag,
+                              {p.alignment[0], p.alignment[1], p.alignment[2], p.alignment[3]}};
+    static_assert(sizeof algorithm <= sizeof results[0].algo.data, "fits the algorithm's opaque data");
+    std::memcpy(results[0].algo.data, &algorithm, sizeof algorithm);
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    *found = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alpha,
+                              const void* a_data, cublasLtMatrixLayout_t a_desc, const void* b_data,
+                              cublasLtMatrixLayout_t b_desc, const void* beta, const void* c_data,
+                              cublasLtMatrixLayout_t c_desc, void* d_data, cublasLtMatrixLayout_t d_desc,
+                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
+    const char* call = "cublasLtMatmul";
+    const MatmulDesc& op = *ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
+    const Layout& a = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a_desc);
+    const Layout& b = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b_desc);
+    const Layout& c = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c_desc);
+    const Layout& d = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d_desc);
+    uint64_t m, n, k;
+    if (!valid_operation(op) || !product_shape(op, a, b, c, d, m, n, k))
+        return refuse(call, "layouts or operation invalid", CUBLAS_STATUS_INVALID_VALUE);
+    if (!supported_types(op, a.type, d.type)) return refuse(call, "types", CUBLAS_STATUS_NOT_SUPPORTED);
+    Algorithm algorithm;
+    if (algo == nullptr) return refuse(call, "no algorithm", CUBLAS_STATUS_INVALID_VALUE);
+    std::memcpy(&algorithm, algo->data, sizeof algorithm);
+    if (algorithm.tag != kAlgorithmTag)
+        return refuse(call, "not a heuristic's algorithm", CUBLAS_STATUS_INVALID_VALUE);
+    const void* operands[4] = {a_data, b_data, c_data, d_data};
+    for (int i = 0; i < 4; ++i)
+        if (alignment_of(operands[i]) < algorithm.alignment[i])
+            return refuse(call, "an operand is less aligned than the algorithm was chosen for",
+                          CUBLAS_STATUS_INVALID_VALUE);
+    const bool with_bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType bias_type = op.bias_type < 0 ? d.type : static_cast<cudaDataType>(op.bias_type);
+    if (with_bias && (op.bias == nullptr || bias_type != d.type))
+        return refuse(call, "bias epilogue without a bias of D's type", CUBLAS_STATUS_INVALID_VALUE);
+    float alpha_value, beta_value;
+    std::memcpy(&alpha_value, alpha, sizeof alpha_value);
+    std::memcpy(&beta_value, beta, sizeof beta_value);
+
+    // op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column.
+    std::vector<double> op_a(m * k), op_b(k * n);
+    for (uint64_t i = 0; i < m; ++i)
+        for (uint64_t l = 0; l < k; ++l)
+            op_a[i * k + l] = load(a_data, a.type,
+                                   op.transpose_a == CUBLAS_OP_N ? static_cast<int64_t>(i + l * a.ld)
+                                                                 : static_cast<int64_t>(l + i * a.ld));
+    for (uint64_t l = 0; l < k; ++l)
+        for (uint64_t j = 0; j < n; ++j)
+            op_b[l * n + j] = load(b_data, b.type,
+                                   op.transpose_b == CUBLAS_OP_N ? static_cast<int64_t>(l + j * b.ld)
+                                                                 : static_cast<int64_t>(j + l * b.ld));
+    for (uint64_t j = 0; j < n; ++j)
+        for (uint64_t i = 0; i < m; ++i) {
+            double sum = 0;
+            for (uint64_t l = 0; l < k; ++l) sum += op_a[i * k + l] * op_b[l * n + j];
+            double value = double{alpha_value} * sum;
+            if (beta_value != 0.f) value += double{beta_value} * load(c_data, c.type, i + j * c.ld);
+            if (with_bias) value += load(op.bias, bias_type, static_cast<int64_t>(i));
+            store(d_data, d.type, static_cast<int64_t>(i + j * d.ld), value);
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,93 @@
+// The CUDA device functions the kernels call, for the simulator: barriers, warp shuffles and
+// bit casts, in the global namespace under their CUDA names. Shuffles follow the CUDA C++
+// Programming Guide: a source lane outside the caller's `width` segment (xor, down, up) gives the
+// caller's own value, and reading from a lane outside `mask` is a fault.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cuda_sim/block_runner.h"
+
+namespace mixgpt::cuda_sim {
+
+template <typename T>
+struct ShuffleDeposit {
+    T value;  // first, so a result slot holds just the value
+    int source;
+};
+
+template <typename T>
+void resolve_shuffle(const LaneSlot (&deposits)[32], LaneSlot (&results)[32], unsigned lanes) {
+    for (int l = 0; l < 32; ++l) {
+        if (!(lanes >> l & 1u)) continue;
+        ShuffleDeposit<T> mine;
+        std::memcpy(&mine, deposits[l].bytes, sizeof mine);
+        std::memcpy(results[l].bytes, deposits[mine.source].bytes, sizeof(T));
+    }
+}
+
+inline void resolve_nothing(const LaneSlot (&)[32], LaneSlot (&)[32], unsigned) {}
+
+// The value `source` holds, for every lane of `mask`; `source` is this lane's choice.
+template <typename T>
+T shuffle(const char* instruction, unsigned mask, T value, int source) {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "a register-sized value");
+    if (source < 0 || source > 31 || !(mask >> source & 1u))
+        fault(std::string(instruction) + " reads lane " + std::to_string(source) + ", outside the mask");
+    const ShuffleDeposit<T> deposit{value, source};
+    const LaneSlot& result = warp_collective(instruction, mask, &deposit, sizeof deposit, resolve_shuffle<T>);
+    T out;
+    std::memcpy(&out, result.bytes, sizeof out);
+    return out;
+}
+
+inline int segment_start(int width) { return lane() / width * width; }
+
+}  // namespace mixgpt::cuda_sim
+
+inline void __syncthreads() { mixgpt::cuda_sim::sync_threads(); }
+
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    mixgpt::cuda_sim::warp_collective("__syncwarp", mask, nullptr, 0, mixgpt::cuda_sim::resolve_nothing);
+}
+
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int source_lane, int width = 32) {
+    using namespace mixgpt::cuda_sim;
+    return shuffle("__shfl_sync", mask, value, segment_start(width) + source_lane % width);
+}
+
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
+    using namespace mixgpt::cuda_sim;
+    const int source = lane() ^ lane_mask;
+    return shuffle("__shfl_xor_sync", mask, value, source / width == lane() / width ? source : lane());
+}
+
+template <typename T>
+T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+    using namespace mixgpt::cuda_sim;
+    const int source = lane() + static_cast<int>(delta);
+    return shuffle("__shfl_down_sync", mask, value, source < segment_start(width) + width ? source : lane());
+}
+
+template <typename T>
+T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+    using namespace mixgpt::cuda_sim;
+    const int source = lane() - static_cast<int>(delta);
+    return shuffle("__shfl_up_sync", mask, value, source >= segment_start(width) ? source : lane());
+}
+
+template <typename To, typename From>
+To mixgpt_sim_bit_cast(From from) {
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To to;
+    std::memcpy(&to, &from, sizeof to);
+    return to;
+}
+inline float __int_as_float(int x) { return mixgpt_sim_bit_cast<float>(x); }
+inline float __uint_as_float(unsigned x) { return mixgpt_sim_bit_cast<float>(x); }
+inline int __float_as_int(float x) { return mixgpt_sim_bit_cast<int>(x); }
+inline unsigned __float_as_uint(float x) { return mixgpt_sim_bit_cast<unsigned>(x); }

@@ -1,0 +1,156 @@
+// The part of NCCL that train/cuda/nccl_communicator.cpp calls, for the simulator. Device
+// memory is host memory here, so a collective is done at once with MPI's collective on
+// MPI_COMM_WORLD (a communicator of one rank needs no MPI: every collective is a copy). Grouped
+// calls run as they are issued; every rank issues them in the same order, so none waits on
+// another out of turn. Reductions are on fp32 only, as mixgpt's are; broadcasts move bytes.
+// Every buffer must lie inside one device allocation, as NCCL's must be device memory.
+#include <mpi.h>
+#include <nccl.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
+#include "kernels/cuda_sim/runtime.h"
+
+struct ncclComm {
+    int rank;
+    int ranks;
+};
+
+namespace {
+
+size_t size_of(ncclDataType_t type) {
+    switch (type) {
+        case ncclInt8:
+        case ncclUint8:
+            return 1;
+        case ncclFloat16:
+        case ncclBfloat16:
+            return 2;
+        case ncclInt32:
+        case ncclUint32:
+        case ncclFloat32:
+            return 4;
+        case ncclInt64:
+        case ncclUint64:
+        case ncclFloat64:
+            return 8;
+        default:
+            return 0;
+    }
+}
+
+ncclResult_t refuse(const char* call, const char* why, ncclResult_t result = ncclInvalidArgument) {
+    std::fprintf(stderr, "cuda_sim: %s: %s\n", call, why);
+    return result;
+}
+
+// The checks every collective makes; `send` may be null where the caller's role reads nothing.
+ncclResult_t check(const char* call, const void* send, const void* receive, size_t count, ncclDataType_t type,
+                   ncclComm_t comm) {
+    if (comm == nullptr) return refuse(call, "no communicator");
+    const size_t bytes = count * size_of(type);
+    if (size_of(type) == 0) return refuse(call, "data type not simulated");
+    if (bytes > static_cast<size_t>(INT_MAX)) return refuse(call, "more than INT_MAX bytes: not simulated");
+    if ((send != nullptr && !mixgpt::cuda_sim::in_device_memory(send, bytes)) ||
+        (receive != nullptr && !mixgpt::cuda_sim::in_device_memory(receive, bytes)))
+        return refuse(call, "a buffer is not inside one device allocation");
+    return ncclSuccess;
+}
+
+// The fp32 sum over ranks, in place in `values`, scaled to the mean for ncclAvg.
+ncclResult_t reduce_floats(const char* call, float* values, size_t count, ncclRedOp_t op, int root,
+                           ncclComm_t comm) {
+    if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
+    if (comm->ranks > 1) {
+        const int n = static_cast<int>(count);
+        if (root < 0)
+            MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else if (comm->rank == root)
+            MPI_Reduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+        else
+            MPI_Reduce(values, nullptr, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+    }
+    if (op == ncclAvg && (root < 0 || comm->rank == root))
+        for (size_t i = 0; i < count; ++i) values[i] /= static_cast<float>(comm->ranks);
+    return ncclSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ncclGetErrorString(ncclResult_t result) {
+    return result == ncclSuccess ? "no error (cuda_sim NCCL)" : "error (cuda_sim NCCL; described above)";
+}
+
+ncclResult_t ncclGetVersion(int* version) {
+    *version = NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+    std::memset(id, 0, sizeof *id);
+    std::snprintf(id->internal, sizeof id->internal, "mixgpt cuda_sim NCCL over MPI_COMM_WORLD");
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int ranks, ncclUniqueId, int rank) {
+    const char* call = "ncclCommInitRank";
+    if (ranks < 1 || rank < 0 || rank >= ranks) return refuse(call, "rank out of range");
+    if (ranks > 1) {
+        int initialized = 0, world_size = 0, world_rank = 0;
+        MPI_Initialized(&initialized);
+        if (!initialized) return refuse(call, "several ranks need MPI", ncclInvalidUsage);
+        MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+        MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+        if (world_size != ranks || world_rank != rank)
+            return refuse(call, "the simulator's communicators are MPI_COMM_WORLD", ncclInvalidUsage);
+    }
+    *comm = new ncclComm{rank, ranks};
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+    delete comm;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart() { return ncclSuccess; }
+ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+
+ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+    const char* call = "ncclAllReduce";
+    if (const ncclResult_t r = check(call, send, receive, count, type, comm); r != ncclSuccess) return r;
+    if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
+    if (send != receive) std::memmove(receive, send, count * sizeof(float));
+    return reduce_floats(call, static_cast<float*>(receive), count, op, -1, comm);
+}
+
+ncclResult_t ncclReduce(const void* send, void* receive, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t) {
+    const char* call = "ncclReduce";
+    if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
+    if (send != receive) return refuse(call, "only in-place reductions are simulated");
+    if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
+    if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
+    return reduce_floats(call, static_cast<float*>(receive), count, op, root, comm);
+}
+
+ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDataType_t type, int root,
+                           ncclComm_t comm, cudaStream_t) {
+    const char* call = "ncclBroadcast";
+    if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
+    const bool is_root = comm->rank == root;
+    if (const ncclResult_t r = check(call, is_root ? send : nullptr, receive, count, type, comm);
+        r != ncclSuccess)
+        return r;
+    const size_t bytes = count * size_of(type);
+    if (is_root && send != receive) std::memmove(receive, send, bytes);
+    if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    return ncclSuccess;
+}
+
+}  // extern "C"

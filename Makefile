@@ -62,7 +62,7 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 # run on the CPU, so the GPU tests (tests/gpu/) run without a GPU. See kernels/cuda_sim/README.md.
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
-SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/*support.cpp) tests/reference_f64.cpp
+SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp
 
 ifeq ($(WITH_CUDA),1)
   LIB_SRCS += $(CUDA_ONLY_SRCS)
@@ -85,16 +85,19 @@ SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS)),$(LIB_OBJS)) \
 SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS))
 CONFIG_STAMP := $(BUILD)/config.stamp
 
-.PHONY: all test test-gpu demo bench bundle format clean help setup sass fixtures print-config
+.PHONY: all sim test test-gpu demo bench bundle format clean help setup sass fixtures print-config
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
-     $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab) \
-     $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests)
+     $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab)
+
+# The test binaries of the CUDA simulator (CUDA builds only; `make test` builds them).
+sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests)
 
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
 	@echo "make test       install what is missing, build, run the whole test suite"
+	@echo "make sim        build the GPU tests on the CUDA simulator (kernels/cuda_sim; make test runs them)"
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
@@ -177,7 +180,7 @@ setup:
 
 # The whole suite: unit tests, then the multi-rank tests under mpirun.
 test: setup
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all sim
 	@scripts/run_tests.sh $(BUILD)
 
 test-gpu: all

@@ -22,7 +22,7 @@ sim_status=0
 if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" ]]; then
   echo "GPU tests on the CUDA simulator, forward schedule"
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" --gtest_brief=1 \
-    --gtest_color=no --gtest_filter='Gpu*' 2>&1 | tee -a "$log"
+    --gtest_color=no --gtest_filter='Gpu*:Sim*' 2>&1 | tee -a "$log"
   sim_status=${PIPESTATUS[0]}
   echo "GPU tests on the CUDA simulator, backward schedule"
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" --gtest_brief=1 \

@@ -171,6 +171,7 @@ Schedule g_schedule = initial_schedule();
 
 // The k-th of `count` warps or lanes in the schedule's order.
 int in_order(int k, int count) { return g_schedule == Schedule::forward ? k : count - 1 - k; }
+Counters g_counters;        // guarded by g_launch_mutex while a launch runs
 std::mutex g_launch_mutex;  // one launch at a time: blocks share the kernels' static __shared__ arrays
 
 StackPool& stack_pool() {
@@ -325,7 +326,12 @@ __attribute__((noinline)) void prepare_thread(SimThread& t) {
     t.state = State::runnable;
     t.open_group.clear();
     t.committed_groups.clear();
-    make_context(t.context, stack_pool().stack(static_cast<size_t>(t.linear)), kStackBytes, thread_entry);
+    void* stack = stack_pool().stack(static_cast<size_t>(t.linear));
+#ifdef MIXGPT_SIM_ASAN
+    // The frames of the fiber that ran here before never returned: their redzones are poisoned.
+    __asan_unpoison_memory_region(stack, kStackBytes);
+#endif
+    make_context(t.context, stack, kStackBytes, thread_entry);
 }
 
 // Resumes warp w's runnable lanes in the thread order; returns whether any ran, false on a fault.
@@ -370,15 +376,6 @@ bool run_block(Block& block) {
         block.fault_message = describe_deadlock(block);
         return false;
     }
-}
-
-void abandon_stacks(int count) {
-#ifdef MIXGPT_SIM_ASAN
-    for (int i = 0; i < count; ++i)
-        __asan_unpoison_memory_region(stack_pool().stack(static_cast<size_t>(i)), kStackBytes);
-#else
-    (void)count;
-#endif
 }
 
 cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes) {
@@ -463,10 +460,24 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic
             }
     t_block = nullptr;
     if (ok) return cudaSuccess;
-    abandon_stacks(count);
     std::fprintf(stderr, "cuda_sim: kernel fault: %s\n", block.fault_message.c_str());
     record_error(cudaErrorLaunchFailure);
     return cudaErrorLaunchFailure;
+}
+
+Counters counters() {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    return g_counters;
+}
+
+void reset_counters() {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    g_counters = Counters{};
+}
+
+void count_ldmatrix_phase(int extra_wavefronts) {
+    ++g_counters.ldmatrix_phases;
+    g_counters.ldmatrix_extra_wavefronts += static_cast<uint64_t>(extra_wavefronts);
 }
 
 unsigned char* dynamic_shared_memory() { return current_block().shared.data(); }
@@ -487,7 +498,7 @@ const LaneSlot& warp_collective(const char* instruction, unsigned mask, const vo
         fault(std::string(instruction) + " with a mask that leaves out the calling lane");
     if (bytes > sizeof(LaneSlot)) fault(std::string(instruction) + ": deposit too large for the simulator");
     WarpExchange& exchange = block.warps[static_cast<size_t>(self.linear / kWarpSize)];
-    std::memcpy(exchange.deposits[lane].bytes, deposit, bytes);
+    if (bytes > 0) std::memcpy(exchange.deposits[lane].bytes, deposit, bytes);
     exchange.resolve = resolve;
     self.instruction = instruction;
     self.mask = mask;

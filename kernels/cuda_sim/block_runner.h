@@ -59,6 +59,16 @@ cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes);
 constexpr size_t kSharedBytesOptin = 232448;
 constexpr size_t kSharedBytesDefault = 48 * 1024;
 
+// What the simulator counted since the last reset: shared-memory traffic whose lanes' addresses
+// it sees at once. An ldmatrix.x4 reads 4 matrices, each in one phase of 8 16-byte rows; a phase
+// whose rows share a bank (4 bytes wide, 32 of them) takes one more wavefront per repeat.
+struct Counters {
+    uint64_t ldmatrix_phases = 0;
+    uint64_t ldmatrix_extra_wavefronts = 0;
+};
+Counters counters();
+void reset_counters();
+
 // ---- for the device functions (device_functions.h, warp_matrix.h) ----
 
 // The block's dynamic shared memory: `dynamic_shared_bytes` of the launch, poisoned with 0xff
@@ -86,6 +96,9 @@ const LaneSlot& warp_collective(const char* instruction, unsigned mask, const vo
 // Checks that [address, address + bytes) lies in the dynamic shared memory and is aligned to
 // `alignment`; faults naming `instruction` otherwise.
 void expect_shared(const char* instruction, const void* address, size_t bytes, size_t alignment);
+
+// Counts one ldmatrix phase that needed `extra_wavefronts` beyond the first.
+void count_ldmatrix_phase(int extra_wavefronts);
 
 // cp.async for the running thread: a copy of `bytes` from `global` (zeros when !valid) that lands
 // in shared memory when the schedule says (see Schedule).

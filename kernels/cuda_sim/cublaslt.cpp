@@ -121,6 +121,27 @@ void store(void* base, cudaDataType type, int64_t index, double value) {
     }
 }
 
+// One product's descriptors, and its m, n, k once validated.
+struct Problem {
+    const MatmulDesc& op;
+    const Layout &a, &b, &c, &d;
+    uint64_t m = 0, n = 0, k = 0;
+};
+
+Problem problem_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                   cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d) {
+    return {*ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc),
+            *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a), *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b),
+            *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c), *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d)};
+}
+
+// CUBLAS_STATUS_SUCCESS (and m, n, k set) when cuBLASLt would take the problem.
+cublasStatus_t validate(Problem& p) {
+    if (!valid_operation(p.op) || !product_shape(p.op, p.a, p.b, p.c, p.d, p.m, p.n, p.k))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    return supported_types(p.op, p.a.type, p.d.type) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
 cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) {
     std::fprintf(stderr, "cuda_sim: %s: %s\n", call, why);
     return status;
@@ -232,17 +253,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
                                               cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
                                               cublasLtMatmulPreference_t preference, int requested,
                                               cublasLtMatmulHeuristicResult_t results[], int* found) {
-    const MatmulDesc& op = *ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
-    const Layout& a = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a_desc);
-    const Layout& b = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b_desc);
-    const Layout& c = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c_desc);
-    const Layout& d = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d_desc);
+    Problem problem = problem_of(desc, a_desc, b_desc, c_desc, d_desc);
     const Preference& p = *ours<cublasLtMatmulPreferenceOpaque_t, Preference>(preference);
     *found = 0;
-    uint64_t m, n, k;
-    if (requested < 1 || !valid_operation(op) || !product_shape(op, a, b, c, d, m, n, k))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (!supported_types(op, a.type, d.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
+    if (const cublasStatus_t status = validate(problem); status != CUBLAS_STATUS_SUCCESS) return status;
     results[0] = cublasLtMatmulHeuristicResult_t{};
     const Algorithm algorithm{kAlgorithmTag,
                               {p.alignment[0], p.alignment[1], p.alignment[2], p.alignment[3]}};
@@ -259,15 +274,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               cublasLtMatrixLayout_t c_desc, void* d_data, cublasLtMatrixLayout_t d_desc,
                               const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
     const char* call = "cublasLtMatmul";
-    const MatmulDesc& op = *ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc);
-    const Layout& a = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a_desc);
-    const Layout& b = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b_desc);
-    const Layout& c = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c_desc);
-    const Layout& d = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d_desc);
-    uint64_t m, n, k;
-    if (!valid_operation(op) || !product_shape(op, a, b, c, d, m, n, k))
-        return refuse(call, "layouts or operation invalid", CUBLAS_STATUS_INVALID_VALUE);
-    if (!supported_types(op, a.type, d.type)) return refuse(call, "types", CUBLAS_STATUS_NOT_SUPPORTED);
+    Problem problem = problem_of(desc, a_desc, b_desc, c_desc, d_desc);
+    if (const cublasStatus_t status = validate(problem); status != CUBLAS_STATUS_SUCCESS)
+        return refuse(call, "layouts, operation or types not accepted", status);
+    const MatmulDesc& op = problem.op;
+    const Layout &a = problem.a, &b = problem.b, &c = problem.c, &d = problem.d;
+    const uint64_t m = problem.m, n = problem.n, k = problem.k;
     Algorithm algorithm;
     if (algo == nullptr) return refuse(call, "no algorithm", CUBLAS_STATUS_INVALID_VALUE);
     std::memcpy(&algorithm, algo->data, sizeof algorithm);

@@ -11,11 +11,13 @@
 //       C, D floats 0..3 are (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1);
 //     the lower-indexed element of a pair sits in the register's low 16 bits. Products and sums
 //     are formed in double and rounded to fp32 once: at least as exact as the tensor cores.
+// Each ldmatrix phase (one 8x8 matrix: 8 rows of 16 bytes) is counted with its bank conflicts.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -36,6 +38,14 @@ void resolve_load_matrix(const LaneSlot (&deposits)[32], LaneSlot (&results)[32]
         std::memcpy(&bits, row_address(8 * matrix + row) + 2 * column, sizeof bits);
         return uint32_t{bits};
     };
+    for (int matrix = 0; matrix < 4; ++matrix) {
+        int rows_on_bank[32] = {};
+        for (int row = 0; row < 8; ++row) {
+            const uintptr_t first_bank = reinterpret_cast<uintptr_t>(row_address(8 * matrix + row)) / 4;
+            for (uintptr_t b = 0; b < 4; ++b) ++rows_on_bank[(first_bank + b) % 32];
+        }
+        count_ldmatrix_phase(*std::max_element(rows_on_bank, rows_on_bank + 32) - 1);
+    }
     for (int l = 0; l < 32; ++l) {
         uint32_t registers[4];
         for (int i = 0; i < 4; ++i) {

@@ -16,7 +16,11 @@
 #include <utility>
 
 #ifdef MIXGPT_CUDA_SIM
+#include <tuple>
+#include <type_traits>
+
 #include "kernels/cuda_sim/block_runner.h"
+#include "kernels/cuda_sim/runtime.h"
 #endif
 
 #include "core/cuda_check.h"
@@ -154,13 +158,15 @@ inline void check_launch(cudaStream_t stream) {
 }
 
 // kernel<<<grid, block, shared_bytes, stream>>>(arguments...), then check_launch. The simulator
-// runs the whole grid here and now.
+// keeps the arguments, as a launch does, and runs the grid when the stream gets there.
 template <typename... Parameters, typename... Arguments>
 void launch_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
                    cudaStream_t stream, Arguments&&... arguments) {
 #ifdef MIXGPT_CUDA_SIM
-    cuda_sim::launch(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
-                     [&] { kernel(arguments...); });
+    cuda_sim::enqueue_launch(
+        stream, reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
+        [kernel, parameters = std::tuple<std::decay_t<Parameters>...>(
+                     std::forward<Arguments>(arguments)...)] { std::apply(kernel, parameters); });
 #else
     // clang-format 14 splits a launch's closing chevrons in .cuh files.
     // clang-format off

@@ -378,7 +378,7 @@ bool run_block(Block& block) {
     }
 }
 
-cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes) {
+cudaError_t check_configuration_locked(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes) {
     const uint64_t threads = uint64_t{block.x} * block.y * block.z;
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
         grid.z > 65535 || threads == 0 || threads > kMaxThreadsPerBlock || block.z > 64) {
@@ -427,14 +427,17 @@ cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
     return cudaSuccess;
 }
 
+cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes) {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    return check_configuration_locked(kernel, grid, block, dynamic_shared_bytes);
+}
+
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic_shared_bytes,
                    const std::function<void()>& body) {
     std::lock_guard<std::mutex> lock(g_launch_mutex);
-    if (const cudaError_t status = check_configuration(kernel, grid, block_dim, dynamic_shared_bytes);
-        status != cudaSuccess) {
-        record_error(status);
+    if (const cudaError_t status = check_configuration_locked(kernel, grid, block_dim, dynamic_shared_bytes);
+        status != cudaSuccess)
         return status;
-    }
     const int count = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
     Block block;
     block.body = &body;
@@ -461,7 +464,6 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic
     t_block = nullptr;
     if (ok) return cudaSuccess;
     std::fprintf(stderr, "cuda_sim: kernel fault: %s\n", block.fault_message.c_str());
-    record_error(cudaErrorLaunchFailure);
     return cudaErrorLaunchFailure;
 }
 

@@ -42,8 +42,11 @@ enum class Schedule { forward, backward };
 void set_schedule(Schedule schedule);
 Schedule schedule();
 
-// Runs `body` (one thread's work) for every thread of the grid. Returns cudaSuccess, a launch
-// configuration error (nothing ran), or cudaErrorLaunchFailure after a fault.
+// cudaSuccess, or the error a GPU gives a launch of this configuration (printed to stderr).
+cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
+
+// Runs `body` (one thread's work) for every thread of the grid, now. Returns cudaSuccess, a
+// launch configuration error (nothing ran), or cudaErrorLaunchFailure after a fault.
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
                    const std::function<void()>& body);
 

@@ -6,7 +6,8 @@
 //     others (CUBLAS_STATUS_NOT_SUPPORTED); the algorithm remembers the operand alignments it was
 //     chosen for, and a product whose pointers are less aligned is refused;
 //   - layouts must agree on m, n and k, and every leading dimension must cover its rows.
-// Products are summed in double and rounded to the output type once.
+// Products are summed in double and rounded to the output type once. A product runs when its
+// stream gets there (runtime.h); what it needs is read when it is asked for.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+#include "kernels/cuda_sim/runtime.h"
 
 namespace {
 
@@ -140,6 +143,41 @@ cublasStatus_t validate(Problem& p) {
     if (!valid_operation(p.op) || !product_shape(p.op, p.a, p.b, p.c, p.d, p.m, p.n, p.k))
         return CUBLAS_STATUS_INVALID_VALUE;
     return supported_types(p.op, p.a.type, p.d.type) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+// One product as cublasLtMatmul was asked for it.
+struct Product {
+    bool transpose_a, transpose_b;
+    Layout a, b, c, d;
+    uint64_t m, n, k;
+    float alpha, beta;
+    const void* bias;  // null: no bias epilogue
+    cudaDataType bias_type;
+    const void *a_data, *b_data, *c_data;
+    void* d_data;
+};
+
+// op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column.
+void compute(const Product& p) {
+    std::vector<double> op_a(p.m * p.k), op_b(p.k * p.n);
+    for (uint64_t i = 0; i < p.m; ++i)
+        for (uint64_t l = 0; l < p.k; ++l)
+            op_a[i * p.k + l] = load(p.a_data, p.a.type,
+                                     static_cast<int64_t>(p.transpose_a ? l + i * p.a.ld : i + l * p.a.ld));
+    for (uint64_t l = 0; l < p.k; ++l)
+        for (uint64_t j = 0; j < p.n; ++j)
+            op_b[l * p.n + j] = load(p.b_data, p.b.type,
+                                     static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
+    for (uint64_t j = 0; j < p.n; ++j)
+        for (uint64_t i = 0; i < p.m; ++i) {
+            double sum = 0;
+            for (uint64_t l = 0; l < p.k; ++l) sum += op_a[i * p.k + l] * op_b[l * p.n + j];
+            double value = double{p.alpha} * sum;
+            if (p.beta != 0.f)
+                value += double{p.beta} * load(p.c_data, p.c.type, static_cast<int64_t>(i + j * p.c.ld));
+            if (p.bias != nullptr) value += load(p.bias, p.bias_type, static_cast<int64_t>(i));
+            store(p.d_data, p.d.type, static_cast<int64_t>(i + j * p.d.ld), value);
+        }
 }
 
 cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) {
@@ -272,7 +310,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               const void* a_data, cublasLtMatrixLayout_t a_desc, const void* b_data,
                               cublasLtMatrixLayout_t b_desc, const void* beta, const void* c_data,
                               cublasLtMatrixLayout_t c_desc, void* d_data, cublasLtMatrixLayout_t d_desc,
-                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t) {
+                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t stream) {
     const char* call = "cublasLtMatmul";
     Problem problem = problem_of(desc, a_desc, b_desc, c_desc, d_desc);
     if (const cublasStatus_t status = validate(problem); status != CUBLAS_STATUS_SUCCESS)
@@ -297,28 +335,26 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
     float alpha_value, beta_value;
     std::memcpy(&alpha_value, alpha, sizeof alpha_value);
     std::memcpy(&beta_value, beta, sizeof beta_value);
-
-    // op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column.
-    std::vector<double> op_a(m * k), op_b(k * n);
-    for (uint64_t i = 0; i < m; ++i)
-        for (uint64_t l = 0; l < k; ++l)
-            op_a[i * k + l] = load(a_data, a.type,
-                                   op.transpose_a == CUBLAS_OP_N ? static_cast<int64_t>(i + l * a.ld)
-                                                                 : static_cast<int64_t>(l + i * a.ld));
-    for (uint64_t l = 0; l < k; ++l)
-        for (uint64_t j = 0; j < n; ++j)
-            op_b[l * n + j] = load(b_data, b.type,
-                                   op.transpose_b == CUBLAS_OP_N ? static_cast<int64_t>(l + j * b.ld)
-                                                                 : static_cast<int64_t>(j + l * b.ld));
-    for (uint64_t j = 0; j < n; ++j)
-        for (uint64_t i = 0; i < m; ++i) {
-            double sum = 0;
-            for (uint64_t l = 0; l < k; ++l) sum += op_a[i * k + l] * op_b[l * n + j];
-            double value = double{alpha_value} * sum;
-            if (beta_value != 0.f) value += double{beta_value} * load(c_data, c.type, i + j * c.ld);
-            if (with_bias) value += load(op.bias, bias_type, static_cast<int64_t>(i));
-            store(d_data, d.type, static_cast<int64_t>(i + j * d.ld), value);
-        }
+    // What the product needs is read now, as cuBLASLt reads its descriptors when called; the
+    // product runs when the stream gets there.
+    const Product product{op.transpose_a == CUBLAS_OP_T,
+                          op.transpose_b == CUBLAS_OP_T,
+                          a,
+                          b,
+                          c,
+                          d,
+                          m,
+                          n,
+                          k,
+                          alpha_value,
+                          beta_value,
+                          with_bias ? op.bias : nullptr,
+                          bias_type,
+                          a_data,
+                          b_data,
+                          c_data,
+                          d_data};
+    mixgpt::cuda_sim::enqueue(stream, [product] { compute(product); });
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -1,9 +1,11 @@
 // The part of NCCL that train/cuda/nccl_communicator.cpp calls, for the simulator. Device
-// memory is host memory here, so a collective is done at once with MPI's collective on
-// MPI_COMM_WORLD (a communicator of one rank needs no MPI: every collective is a copy). Grouped
-// calls run as they are issued; every rank issues them in the same order, so none waits on
-// another out of turn. Reductions are on fp32 only, as mixgpt's are; broadcasts move bytes.
-// Every buffer must lie inside one device allocation, as NCCL's must be device memory.
+// memory is host memory here, so a collective is MPI's collective, run when its stream gets
+// there (runtime.h), on a duplicate of MPI_COMM_WORLD made by ncclCommInitRank so that it never
+// pairs with the host's own MPI calls (a communicator of one rank needs no MPI: every
+// collective is a copy). Every rank runs its streams' work at the same places in the same
+// program, so the collectives meet in the same order everywhere, grouped calls included.
+// Reductions are on fp32 only, as mixgpt's are; broadcasts move bytes. Every buffer must lie
+// inside one device allocation, as NCCL's must be device memory.
 #include <mpi.h>
 #include <nccl.h>
 
@@ -16,6 +18,7 @@
 struct ncclComm {
     int rank;
     int ranks;
+    MPI_Comm mpi;  // MPI_COMM_NULL for one rank
 };
 
 namespace {
@@ -60,21 +63,18 @@ ncclResult_t check(const char* call, const void* send, const void* receive, size
 }
 
 // The fp32 sum over ranks, in place in `values`, scaled to the mean for ncclAvg.
-ncclResult_t reduce_floats(const char* call, float* values, size_t count, ncclRedOp_t op, int root,
-                           ncclComm_t comm) {
-    if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
+void reduce_floats(float* values, size_t count, ncclRedOp_t op, int root, ncclComm_t comm) {
     if (comm->ranks > 1) {
         const int n = static_cast<int>(count);
         if (root < 0)
-            MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, comm->mpi);
         else if (comm->rank == root)
-            MPI_Reduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+            MPI_Reduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, root, comm->mpi);
         else
-            MPI_Reduce(values, nullptr, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+            MPI_Reduce(values, nullptr, n, MPI_FLOAT, MPI_SUM, root, comm->mpi);
     }
     if (op == ncclAvg && (root < 0 || comm->rank == root))
         for (size_t i = 0; i < count; ++i) values[i] /= static_cast<float>(comm->ranks);
-    return ncclSuccess;
 }
 
 }  // namespace
@@ -108,11 +108,13 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int ranks, ncclUniqueId, int ran
         if (world_size != ranks || world_rank != rank)
             return refuse(call, "the simulator's communicators are MPI_COMM_WORLD", ncclInvalidUsage);
     }
-    *comm = new ncclComm{rank, ranks};
+    *comm = new ncclComm{rank, ranks, MPI_COMM_NULL};
+    if (ranks > 1) MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->mpi);
     return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+    if (comm->mpi != MPI_COMM_NULL) MPI_Comm_free(&comm->mpi);
     delete comm;
     return ncclSuccess;
 }
@@ -121,26 +123,33 @@ ncclResult_t ncclGroupStart() { return ncclSuccess; }
 ncclResult_t ncclGroupEnd() { return ncclSuccess; }
 
 ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
     const char* call = "ncclAllReduce";
     if (const ncclResult_t r = check(call, send, receive, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
-    if (send != receive) std::memmove(receive, send, count * sizeof(float));
-    return reduce_floats(call, static_cast<float*>(receive), count, op, -1, comm);
+    if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
+    mixgpt::cuda_sim::enqueue(stream, [=] {
+        if (send != receive) std::memmove(receive, send, count * sizeof(float));
+        reduce_floats(static_cast<float*>(receive), count, op, -1, comm);
+    });
+    return ncclSuccess;
 }
 
 ncclResult_t ncclReduce(const void* send, void* receive, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                        int root, ncclComm_t comm, cudaStream_t) {
+                        int root, ncclComm_t comm, cudaStream_t stream) {
     const char* call = "ncclReduce";
     if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
     if (send != receive) return refuse(call, "only in-place reductions are simulated");
     if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
-    return reduce_floats(call, static_cast<float*>(receive), count, op, root, comm);
+    if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
+    mixgpt::cuda_sim::enqueue(stream,
+                              [=] { reduce_floats(static_cast<float*>(receive), count, op, root, comm); });
+    return ncclSuccess;
 }
 
 ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDataType_t type, int root,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
     const char* call = "ncclBroadcast";
     if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
     const bool is_root = comm->rank == root;
@@ -148,8 +157,10 @@ ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDa
         r != ncclSuccess)
         return r;
     const size_t bytes = count * size_of(type);
-    if (is_root && send != receive) std::memmove(receive, send, bytes);
-    if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    mixgpt::cuda_sim::enqueue(stream, [=] {
+        if (is_root && send != receive) std::memmove(receive, send, bytes);
+        if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, comm->mpi);
+    });
     return ncclSuccess;
 }
 

@@ -1,7 +1,7 @@
 // cub::DeviceRadixSort::SortPairs for the simulator: CUB's device code only compiles with nvcc.
 // Same contract as CUB's: a first call with null storage asks for the temporary storage size;
-// the sort is stable and orders the keys by bits [begin_bit, end_bit) as CUB orders signed
-// integers (the sign bit flipped, so negative keys come first).
+// the sort runs on the stream (runtime.h), is stable and orders the keys by bits
+// [begin_bit, end_bit) as CUB orders signed integers (the sign bit flipped, negative keys first).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda_sim/runtime.h"
+
 namespace cub {
 
 struct DeviceRadixSort {
@@ -20,7 +22,7 @@ struct DeviceRadixSort {
     template <typename Key, typename Value>
     static cudaError_t SortPairs(void* temporary, size_t& temporary_bytes, const Key* keys_in, Key* keys_out,
                                  const Value* values_in, Value* values_out, int count, int begin_bit = 0,
-                                 int end_bit = sizeof(Key) * 8, cudaStream_t = nullptr) {
+                                 int end_bit = sizeof(Key) * 8, cudaStream_t stream = nullptr) {
         static_assert(std::is_integral_v<Key> && sizeof(Key) == 4, "32-bit integer keys");
         if (temporary == nullptr) {
             temporary_bytes = kTemporaryBytes;
@@ -29,22 +31,24 @@ struct DeviceRadixSort {
         if (temporary_bytes < kTemporaryBytes || count < 0 || begin_bit < 0 || end_bit > 32 ||
             begin_bit >= end_bit)
             return cudaErrorInvalidValue;
-        const uint32_t sign = std::is_signed_v<Key> ? 0x80000000u : 0u;
-        const uint32_t mask = (end_bit - begin_bit == 32 ? 0xffffffffu : ((1u << (end_bit - begin_bit)) - 1u))
-                              << begin_bit;
-        const auto radix = [&](Key key) { return (static_cast<uint32_t>(key) ^ sign) & mask; };
-        std::vector<int> order(static_cast<size_t>(count));
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int a, int b) { return radix(keys_in[a]) < radix(keys_in[b]); });
-        std::vector<Key> keys(static_cast<size_t>(count));
-        std::vector<Value> values(static_cast<size_t>(count));
-        for (int i = 0; i < count; ++i) {
-            keys[i] = keys_in[order[i]];
-            values[i] = values_in[order[i]];
-        }
-        std::copy(keys.begin(), keys.end(), keys_out);
-        std::copy(values.begin(), values.end(), values_out);
+        mixgpt::cuda_sim::enqueue(stream, [=] {
+            const uint32_t sign = std::is_signed_v<Key> ? 0x80000000u : 0u;
+            const uint32_t mask =
+                (end_bit - begin_bit == 32 ? 0xffffffffu : ((1u << (end_bit - begin_bit)) - 1u)) << begin_bit;
+            const auto radix = [&](Key key) { return (static_cast<uint32_t>(key) ^ sign) & mask; };
+            std::vector<int> order(static_cast<size_t>(count));
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int a, int b) { return radix(keys_in[a]) < radix(keys_in[b]); });
+            std::vector<Key> keys(static_cast<size_t>(count));
+            std::vector<Value> values(static_cast<size_t>(count));
+            for (int i = 0; i < count; ++i) {
+                keys[i] = keys_in[order[i]];
+                values[i] = values_in[order[i]];
+            }
+            std::copy(keys.begin(), keys.end(), keys_out);
+            std::copy(values.begin(), values.end(), values_out);
+        });
         return cudaSuccess;
     }
 };

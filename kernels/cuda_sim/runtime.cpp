@@ -1,9 +1,12 @@
 // The part of the CUDA runtime API that mixgpt calls, for the simulator: devices with the
 // limits of an H100 (sm_90), one unless MIXGPT_CUDA_SIM_DEVICES says more (a process per
-// device under mpirun needs as many as it has local ranks), device memory in the host heap, streams and
-// events that complete at once (every launch and copy runs when it is issued, in issue order). Device memory
-// starts as 0xff bytes, so reading what no kernel wrote gives NaN. Copies and fills check that their device
-// side lies inside one allocation and the host side outside all of them.
+// device under mpirun needs as many as it has local ranks), device memory in the host heap,
+// streams whose work runs lazily (runtime.h) and events that mark a place in a stream. Device
+// memory starts as 0xff bytes, so reading what no kernel wrote gives NaN. Copies and fills
+// check that their device side lies inside one allocation and the host side outside all.
+// Copies follow CUDA's rules for host memory: a pageable source is read when the copy is
+// issued, a pageable destination is written before it returns (the stream's earlier work run
+// first); pinned memory (cudaMallocHost) is read and written when the stream gets there.
 #include "kernels/cuda_sim/runtime.h"
 
 #include <cuda_runtime.h>
@@ -12,17 +15,28 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <vector>
 
 #include "kernels/cuda_sim/block_runner.h"
 
 struct CUstream_st {
-    unsigned flags;
+    std::deque<std::function<void()>> pending;
+    uint64_t enqueued = 0;  // work items ever enqueued
+    uint64_t done = 0;      // work items run
 };
 
 struct CUevent_st {
-    std::chrono::steady_clock::time_point time{};
+    CUstream_st* stream = nullptr;  // where it was last recorded
+    uint64_t position = 0;          // the stream's work before it
+    // When the stream got there; shared with the queued work, which may outlive the event.
+    std::shared_ptr<std::chrono::steady_clock::time_point> time =
+        std::make_shared<std::chrono::steady_clock::time_point>();
     bool recorded = false;
 };
 
@@ -42,12 +56,67 @@ constexpr int kL2Bytes = 50 << 20;
 struct DeviceHeap {
     std::mutex mutex;
     std::map<const unsigned char*, size_t> allocations;  // base -> bytes
+    std::map<const unsigned char*, size_t> pinned;       // cudaMallocHost: base -> bytes
     size_t used = 0;
 };
 
 DeviceHeap& heap() {
     static auto* instance = new DeviceHeap;  // never destroyed: frees during static destruction find it
     return *instance;
+}
+
+bool inside(const std::map<const unsigned char*, size_t>& ranges, const void* pointer, size_t bytes) {
+    const auto* begin = static_cast<const unsigned char*>(pointer);
+    auto found = ranges.upper_bound(begin);
+    if (found == ranges.begin()) return false;
+    --found;
+    return begin + bytes <= found->first + found->second;
+}
+
+bool is_pinned(const void* pointer, size_t bytes) {
+    DeviceHeap& h = heap();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    return inside(h.pinned, pointer, bytes);
+}
+
+// ---- lazy streams ----
+
+struct StreamSet {
+    std::recursive_mutex mutex;  // held while work runs: work may drain other streams
+    CUstream_st legacy_default;
+    std::set<CUstream_st*> live{&legacy_default};
+    cudaError_t async_error = cudaSuccess;  // a fault of work run lazily, for the next sync to return
+};
+
+StreamSet& streams() {
+    static auto* instance = new StreamSet;
+    return *instance;
+}
+
+CUstream_st& stream_of(cudaStream_t stream) { return stream != nullptr ? *stream : streams().legacy_default; }
+
+// Runs the stream's work up to `position` (work items since its creation).
+void drain(CUstream_st& stream, uint64_t position) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    while (stream.done < position) {
+        std::function<void()> work = std::move(stream.pending.front());
+        stream.pending.pop_front();
+        work();
+        ++stream.done;
+    }
+}
+
+void drain_all() {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    for (CUstream_st* stream : streams().live) drain(*stream, stream->enqueued);
+}
+
+cudaError_t take_async_error() {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    const cudaError_t status = streams().async_error;
+    streams().async_error = cudaSuccess;
+    mixgpt::cuda_sim::record_error(status);
+    return status;
 }
 
 cudaError_t fail(cudaError_t status, const char* call, const char* why) {
@@ -61,11 +130,28 @@ cudaError_t fail(cudaError_t status, const char* call, const char* why) {
 bool mixgpt::cuda_sim::in_device_memory(const void* pointer, size_t bytes) {
     DeviceHeap& h = heap();
     std::lock_guard<std::mutex> lock(h.mutex);
-    const auto* begin = static_cast<const unsigned char*>(pointer);
-    auto found = h.allocations.upper_bound(begin);
-    if (found == h.allocations.begin()) return false;
-    --found;
-    return begin + bytes <= found->first + found->second;
+    return inside(h.allocations, pointer, bytes);
+}
+
+void mixgpt::cuda_sim::enqueue(cudaStream_t stream, std::function<void()> work) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    CUstream_st& s = stream_of(stream);
+    s.pending.push_back(std::move(work));
+    ++s.enqueued;
+}
+
+cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* kernel, dim3 grid, dim3 block,
+                                             size_t dynamic_shared_bytes, std::function<void()> body) {
+    const cudaError_t status = check_configuration(kernel, grid, block, dynamic_shared_bytes);
+    if (status != cudaSuccess) {
+        record_error(status);
+        return status;
+    }
+    enqueue(stream, [=] {
+        const cudaError_t ran = launch(kernel, grid, block, dynamic_shared_bytes, body);
+        if (ran != cudaSuccess && streams().async_error == cudaSuccess) streams().async_error = ran;
+    });
+    return cudaSuccess;
 }
 
 extern "C" {
@@ -189,6 +275,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 
 cudaError_t cudaFree(void* pointer) {
     if (pointer == nullptr) return cudaSuccess;
+    drain_all();  // cudaFree waits for the device
     DeviceHeap& h = heap();
     std::lock_guard<std::mutex> lock(h.mutex);
     const auto found = h.allocations.find(static_cast<unsigned char*>(pointer));
@@ -205,54 +292,103 @@ cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
     if (*pointer == nullptr)
         return fail(cudaErrorMemoryAllocation, "cudaMallocHost", "host allocation failed");
     std::memset(*pointer, 0xff, bytes);
+    DeviceHeap& h = heap();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    h.pinned[static_cast<unsigned char*>(*pointer)] = bytes;
     return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
+    if (pointer == nullptr) return cudaSuccess;
+    drain_all();  // cudaFreeHost waits for the device
+    {
+        DeviceHeap& h = heap();
+        std::lock_guard<std::mutex> lock(h.mutex);
+        h.pinned.erase(static_cast<unsigned char*>(pointer));
+    }
     std::free(pointer);
     return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
+                            cudaStream_t stream) {
     if (bytes == 0) return cudaSuccess;
-    const bool device_source = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    const bool device_destination = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-    if (kind != cudaMemcpyDefault &&
-        (mixgpt::cuda_sim::in_device_memory(source, bytes) != device_source ||
-         mixgpt::cuda_sim::in_device_memory(destination, bytes) != device_destination))
+    const bool device_source = mixgpt::cuda_sim::in_device_memory(source, bytes);
+    const bool device_destination = mixgpt::cuda_sim::in_device_memory(destination, bytes);
+    const bool kind_source = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    const bool kind_destination = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    if (kind != cudaMemcpyDefault && (device_source != kind_source || device_destination != kind_destination))
         return fail(cudaErrorInvalidValue, "cudaMemcpyAsync",
                     "a pointer is not on the side its cudaMemcpyKind says, or runs past its allocation");
-    std::memmove(destination, source, bytes);
+    if (!device_destination && !is_pinned(destination, bytes)) {  // pageable: done before returning
+        CUstream_st& s = stream_of(stream);
+        drain(s, s.enqueued);
+        std::memmove(destination, source, bytes);
+        return take_async_error();
+    }
+    if (!device_source && !is_pinned(source, bytes)) {  // pageable: read now
+        auto snapshot = std::make_shared<std::vector<unsigned char>>(
+            static_cast<const unsigned char*>(source), static_cast<const unsigned char*>(source) + bytes);
+        mixgpt::cuda_sim::enqueue(stream, [=] { std::memcpy(destination, snapshot->data(), bytes); });
+        return cudaSuccess;
+    }
+    mixgpt::cuda_sim::enqueue(stream, [=] { std::memmove(destination, source, bytes); });
     return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
-    return cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
+    const cudaError_t status = cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
+    if (status != cudaSuccess) return status;
+    CUstream_st& s = stream_of(nullptr);
+    drain(s, s.enqueued);
+    return take_async_error();
 }
 
-cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t stream) {
     if (bytes == 0) return cudaSuccess;
     if (!mixgpt::cuda_sim::in_device_memory(pointer, bytes))
         return fail(cudaErrorInvalidValue, "cudaMemsetAsync", "not inside one device allocation");
-    std::memset(pointer, value, bytes);
+    mixgpt::cuda_sim::enqueue(stream, [=] { std::memset(pointer, value, bytes); });
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+    drain_all();
+    return take_async_error();
+}
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-    *stream = new CUstream_st{flags};
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    *stream = new CUstream_st;
+    streams().live.insert(*stream);
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    drain(*stream, stream->enqueued);  // its work still completes
+    streams().live.erase(stream);
     delete stream;
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+    CUstream_st& s = stream_of(stream);
+    drain(s, s.enqueued);
+    return take_async_error();
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    if (!event->recorded) return cudaSuccess;  // waiting for an event never recorded waits for nothing
+    CUstream_st* source = event->stream;
+    const uint64_t position = event->position;
+    mixgpt::cuda_sim::enqueue(stream, [source, position] {
+        if (streams().live.count(source) > 0)
+            drain(*source, position);  // a destroyed stream ran all its work
+    });
+    return cudaSuccess;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
     *event = new CUevent_st;
@@ -266,18 +402,24 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
     return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-    event->time = std::chrono::steady_clock::now();
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    std::lock_guard<std::recursive_mutex> lock(streams().mutex);
+    mixgpt::cuda_sim::enqueue(stream, [time = event->time] { *time = std::chrono::steady_clock::now(); });
+    event->stream = &stream_of(stream);
+    event->position = event->stream->enqueued;
     event->recorded = true;
     return cudaSuccess;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+    if (event->recorded) drain(*event->stream, event->position);
+    return take_async_error();
+}
 
 cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
     if (!start->recorded || !end->recorded)
         return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime", "an event was never recorded");
-    *milliseconds = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+    *milliseconds = std::chrono::duration<float, std::milli>(*end->time - *start->time).count();
     return cudaSuccess;
 }
 

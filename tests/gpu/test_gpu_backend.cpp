@@ -69,6 +69,23 @@ TEST_F(GpuBackend, MemoryIsZeroFilledAndTransfersRoundTrip) {
     EXPECT_EQ(staging.as<char>()[4095], 0);
 }
 
+// Small uploads share one pinned bounce buffer and return before the GPU has read it: each must
+// still arrive with its own data when several are issued with nothing waiting in between.
+TEST_F(GpuBackend, ConsecutiveUploadsEachKeepTheirData) {
+    const size_t n = 1000;
+    std::vector<Buffer> devices;
+    for (int upload = 0; upload < 3; ++upload) {
+        devices.push_back(gpu->allocate(n * sizeof(int32_t)));
+        const std::vector<int32_t> values(n, 100 + upload);
+        gpu->copy_to_backend(devices.back().data(), values.data(), n * sizeof(int32_t));
+    }
+    for (int upload = 0; upload < 3; ++upload) {
+        std::vector<int32_t> back(n, -1);
+        gpu->copy_to_host(back.data(), devices[static_cast<size_t>(upload)].data(), n * sizeof(int32_t));
+        EXPECT_EQ(back, std::vector<int32_t>(n, 100 + upload)) << "upload " << upload;
+    }
+}
+
 TEST_F(GpuBackend, PeakMemoryCountsWhatWasHeldAtOnce) {
     const size_t start = gpu->peak_memory_bytes();  // the cuBLASLt workspace
     const size_t big = size_t{64} << 20;

@@ -62,10 +62,13 @@ TEST_P(SimFlashBankConflicts, EveryLdmatrixPhaseIsOneWavefront) {
     const TensorView dout = tensor(buffers, DType::bf16, {B, T, C}, 4);
     const TensorView dqkv = tensor(buffers, DType::bf16, {B, T, 3 * C}, 5);
 
+    gpu->synchronize();
     cuda_sim::reset_counters();
     gpu->attention_forward(out, lse, qkv, H);
+    gpu->synchronize();  // the simulator runs a stream's work when the host waits for it
     const cuda_sim::Counters forward = cuda_sim::counters();
     gpu->attention_backward(dqkv, dout, qkv, out, lse, H);
+    gpu->synchronize();
     const cuda_sim::Counters both = cuda_sim::counters();
     EXPECT_GT(forward.ldmatrix_phases, 0u) << "the flash forward kernel ran";
     EXPECT_GT(both.ldmatrix_phases, forward.ldmatrix_phases) << "the flash backward kernels ran";

@@ -91,7 +91,8 @@ struct Context {
     ucontext_t ucontext;
 };
 
-void make_context(Context& context, void* stack, size_t bytes, void (*entry)()) {
+// getcontext returns twice: kept out of its callers' loops.
+__attribute__((noinline)) void make_context(Context& context, void* stack, size_t bytes, void (*entry)()) {
     getcontext(&context.ucontext);
     context.ucontext.uc_stack.ss_sp = stack;
     context.ucontext.uc_stack.ss_size = bytes;
@@ -167,7 +168,7 @@ Schedule initial_schedule() {
     const char* name = std::getenv("MIXGPT_CUDA_SIM_SCHEDULE");
     return name != nullptr && std::strcmp(name, "backward") == 0 ? Schedule::backward : Schedule::forward;
 }
-Schedule g_schedule = initial_schedule();
+const Schedule g_schedule = initial_schedule();
 
 // The k-th of `count` warps or lanes in the schedule's order.
 int in_order(int k, int count) { return g_schedule == Schedule::forward ? k : count - 1 - k; }
@@ -226,9 +227,13 @@ void resume(Block& block, SimThread& thread) {
     block.running = nullptr;
 }
 
-void complete_copies(std::vector<PendingCopy>& group) {
-    for (const PendingCopy& copy : group) std::memcpy(copy.shared, copy.data, copy.bytes);
-    group.clear();
+// Lands the thread's committed cp.async groups but the newest `pending`.
+void land_copies(SimThread& thread, size_t pending) {
+    while (thread.committed_groups.size() > pending) {
+        for (const PendingCopy& copy : thread.committed_groups.front())
+            std::memcpy(copy.shared, copy.data, copy.bytes);
+        thread.committed_groups.pop_front();
+    }
 }
 
 void thread_entry() {
@@ -238,10 +243,7 @@ void thread_entry() {
 #endif
     (*block.body)();
     SimThread& self = *block.running;
-    while (!self.committed_groups.empty()) {  // copies still in flight land before the block ends
-        complete_copies(self.committed_groups.front());
-        self.committed_groups.pop_front();
-    }
+    land_copies(self, 0);  // copies still in flight land before the block ends
     self.state = State::exited;
     switch_to_scheduler(block, true);
 }
@@ -320,9 +322,8 @@ std::string describe_deadlock(const Block& block) {
     return text.str();
 }
 
-// Sets the thread up to start thread_entry on its own stack. (getcontext returns twice, so it
-// stays out of the scheduler's loops.)
-__attribute__((noinline)) void prepare_thread(SimThread& t) {
+// Sets the thread up to start thread_entry on its own stack.
+void prepare_thread(SimThread& t) {
     t.state = State::runnable;
     t.open_group.clear();
     t.committed_groups.clear();
@@ -407,18 +408,15 @@ const ThreadPosition& position() { return current_block().running->position; }
 
 int lane() { return current_block().running->linear % kWarpSize; }
 
-cudaError_t last_error(bool reset) {
+cudaError_t take_last_error() {
     const cudaError_t status = t_last_error;
-    if (reset) t_last_error = cudaSuccess;
+    t_last_error = cudaSuccess;
     return status;
 }
 
 void record_error(cudaError_t status) {
     if (status != cudaSuccess) t_last_error = status;
 }
-
-void set_schedule(Schedule schedule) { g_schedule = schedule; }
-Schedule schedule() { return g_schedule; }
 
 cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
     if (bytes < 0 || static_cast<size_t>(bytes) > kSharedBytesOptin) return cudaErrorInvalidValue;
@@ -483,7 +481,6 @@ void count_ldmatrix_phase(int extra_wavefronts) {
 }
 
 unsigned char* dynamic_shared_memory() { return current_block().shared.data(); }
-size_t dynamic_shared_bytes() { return current_block().shared.size(); }
 
 void sync_threads() {
     Block& block = current_block();
@@ -551,11 +548,7 @@ void copy_async_commit() {
 }
 
 void copy_async_wait(int pending_groups) {
-    SimThread& self = *current_block().running;
-    while (static_cast<int>(self.committed_groups.size()) > pending_groups) {
-        complete_copies(self.committed_groups.front());
-        self.committed_groups.pop_front();
-    }
+    land_copies(*current_block().running, static_cast<size_t>(pending_groups));
 }
 
 }  // namespace mixgpt::cuda_sim

@@ -37,10 +37,8 @@ int lane();  // threadIdx's linear index % 32
 //   backward: descending warps and lanes; a copy lands when issued, so overwriting a buffer that
 //             another warp has yet to read shows.
 // Code free of races gives the same bits under both. MIXGPT_CUDA_SIM_SCHEDULE=backward in the
-// environment sets the schedule a process starts with.
+// environment selects the second for the process.
 enum class Schedule { forward, backward };
-void set_schedule(Schedule schedule);
-Schedule schedule();
 
 // cudaSuccess, or the error a GPU gives a launch of this configuration (printed to stderr).
 cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
@@ -50,9 +48,9 @@ cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
                    const std::function<void()>& body);
 
-// The error of the last failed launch or runtime call, as cudaGetLastError (reset) and
-// cudaPeekAtLastError (keep) report it; record_error sets it (cudaSuccess leaves it).
-cudaError_t last_error(bool reset);
+// The error of the last failed launch or runtime call, which cudaGetLastError returns and
+// resets; record_error sets it (cudaSuccess leaves it).
+cudaError_t take_last_error();
 void record_error(cudaError_t status);
 
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes).
@@ -77,7 +75,6 @@ void reset_counters();
 // The block's dynamic shared memory: `dynamic_shared_bytes` of the launch, poisoned with 0xff
 // bytes (NaN in every float format) when the block starts.
 unsigned char* dynamic_shared_memory();
-size_t dynamic_shared_bytes();
 
 void sync_threads();
 

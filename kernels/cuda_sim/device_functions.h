@@ -1,7 +1,7 @@
 // The CUDA device functions the kernels call, for the simulator: barriers, warp shuffles and
 // bit casts, in the global namespace under their CUDA names. Shuffles follow the CUDA C++
-// Programming Guide: a source lane outside the caller's `width` segment (xor, down, up) gives the
-// caller's own value, and reading from a lane outside `mask` is a fault.
+// Programming Guide: an xor partner outside the caller's `width` segment gives the caller's own
+// value, and reading from a lane outside `mask` is a fault. Only what the kernels call is here.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,6 @@ T shuffle(const char* instruction, unsigned mask, T value, int source) {
     return out;
 }
 
-inline int segment_start(int width) { return lane() / width * width; }
-
 }  // namespace mixgpt::cuda_sim
 
 inline void __syncthreads() { mixgpt::cuda_sim::sync_threads(); }
@@ -56,7 +54,7 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 template <typename T>
 T __shfl_sync(unsigned mask, T value, int source_lane, int width = 32) {
     using namespace mixgpt::cuda_sim;
-    return shuffle("__shfl_sync", mask, value, segment_start(width) + source_lane % width);
+    return shuffle("__shfl_sync", mask, value, lane() / width * width + source_lane % width);
 }
 
 template <typename T>
@@ -64,20 +62,6 @@ T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
     using namespace mixgpt::cuda_sim;
     const int source = lane() ^ lane_mask;
     return shuffle("__shfl_xor_sync", mask, value, source / width == lane() / width ? source : lane());
-}
-
-template <typename T>
-T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32) {
-    using namespace mixgpt::cuda_sim;
-    const int source = lane() + static_cast<int>(delta);
-    return shuffle("__shfl_down_sync", mask, value, source < segment_start(width) + width ? source : lane());
-}
-
-template <typename T>
-T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32) {
-    using namespace mixgpt::cuda_sim;
-    const int source = lane() - static_cast<int>(delta);
-    return shuffle("__shfl_up_sync", mask, value, source >= segment_start(width) ? source : lane());
 }
 
 template <typename To, typename From>
@@ -89,5 +73,4 @@ To mixgpt_sim_bit_cast(From from) {
 }
 inline float __int_as_float(int x) { return mixgpt_sim_bit_cast<float>(x); }
 inline float __uint_as_float(unsigned x) { return mixgpt_sim_bit_cast<float>(x); }
-inline int __float_as_int(float x) { return mixgpt_sim_bit_cast<int>(x); }
 inline unsigned __float_as_uint(float x) { return mixgpt_sim_bit_cast<unsigned>(x); }

@@ -156,8 +156,7 @@ cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* ke
 
 extern "C" {
 
-cudaError_t cudaGetLastError(void) { return mixgpt::cuda_sim::last_error(true); }
-cudaError_t cudaPeekAtLastError(void) { return mixgpt::cuda_sim::last_error(false); }
+cudaError_t cudaGetLastError(void) { return mixgpt::cuda_sim::take_last_error(); }
 
 const char* cudaGetErrorString(cudaError_t error) {
     switch (error) {
@@ -189,11 +188,6 @@ cudaError_t cudaSetDevice(int device) {
                : fail(cudaErrorInvalidDevice, "cudaSetDevice", "no such device");
 }
 
-cudaError_t cudaGetDevice(int* device) {
-    *device = 0;
-    return cudaSuccess;
-}
-
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
     if (device < 0 || device >= device_count())
         return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties", "no such device");
@@ -221,9 +215,6 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     switch (attribute) {
         case cudaDevAttrL2CacheSize:
             *value = kL2Bytes;
-            return cudaSuccess;
-        case cudaDevAttrMultiProcessorCount:
-            *value = 132;
             return cudaSuccess;
         default:
             return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute", "attribute not simulated");
@@ -350,11 +341,6 @@ cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t
         return fail(cudaErrorInvalidValue, "cudaMemsetAsync", "not inside one device allocation");
     mixgpt::cuda_sim::enqueue(stream, [=] { std::memset(pointer, value, bytes); });
     return cudaSuccess;
-}
-
-cudaError_t cudaDeviceSynchronize(void) {
-    drain_all();
-    return take_async_error();
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {

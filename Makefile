@@ -63,6 +63,8 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
 SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp
+# The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
+SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
 
 ifeq ($(WITH_CUDA),1)
   LIB_SRCS += $(CUDA_ONLY_SRCS)
@@ -82,7 +84,9 @@ sim_object_of = $(patsubst %,$(BUILD)/sim/obj/%.o,$(1))
 # The library's host objects are shared with the real build; its kernels are not.
 SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS)),$(LIB_OBJS)) \
                 $(call sim_object_of,$(SIM_CU_SRCS) $(SIM_SRCS))
-SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS))
+SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) \
+                       $(call sim_object_of,$(filter %.cu,$(SIM_KERNEL_LAB_SRCS)))
+SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS)) $(SIM_KERNEL_LAB_OBJS)
 CONFIG_STAMP := $(BUILD)/config.stamp
 
 .PHONY: all sim test test-gpu demo bench bundle format clean help setup sass fixtures print-config
@@ -92,12 +96,12 @@ all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt
      $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab)
 
 # The test binaries of the CUDA simulator (CUDA builds only; `make test` builds them).
-sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests)
+sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests $(BUILD)/mixgpt_kernel_lab_sim)
 
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
 	@echo "make test       install what is missing, build, run the whole test suite"
-	@echo "make sim        build the GPU tests on the CUDA simulator (kernels/cuda_sim; make test runs them)"
+	@echo "make sim        build the GPU tests and the kernel lab on the CUDA simulator (kernels/cuda_sim; make test runs them)"
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
@@ -154,6 +158,11 @@ $(BUILD)/mixgpt_tests: $(TEST_OBJS) $(BUILD)/libmixgpt.a
 $(BUILD)/mixgpt_sim_tests: $(SIM_OBJS)
 	@echo "LINK $@"
 	$(QUIET)$(CXX) -o $@ $^ -lgtest -lgtest_main $(SIM_LDLIBS)
+
+# The kernel lab on the simulator: `--sizes smoke` runs every path of it without a GPU.
+$(BUILD)/mixgpt_kernel_lab_sim: $(call object_of,bench/kernel_lab/main.cpp) $(SIM_KERNEL_LAB_OBJS) $(SIM_LIB_OBJS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ $(SIM_LDLIBS)
 
 # The multi-rank tests with the CUDA backend on the simulator, one simulated device per rank.
 $(BUILD)/mixgpt_sim_mpi_tests: $(MPI_TEST_OBJS) $(SIM_LIB_OBJS)

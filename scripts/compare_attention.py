@@ -96,12 +96,21 @@ def torch_times(backend, shape, args):
     return forward_ms, total_ms - forward_ms
 
 
+def production_sizes(report, source):
+    """The report if the lab ran at its production sizes (a smoke run's shapes match none here), else None."""
+    if report is not None and report.get("sizes", "production") != "production":
+        print(f"compare_attention: {source} ran at the lab's {report['sizes']} sizes; its rows are left out",
+              file=sys.stderr)
+        return None
+    return report
+
+
 def lab_report(args):
     """The kernel lab's attention JSON: read from --lab-json, or from running the lab; None if there is none."""
     if args.lab_json:
         try:
             with open(args.lab_json) as file:
-                return json.load(file)
+                return production_sizes(json.load(file), args.lab_json)
         except (OSError, ValueError) as error:
             print(f"compare_attention: no lab results in {args.lab_json}: {error}", file=sys.stderr)
             return None
@@ -111,7 +120,7 @@ def lab_report(args):
     if result.returncode != 0:
         print(f"compare_attention: {' '.join(command)} exited with {result.returncode}", file=sys.stderr)
     try:
-        return json.loads(result.stdout)
+        return production_sizes(json.loads(result.stdout), args.lab)
     except ValueError:
         return None
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: the unit tests (GPU tests skip without a GPU), the
-# data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, the GPU tests
-# again on the CUDA simulator (kernels/cuda_sim/) under both of its schedules and the
-# 2-rank CUDA/NCCL tests on it; ends with one line "N passed, N failed, N skipped"
-# summing GoogleTest's reports of all.
+# data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
+# simulator (kernels/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
+# CUDA/NCCL tests and the kernel lab's command at its smoke sizes. Ends with one line
+# "N passed, N failed, N skipped" summing GoogleTest's reports of all.
 set -uo pipefail
 build="${1:-build}"
 log="$(mktemp)"
@@ -20,7 +20,7 @@ mpi_status=${PIPESTATUS[0]}
 # training and bench runs, which add no kernel, run once. The 2-rank run gives each rank a
 # simulated device.
 sim_status=0
-if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" ]]; then
+if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$build/mixgpt_kernel_lab_sim" ]]; then
   echo "GPU tests on the CUDA simulator, forward schedule"
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='Gpu*:Sim*' 2>&1 | tee -a "$log"
@@ -33,6 +33,9 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" ]]; then
   MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='*cuda*' 2>&1 | tee -a "$log"
   sim_status=$((sim_status | PIPESTATUS[0]))
+  echo "the kernel lab's command on the CUDA simulator, smoke sizes (exit 0: every kernel validated)"
+  "$build/mixgpt_kernel_lab_sim" --sizes smoke --precision fp16 2>&1
+  sim_status=$((sim_status | $?))
 fi
 
 count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines

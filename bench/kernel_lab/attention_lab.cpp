@@ -95,7 +95,7 @@ struct AttentionChecks {
 // One problem of this head dimension with a partial last tile, on the GPU and on the CPU in
 // fp32 (the reference) and in the run's precision.
 AttentionChecks validate(const LabContext& context, int head_dim) {
-    const AttentionShape s{1, 1000, 2, head_dim};
+    const AttentionShape s{1, context.sizes == LabSizes::smoke ? 150 : 1000, 2, head_dim};
     const DType act = activation_dtype(context.precision);
     const int64_t C = s.heads * head_dim, rows = int64_t{s.batch} * s.length;
     std::mt19937 generator(static_cast<uint32_t>(context.seed));
@@ -129,11 +129,16 @@ AttentionChecks validate(const LabContext& context, int head_dim) {
 
 }  // namespace
 
-std::vector<AttentionShape> attention_shapes() {
+std::vector<AttentionShape> attention_shapes(LabSizes sizes) {
     std::vector<AttentionShape> shapes;
-    for (const int head_dim : {64, 128})
-        for (const int length : {512, 1024, 2048, 4096})
-            shapes.push_back({kTokens / length, length, kHeads, head_dim});
+    for (const int head_dim : {64, 128}) {
+        if (sizes == LabSizes::smoke) {
+            for (const int length : {64, 150}) shapes.push_back({2, length, 2, head_dim});
+        } else {
+            for (const int length : {512, 1024, 2048, 4096})
+                shapes.push_back({kTokens / length, length, kHeads, head_dim});
+        }
+    }
     return shapes;
 }
 
@@ -147,7 +152,7 @@ std::vector<Row> attention_rows(const LabContext& context) {
         const AttentionChecks checks = validate(context, head_dim);
         log_info(format("flash attention hd %d: forward %s; backward %s", head_dim,
                         summarize(checks.forward).c_str(), summarize(checks.backward).c_str()));
-        for (const AttentionShape& s : attention_shapes()) {
+        for (const AttentionShape& s : attention_shapes(context.sizes)) {
             if (s.head_dim != head_dim) continue;
             const int sets = rotation_sets(AttentionTensors::forward_bytes(s, act), context.l2_bytes);
             std::vector<AttentionTensors> tensors;

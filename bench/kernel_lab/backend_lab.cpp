@@ -29,7 +29,8 @@ struct TensorSpec {
     int32_t bound = 0;  // indices: uniform in [0, bound)
 };
 
-// The sizes ops are built at: small ones to validate, GPT-2 124M ones to time.
+// The sizes ops are built at: small ones to validate (and to time in a smoke run), GPT-2 124M
+// ones to time.
 struct Sizes {
     int64_t rows;               // B·T for LayerNorm
     int64_t channels;           // C
@@ -297,6 +298,7 @@ void fill_on_device(const LabContext& context, const OpTensors& tensors, const s
 
 std::vector<Row> backend_rows(const LabContext& context) {
     const DType act = activation_dtype(context.precision);
+    const Sizes& timed_sizes = context.sizes == LabSizes::smoke ? kValidationSizes : kTimedSizes;
     std::vector<Row> rows;
     for (const OpSpec& op : op_specs()) {
         // An op that throws (a launch error, say) gets an ERROR row and the next op runs.
@@ -304,7 +306,7 @@ std::vector<Row> backend_rows(const LabContext& context) {
             const std::vector<Check> checks = validate(context, op);
             log_info(format("%s: %s", op.kernel.c_str(), summarize(checks).c_str()));
 
-            const std::vector<TensorSpec> specs = op.tensors(kTimedSizes);
+            const std::vector<TensorSpec> specs = op.tensors(timed_sizes);
             const size_t bytes = moved_bytes(specs, act);
             const int sets = rotation_sets(bytes, context.l2_bytes);
             std::vector<OpTensors> tensors;
@@ -316,11 +318,11 @@ std::vector<Row> backend_rows(const LabContext& context) {
             CUDA_CHECK(cudaStreamSynchronize(context.stream));
             const double milliseconds = time_batched(
                 [&](int run) {
-                    op.run(context.gpu, tensors[static_cast<size_t>(run % sets)].views, kTimedSizes);
+                    op.run(context.gpu, tensors[static_cast<size_t>(run % sets)].views, timed_sizes);
                 },
                 [&] { context.gpu.synchronize(); }, context.timing);
             rows.push_back({op.kernel + " (backend)",
-                            op.shape(kTimedSizes),
+                            op.shape(timed_sizes),
                             {},
                             milliseconds,
                             Rate::gb_per_s,
@@ -331,7 +333,7 @@ std::vector<Row> backend_rows(const LabContext& context) {
             log_message(LogLevel::error, format("%s: %s", op.kernel.c_str(), error.what()));
             const double nan = std::numeric_limits<double>::quiet_NaN();
             rows.push_back({op.kernel + " (backend)",
-                            op.shape(kTimedSizes),
+                            op.shape(timed_sizes),
                             {},
                             nan,
                             Rate::gb_per_s,

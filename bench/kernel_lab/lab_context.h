@@ -13,15 +13,24 @@
 
 namespace mixgpt::lab {
 
+// The problem sizes of a run. production: the shapes the issue names (GPT-2 124M, B·T = 16K
+// tokens) with inputs rotated past the real L2. smoke: small shapes that take every path of the
+// lab (validation, rotation, timing, the report) in a minute on the CUDA simulator
+// (kernels/cuda_sim/); its times and rates mean nothing.
+enum class LabSizes { production, smoke };
+
 struct LabContext {
+    explicit LabContext(Backend& cuda_backend) : gpu(cuda_backend) {}
+
     Backend& gpu;  // the CUDA backend: allocations, and the ops timed through it
     int device = 0;
     Precision precision = Precision::bf16;
     cudaStream_t stream = nullptr;  // the lab's stream: fills, flash kernels, ceilings
-    size_t l2_bytes = 0;
+    size_t l2_bytes = 0;            // the cache the inputs rotate past (smoke: a nominal small one)
     TimingSettings timing;
     Ceilings ceilings;
     uint64_t seed = 1;
+    LabSizes sizes = LabSizes::production;
 };
 
 }  // namespace mixgpt::lab

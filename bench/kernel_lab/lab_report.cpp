@@ -23,15 +23,15 @@ void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceili
                  device.name.c_str(), device.multiprocessors,
                  static_cast<double>(device.l2_bytes) / (1 << 20),
                  version_text(device.driver_version).c_str(), version_text(device.runtime_version).c_str());
-    std::fprintf(out, "date %s, precision %s, command: %s\n", device.date.c_str(), device.precision.c_str(),
-                 device.command.c_str());
+    std::fprintf(out, "date %s, precision %s, sizes %s, command: %s\n", device.date.c_str(),
+                 device.precision.c_str(), device.sizes.c_str(), device.command.c_str());
     std::fprintf(
         out, "ceilings: device-to-device copy %.0f GB/s (read + write), cuBLASLt bf16 GEMM %.0f TFLOP/s\n\n",
         ceilings.copy_gb_per_s, ceilings.gemm_tflop_per_s);
-    std::fprintf(out, "%-34s %-28s %10s %10s %-8s %9s  %s\n", "kernel", "shape", "ms", "achieved", "unit",
+    std::fprintf(out, "%-38s %-28s %10s %10s %-8s %9s  %s\n", "kernel", "shape", "ms", "achieved", "unit",
                  "ceiling", "validation");
     for (const Row& row : rows)
-        std::fprintf(out, "%-34s %-28s %10.4f %10.1f %-8s %8.1f%%  %s\n", row.kernel.c_str(),
+        std::fprintf(out, "%-38s %-28s %10.4f %10.1f %-8s %8.1f%%  %s\n", row.kernel.c_str(),
                      row.shape.c_str(), row.milliseconds, row.achieved, unit_of(row.rate),
                      100.0 * row.achieved / ceiling_of(row, ceilings), row.validation.c_str());
 }
@@ -48,6 +48,7 @@ void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilin
     json["date"] = device.date;
     json["command"] = device.command;
     json["precision"] = device.precision;
+    json["sizes"] = device.sizes;
     json["ceilings"] = {{"copy_gb_per_s", ceilings.copy_gb_per_s},
                         {"gemm_tflop_per_s", ceilings.gemm_tflop_per_s}};
     json["rows"] = nlohmann::ordered_json::array();

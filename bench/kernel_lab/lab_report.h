@@ -19,6 +19,7 @@ struct DeviceInfo {
     int multiprocessors = 0;
     size_t l2_bytes = 0;
     std::string precision;
+    std::string sizes;    // "production" or "smoke" (lab_context.h: LabSizes)
     std::string date;     // UTC, ISO 8601
     std::string command;  // the command line of this run
 };

@@ -32,10 +32,18 @@ struct LabOptions {
     int warmup = 5;
     int samples = 30;
     uint64_t seed = 1;
+    LabSizes sizes = LabSizes::production;
 };
 
-constexpr size_t kCopyBytes = size_t{1} << 30;
-constexpr int kGemmSize = 8192;
+// The ceilings' problem sizes, and the cache the inputs rotate past, per LabSizes.
+struct CeilingSizes {
+    size_t copy_bytes;
+    int gemm_size;
+};
+constexpr CeilingSizes kProductionCeilings{size_t{1} << 30, 8192};
+constexpr CeilingSizes kSmokeCeilings{size_t{1} << 20, 256};
+// A smoke run rotates its inputs past a nominal 64 KiB, so the rotation runs with several sets.
+constexpr size_t kSmokeCacheBytes = size_t{64} << 10;
 
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
@@ -46,7 +54,9 @@ std::string utc_now() {
     return text;
 }
 
-DeviceInfo device_info(int device, const std::string& precision, const std::string& command) {
+const char* sizes_name(LabSizes sizes) { return sizes == LabSizes::smoke ? "smoke" : "production"; }
+
+DeviceInfo device_info(int device, const std::string& precision, LabSizes sizes, const std::string& command) {
     cudaDeviceProp properties{};
     CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
     DeviceInfo info;
@@ -57,6 +67,7 @@ DeviceInfo device_info(int device, const std::string& precision, const std::stri
     info.multiprocessors = properties.multiProcessorCount;
     info.l2_bytes = l2_cache_bytes(device);
     info.precision = precision;
+    info.sizes = sizes_name(sizes);
     info.date = utc_now();
     info.command = command;
     return info;
@@ -67,18 +78,23 @@ int run(const LabOptions& options, const std::string& command) {
     const std::unique_ptr<Backend> gpu = make_backend({"cuda", options.device, precision, 0});
     cudaStream_t stream = nullptr;
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    LabContext context{*gpu,
-                       options.device,
-                       precision,
-                       stream,
-                       l2_cache_bytes(options.device),
-                       {options.warmup, options.samples},
-                       {},
-                       options.seed};
-    const DeviceInfo info = device_info(options.device, options.precision, command);
-    log_info("kernel lab on " + gpu->name() + ": measuring the ceilings");
-    context.ceilings.copy_gb_per_s = measure_copy_bandwidth(*gpu, stream, kCopyBytes, context.timing);
-    context.ceilings.gemm_tflop_per_s = measure_gemm_throughput(*gpu, stream, kGemmSize, context.timing);
+    const bool smoke = options.sizes == LabSizes::smoke;
+    LabContext context(*gpu);
+    context.device = options.device;
+    context.precision = precision;
+    context.stream = stream;
+    context.l2_bytes = smoke ? kSmokeCacheBytes : l2_cache_bytes(options.device);
+    context.timing = {options.warmup, options.samples};
+    context.seed = options.seed;
+    context.sizes = options.sizes;
+    const DeviceInfo info = device_info(options.device, options.precision, options.sizes, command);
+    log_info(format("kernel lab on %s, %s sizes: measuring the ceilings", gpu->name().c_str(),
+                    sizes_name(options.sizes)));
+    const CeilingSizes& ceiling_sizes = smoke ? kSmokeCeilings : kProductionCeilings;
+    context.ceilings.copy_gb_per_s =
+        measure_copy_bandwidth(*gpu, stream, ceiling_sizes.copy_bytes, context.timing);
+    context.ceilings.gemm_tflop_per_s =
+        measure_gemm_throughput(*gpu, stream, ceiling_sizes.gemm_size, context.timing);
 
     // A section that throws (a kernel that fails to launch, say) is reported and the next one
     // runs, so one failure still leaves the other sections' rows and the table.
@@ -131,7 +147,18 @@ int main(int argc, char** argv) {
     app.add_option("--samples", options.samples, "timed samples per kernel (median reported)")
         ->check(CLI::PositiveNumber);
     app.add_option("--seed", options.seed, "seed of the random inputs");
+    std::string sizes = "production";
+    app.add_option("--sizes", sizes,
+                   "production: the GPT-2 124M shapes; smoke: small shapes that run every path of the "
+                   "lab in seconds on the CUDA simulator (build/mixgpt_kernel_lab_sim), its times "
+                   "meaningless; warm-up 1 and 3 samples unless given")
+        ->check(CLI::IsMember({"production", "smoke"}));
     CLI11_PARSE(app, argc, argv);
+    if (sizes == "smoke") {
+        options.sizes = mixgpt::lab::LabSizes::smoke;
+        if (app.count("--warmup") == 0) options.warmup = 1;
+        if (app.count("--samples") == 0) options.samples = 3;
+    }
     std::string command;
     for (int i = 0; i < argc; ++i) command += (i > 0 ? " " : "") + std::string(argv[i]);
     try {

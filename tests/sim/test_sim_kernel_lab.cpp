@@ -1,0 +1,151 @@
+// The kernel lab (bench/kernel_lab/) at its smoke sizes on the CUDA simulator. Every section runs
+// end to end: validation against the CPU backend, input rotation, timing, the ceilings and both
+// reports. Every kernel must pass the lab's own validation. A GPU session runs the lab at its
+// production sizes, and this keeps that run from being the first time the lab's code executes.
+// The times are the simulator's and mean nothing; only their consistency is checked.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_lab/attention_lab.h"
+#include "bench/kernel_lab/backend_lab.h"
+#include "bench/kernel_lab/lab_ceilings.h"
+#include "bench/kernel_lab/lab_check.h"
+#include "bench/kernel_lab/lab_context.h"
+#include "bench/kernel_lab/lab_report.h"
+
+namespace mixgpt::lab {
+namespace {
+
+constexpr size_t kNominalCacheBytes = size_t{64} << 10;  // several rotation sets at smoke sizes
+
+class SimKernelLab : public ::testing::TestWithParam<Precision> {
+protected:
+    void SetUp() override {
+        gpu_ = make_backend({"cuda", 0, GetParam(), 0});
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+        context_ = std::make_unique<LabContext>(*gpu_);
+        context_->precision = GetParam();
+        context_->stream = stream_;
+        context_->l2_bytes = kNominalCacheBytes;
+        context_->timing = {1, 2};
+        context_->sizes = LabSizes::smoke;
+    }
+    void TearDown() override { EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess); }
+
+    std::unique_ptr<Backend> gpu_;
+    cudaStream_t stream_ = nullptr;
+    std::unique_ptr<LabContext> context_;
+};
+
+void expect_valid_and_timed(const Row& row) {
+    SCOPED_TRACE(row.kernel + " " + row.shape);
+    EXPECT_TRUE(row.valid) << row.validation;
+    EXPECT_EQ(row.validation.rfind("ok", 0), 0u) << row.validation;
+    EXPECT_TRUE(std::isfinite(row.milliseconds) && row.milliseconds > 0) << row.milliseconds;
+    EXPECT_TRUE(std::isfinite(row.achieved) && row.achieved > 0) << row.achieved;
+}
+
+std::string printed(void (*print)(std::FILE*, const DeviceInfo&, const Ceilings&, const std::vector<Row>&),
+                    const DeviceInfo& device, const Ceilings& ceilings, const std::vector<Row>& rows) {
+    char* text = nullptr;
+    size_t length = 0;
+    std::FILE* out = open_memstream(&text, &length);
+    print(out, device, ceilings, rows);
+    std::fclose(out);
+    std::string result(text, length);
+    std::free(text);
+    return result;
+}
+
+TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
+    const std::vector<Row> rows = attention_rows(*context_);
+    const std::vector<AttentionShape> shapes = attention_shapes(LabSizes::smoke);
+    ASSERT_EQ(rows.size(), 2 * shapes.size());
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        for (const Row& row : {rows[2 * i], rows[2 * i + 1]}) {
+            expect_valid_and_timed(row);
+            EXPECT_EQ(row.rate, Rate::tflop_per_s);
+            ASSERT_EQ(row.dims.size(), 4u);
+            EXPECT_EQ(row.dims[1].second, shapes[i].length);
+            EXPECT_EQ(row.dims[3].second, shapes[i].head_dim);
+        }
+        EXPECT_EQ(rows[2 * i].kernel, "flash_attention_forward");
+        EXPECT_EQ(rows[2 * i + 1].kernel, "flash_attention_backward");
+    }
+}
+
+TEST_P(SimKernelLab, BackendRowsPassValidation) {
+    const std::vector<Row> rows = backend_rows(*context_);
+    ASSERT_EQ(rows.size(), 6u);
+    for (const Row& row : rows) {
+        expect_valid_and_timed(row);
+        EXPECT_EQ(row.rate, Rate::gb_per_s);
+    }
+}
+
+TEST_P(SimKernelLab, CeilingsAndReportsAgreeWithTheRows) {
+    Ceilings ceilings;
+    ceilings.copy_gb_per_s = measure_copy_bandwidth(*gpu_, stream_, size_t{1} << 20, context_->timing);
+    ceilings.gemm_tflop_per_s = measure_gemm_throughput(*gpu_, stream_, 128, context_->timing);
+    EXPECT_TRUE(std::isfinite(ceilings.copy_gb_per_s) && ceilings.copy_gb_per_s > 0);
+    EXPECT_TRUE(std::isfinite(ceilings.gemm_tflop_per_s) && ceilings.gemm_tflop_per_s > 0);
+
+    const std::vector<Row> rows = {
+        {"flash_attention_forward",
+         "B=2 T=64 H=2 hd=64",
+         {{"T", 64}},
+         0.5,
+         Rate::tflop_per_s,
+         2.0,
+         "ok",
+         true},
+        {"adamw_step (backend)", "n=100000", {}, 0.25, Rate::gb_per_s, 3.0, "FAILED: m", false}};
+    DeviceInfo device;
+    device.name = gpu_->name();
+    device.precision = precision_name(GetParam());
+    device.sizes = "smoke";
+    const nlohmann::json json = nlohmann::json::parse(printed(print_json, device, ceilings, rows));
+    EXPECT_EQ(json["sizes"], "smoke");
+    EXPECT_EQ(json["precision"], precision_name(GetParam()));
+    EXPECT_DOUBLE_EQ(json["ceilings"]["copy_gb_per_s"].get<double>(), ceilings.copy_gb_per_s);
+    ASSERT_EQ(json["rows"].size(), 2u);
+    EXPECT_EQ(json["rows"][0]["dims"]["T"], 64);
+    EXPECT_EQ(json["rows"][0]["unit"], "TFLOP/s");
+    EXPECT_DOUBLE_EQ(json["rows"][0]["fraction_of_ceiling"].get<double>(), 2.0 / ceilings.gemm_tflop_per_s);
+    EXPECT_DOUBLE_EQ(json["rows"][1]["fraction_of_ceiling"].get<double>(), 3.0 / ceilings.copy_gb_per_s);
+    EXPECT_EQ(json["rows"][1]["valid"], false);
+
+    const std::string table = printed(print_table, device, ceilings, rows);
+    EXPECT_NE(table.find("sizes smoke"), std::string::npos) << table;
+    EXPECT_NE(table.find("FAILED: m"), std::string::npos) << table;
+}
+
+INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimKernelLab, ::testing::Values(Precision::bf16, Precision::fp16),
+                         [](const auto& info) { return std::string(precision_name(info.param)); });
+
+// The lab's criterion (lab_check.h): a low-precision result fails when it is more than twice as
+// far from the reference as the CPU backend's run of the same precision; an fp32 one may instead
+// meet the FP32 criterion, 1e-5.
+TEST(SimKernelLabCheck, JudgeHoldsTheGpuToTwiceTheCpuError) {
+    const std::vector<float> reference = {1.f, -2.f, 3.f, -4.f};
+    const std::vector<float> cpu = {1.01f, -2.f, 3.f, -4.f};
+    EXPECT_TRUE(judge("x", {1.015f, -2.f, 3.f, -4.f}, cpu, reference, DType::bf16).passed());
+    EXPECT_FALSE(judge("x", {1.03f, -2.f, 3.f, -4.f}, cpu, reference, DType::bf16).passed());
+    EXPECT_FALSE(all_passed({judge("x", cpu, cpu, reference, DType::bf16),
+                             judge("y", {1.1f, -2.f, 3.f, -4.f}, cpu, reference, DType::bf16)}));
+    const float norm = std::sqrt(30.f);
+    EXPECT_TRUE(judge("x", {1.f + 5e-6f * norm, -2.f, 3.f, -4.f}, reference, reference, DType::f32).passed());
+    EXPECT_FALSE(
+        judge("x", {1.f + 2e-5f * norm, -2.f, 3.f, -4.f}, reference, reference, DType::f32).passed());
+}
+
+}  // namespace
+}  // namespace mixgpt::lab

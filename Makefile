@@ -47,6 +47,10 @@ NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),cod
 NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
              $(EXTERNAL_INCLUDES) $(DEFINES) --expt-relaxed-constexpr -Werror all-warnings \
              -Xcompiler -fopenmp,-Wall,-Wextra,-Werror -MMD -MP
+# PTX of the kernels for the last architecture of GPU_ARCHS, read by scripts/check_kernel_instructions.sh.
+PTX_ARCH := $(lastword $(GPU_ARCHS))
+PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
+                 --expt-relaxed-constexpr -Werror all-warnings -MMD -MP
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt
 
 # ---- sources ----
@@ -62,6 +66,7 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 # run on the CPU, so the GPU tests (tests/gpu/) run without a GPU. See kernels/cuda_sim/README.md.
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
+PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
 SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
 SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
@@ -89,7 +94,7 @@ SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) 
 SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS)) $(SIM_KERNEL_LAB_OBJS)
 CONFIG_STAMP := $(BUILD)/config.stamp
 
-.PHONY: all sim test test-gpu demo bench bundle format clean help setup sass fixtures print-config
+.PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
@@ -98,10 +103,15 @@ all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt
 # The test binaries of the CUDA simulator (CUDA builds only; `make test` builds them).
 sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests $(BUILD)/mixgpt_kernel_lab_sim)
 
+# The kernels' PTX and the check of the instructions they claim (CUDA builds only; `make test` runs it).
+ptx: $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
+	$(if $(filter 1,$(WITH_CUDA)),@scripts/check_kernel_instructions.sh $(BUILD)/ptx,@echo "ptx: no CUDA toolkit found")
+
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
 	@echo "make test       install what is missing, build, run the whole test suite"
 	@echo "make sim        build the GPU tests and the kernel lab on the CUDA simulator (kernels/cuda_sim; make test runs them)"
+	@echo "make ptx        the kernels' PTX, and a check of their tensor-core and 16-byte instructions (make test runs it)"
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
@@ -127,6 +137,11 @@ $(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "NVCC $<"
 	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "PTX  $<"
+	$(QUIET)$(NVCC) $(PTX_NVCCFLAGS) -ptx $< -o $@
 
 # The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude, its own sources as C++.
 SIM_CXXFLAGS := $(CXXFLAGS) -DMIXGPT_CUDA_SIM -Wno-unknown-pragmas
@@ -189,7 +204,7 @@ setup:
 
 # The whole suite: unit tests, then the multi-rank tests under mpirun.
 test: setup
-	@$(MAKE) --no-print-directory all sim
+	@$(MAKE) --no-print-directory all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
 	@scripts/run_tests.sh $(BUILD)
 
 test-gpu: all
@@ -220,4 +235,4 @@ clean:
 print-config:
 	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
 
--include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)
+-include $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

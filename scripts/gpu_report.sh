@@ -11,7 +11,8 @@
 #   quick   the GPU test suite and one d12 bf16 bench
 #   mixgpt  mixgpt bench d12 per precision, gradient exchange, simple attention, peak memory per T
 #   torch   PyTorch's own d12 throughput, eager and under torch.compile
-#   lab     the kernel lab and the attention comparison with PyTorch's SDPA
+#   lab     the kernel lab, its kernels' SASS instruction counts, and the attention comparison
+#           with PyTorch's SDPA
 #   full    the four parts in one run (the default)
 # Every step has its own time limit, and a part starts no step that its budget
 # (GPU_REPORT_BUDGET_S, default 560 s; none for full) cannot give 30 s: those are recorded as
@@ -195,6 +196,8 @@ part_torch() {
 
 part_lab() {
   run_step 240 "kernel lab (bf16)" "$bundle/bin/mixgpt_kernel_lab"
+  run_step 60 "SASS instruction counts per kernel (tensor cores: HMMA)" scripts/dump_sass.sh \
+    "$bundle/bin/mixgpt_kernel_lab"
   run_step 120 "kernel lab, attention only, JSON for the comparison" \
     --stdout "$output/kernel_lab_attention.json" "$bundle/bin/mixgpt_kernel_lab" --attention-only --json
   run_python_step 240 "attention vs PyTorch SDPA (flash, cuDNN)" scripts/compare_attention.py \

@@ -2,7 +2,8 @@
 # The whole test suite: the unit tests (GPU tests skip without a GPU), the
 # data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
 # simulator (kernels/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
-# CUDA/NCCL tests and the kernel lab's command at its smoke sizes. Ends with one line
+# CUDA/NCCL tests and the kernel lab's command at its smoke sizes; and the check of the
+# kernels' PTX (scripts/check_kernel_instructions.sh). Ends with one line
 # "N passed, N failed, N skipped" summing GoogleTest's reports of all.
 set -uo pipefail
 build="${1:-build}"
@@ -38,6 +39,13 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
   sim_status=$((sim_status | $?))
 fi
 
+# CUDA builds: the kernels' PTX holds the instructions they claim (tensor cores, 16-byte accesses).
+ptx_status=0
+if [[ -d "$build/ptx" ]]; then
+  "$(dirname "$0")/check_kernel_instructions.sh" "$build/ptx" | tail -n 1
+  ptx_status=${PIPESTATUS[0]}
+fi
+
 count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
   grep -E "^\[  $1 *\] [0-9]+ tests?[,.]" "$log" | sed -E 's/^[^]]*\] ([0-9]+) .*/\1/' |
     awk '{ n += $1 } END { print n + 0 }'
@@ -47,8 +55,8 @@ count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
 count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-if ((unit_status != 0 || mpi_status != 0 || sim_status != 0)); then
+if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
-    "simulated GPU tests exit $sim_status)" >&2
+    "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status)" >&2
   exit 1
 fi

@@ -6,12 +6,15 @@
 //     others (CUBLAS_STATUS_NOT_SUPPORTED); the algorithm remembers the operand alignments it was
 //     chosen for, and a product whose pointers are less aligned is refused;
 //   - layouts must agree on m, n and k, and every leading dimension must cover its rows.
-// Products are summed in double and rounded to the output type once. A product runs when its
-// stream gets there (runtime.h); what it needs is read when it is asked for.
+// Products accumulate in fp32, as on a GPU (see `compute`), so a GEMM's rounding error has the
+// size a GPU's has. A product runs when its stream gets there (runtime.h); what it needs is
+// read when it is asked for.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +150,7 @@ cublasStatus_t validate(Problem& p) {
 
 // One product as cublasLtMatmul was asked for it.
 struct Product {
+    int tensor_core_k;  // products summed exactly before each fp32 accumulation; 0: one FMA each
     bool transpose_a, transpose_b;
     Layout a, b, c, d;
     uint64_t m, n, k;
@@ -157,7 +161,36 @@ struct Product {
     void* d_data;
 };
 
-// op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column.
+// How many products a tensor-core instruction sums before its fp32 accumulator takes them (the
+// k of mma.m16n8k8 for TF32, of m16n8k16 for BF16/FP16); 0 for FP32 inputs without TF32, which
+// cuBLAS multiplies on the CUDA cores with one fp32 FMA per product.
+int tensor_core_k(const MatmulDesc& op, cudaDataType ab) {
+    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return 8;
+    return ab == CUDA_R_32F ? 0 : 16;
+}
+
+// One element of op(A) op(B): an fp32 accumulator along k, as a GPU's GEMM keeps one. With
+// tensor cores, each group of tensor_core_k products is summed exactly (in double) and rounded
+// once into the accumulator; without, each product is fused into it (fmaf).
+float accumulate(const double* row, const double* column, uint64_t stride, uint64_t k, int group) {
+    float accumulator = 0.f;
+    if (group == 0) {
+        for (uint64_t l = 0; l < k; ++l)
+            accumulator =
+                std::fma(static_cast<float>(row[l]), static_cast<float>(column[l * stride]), accumulator);
+        return accumulator;
+    }
+    for (uint64_t first = 0; first < k; first += static_cast<uint64_t>(group)) {
+        double sum = accumulator;
+        for (uint64_t l = first; l < std::min<uint64_t>(k, first + group); ++l)
+            sum += row[l] * column[l * stride];
+        accumulator = static_cast<float>(sum);
+    }
+    return accumulator;
+}
+
+// op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column; the epilogue in
+// fp32 (alpha, beta C, bias), rounded to D's type once.
 void compute(const Product& p) {
     std::vector<double> op_a(p.m * p.k), op_b(p.k * p.n);
     for (uint64_t i = 0; i < p.m; ++i)
@@ -170,12 +203,14 @@ void compute(const Product& p) {
                                      static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
     for (uint64_t j = 0; j < p.n; ++j)
         for (uint64_t i = 0; i < p.m; ++i) {
-            double sum = 0;
-            for (uint64_t l = 0; l < p.k; ++l) sum += op_a[i * p.k + l] * op_b[l * p.n + j];
-            double value = double{p.alpha} * sum;
+            float value = p.alpha * accumulate(&op_a[i * p.k], &op_b[j], p.n, p.k, p.tensor_core_k);
             if (p.beta != 0.f)
-                value += double{p.beta} * load(p.c_data, p.c.type, static_cast<int64_t>(i + j * p.c.ld));
-            if (p.bias != nullptr) value += load(p.bias, p.bias_type, static_cast<int64_t>(i));
+                value = std::fma(
+                    p.beta,
+                    static_cast<float>(load(p.c_data, p.c.type, static_cast<int64_t>(i + j * p.c.ld))),
+                    value);
+            if (p.bias != nullptr)
+                value += static_cast<float>(load(p.bias, p.bias_type, static_cast<int64_t>(i)));
             store(p.d_data, p.d.type, static_cast<int64_t>(i + j * p.d.ld), value);
         }
 }
@@ -337,7 +372,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
     std::memcpy(&beta_value, beta, sizeof beta_value);
     // What the product needs is read now, as cuBLASLt reads its descriptors when called; the
     // product runs when the stream gets there.
-    const Product product{op.transpose_a == CUBLAS_OP_T,
+    const Product product{tensor_core_k(op, a.type),
+                          op.transpose_a == CUBLAS_OP_T,
                           op.transpose_b == CUBLAS_OP_T,
                           a,
                           b,

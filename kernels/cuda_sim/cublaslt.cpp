@@ -249,6 +249,7 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
+    mixgpt::cuda_sim::count_matmul_plan();
     *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc{compute, scale});
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -326,6 +327,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
                                               cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
                                               cublasLtMatmulPreference_t preference, int requested,
                                               cublasLtMatmulHeuristicResult_t results[], int* found) {
+    mixgpt::cuda_sim::count_matmul_plan();
     Problem problem = problem_of(desc, a_desc, b_desc, c_desc, d_desc);
     const Preference& p = *ours<cublasLtMatmulPreferenceOpaque_t, Preference>(preference);
     *found = 0;
@@ -347,6 +349,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               cublasLtMatrixLayout_t c_desc, void* d_data, cublasLtMatrixLayout_t d_desc,
                               const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t stream) {
     const char* call = "cublasLtMatmul";
+    mixgpt::cuda_sim::count_matmul();
     Problem problem = problem_of(desc, a_desc, b_desc, c_desc, d_desc);
     if (const cublasStatus_t status = validate(problem); status != CUBLAS_STATUS_SUCCESS)
         return refuse(call, "layouts, operation or types not accepted", status);

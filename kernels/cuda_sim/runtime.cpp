@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,16 @@ struct CUevent_st {
 };
 
 namespace {
+
+struct AtomicCounters {
+    std::atomic<uint64_t> device_allocations{0}, device_frees{0}, host_waits{0}, kernel_waits{0},
+        kernel_launches{0}, kernels_run{0}, matmuls{0}, matmul_plans{0};
+};
+
+AtomicCounters& totals() {
+    static AtomicCounters instance;
+    return instance;
+}
 
 int device_count() {
     static const int count = [] {
@@ -111,6 +122,20 @@ void drain_all() {
     for (CUstream_st* stream : streams().live) drain(*stream, stream->enqueued);
 }
 
+// Runs `wait`, a call's blocking part, counted as one host wait (a kernel wait if kernels ran
+// for it); waits nested inside it (cudaMemcpy's copy) are part of the same one.
+template <typename Wait>
+void host_wait(Wait&& wait) {
+    thread_local int depth = 0;
+    const uint64_t kernels_before = totals().kernels_run;
+    ++depth;
+    wait();
+    --depth;
+    if (depth > 0) return;
+    ++totals().host_waits;
+    if (totals().kernels_run != kernels_before) ++totals().kernel_waits;
+}
+
 cudaError_t take_async_error() {
     std::lock_guard<std::recursive_mutex> lock(streams().mutex);
     const cudaError_t status = streams().async_error;
@@ -126,6 +151,16 @@ cudaError_t fail(cudaError_t status, const char* call, const char* why) {
 }
 
 }  // namespace
+
+mixgpt::cuda_sim::RuntimeCounters mixgpt::cuda_sim::runtime_counters() {
+    const AtomicCounters& c = totals();
+    return {c.device_allocations, c.device_frees, c.host_waits,  c.kernel_waits,
+            c.kernel_launches,    c.matmuls,      c.matmul_plans};
+}
+
+void mixgpt::cuda_sim::count_matmul() { ++totals().matmuls; }
+
+void mixgpt::cuda_sim::count_matmul_plan() { ++totals().matmul_plans; }
 
 bool mixgpt::cuda_sim::in_device_memory(const void* pointer, size_t bytes) {
     DeviceHeap& h = heap();
@@ -147,7 +182,9 @@ cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* ke
         record_error(status);
         return status;
     }
+    ++totals().kernel_launches;
     enqueue(stream, [=] {
+        ++totals().kernels_run;
         const cudaError_t ran = launch(kernel, grid, block, dynamic_shared_bytes, body);
         if (ran != cudaSuccess && streams().async_error == cudaSuccess) streams().async_error = ran;
     });
@@ -254,6 +291,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
     if (h.used + rounded > kDeviceMemoryBytes)
         return fail(cudaErrorMemoryAllocation, "cudaMalloc", "past the simulated device's 80 GiB");
     // Exactly `bytes`, 256-byte aligned as cudaMalloc's are: AddressSanitizer sees any overrun.
+    ++totals().device_allocations;
     void* base = nullptr;
     if (posix_memalign(&base, 256, std::max<size_t>(bytes, 1)) != 0)
         return fail(cudaErrorMemoryAllocation, "cudaMalloc", "host allocation failed");
@@ -266,7 +304,8 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 
 cudaError_t cudaFree(void* pointer) {
     if (pointer == nullptr) return cudaSuccess;
-    drain_all();  // cudaFree waits for the device
+    ++totals().device_frees;
+    host_wait([] { drain_all(); });  // cudaFree waits for the device
     DeviceHeap& h = heap();
     std::lock_guard<std::mutex> lock(h.mutex);
     const auto found = h.allocations.find(static_cast<unsigned char*>(pointer));
@@ -291,7 +330,7 @@ cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
 
 cudaError_t cudaFreeHost(void* pointer) {
     if (pointer == nullptr) return cudaSuccess;
-    drain_all();  // cudaFreeHost waits for the device
+    host_wait([] { drain_all(); });  // cudaFreeHost waits for the device
     {
         DeviceHeap& h = heap();
         std::lock_guard<std::mutex> lock(h.mutex);
@@ -313,7 +352,7 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes,
                     "a pointer is not on the side its cudaMemcpyKind says, or runs past its allocation");
     if (!device_destination && !is_pinned(destination, bytes)) {  // pageable: done before returning
         CUstream_st& s = stream_of(stream);
-        drain(s, s.enqueued);
+        host_wait([&] { drain(s, s.enqueued); });
         std::memmove(destination, source, bytes);
         return take_async_error();
     }
@@ -328,10 +367,13 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes,
 }
 
 cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
-    const cudaError_t status = cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
+    cudaError_t status = cudaSuccess;
+    host_wait([&] {
+        status = cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
+        CUstream_st& s = stream_of(nullptr);
+        if (status == cudaSuccess) drain(s, s.enqueued);
+    });
     if (status != cudaSuccess) return status;
-    CUstream_st& s = stream_of(nullptr);
-    drain(s, s.enqueued);
     return take_async_error();
 }
 
@@ -360,7 +402,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     CUstream_st& s = stream_of(stream);
-    drain(s, s.enqueued);
+    host_wait([&] { drain(s, s.enqueued); });
     return take_async_error();
 }
 
@@ -398,7 +440,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-    if (event->recorded) drain(*event->stream, event->position);
+    host_wait([&] {
+        if (event->recorded) drain(*event->stream, event->position);
+    });
     return take_async_error();
 }
 

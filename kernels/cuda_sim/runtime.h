@@ -11,9 +11,32 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace mixgpt::cuda_sim {
+
+// What the process has asked of the simulated CUDA libraries so far; tests compare two readings
+// (tests/sim/test_sim_step_resources.cpp).
+struct RuntimeCounters {
+    uint64_t device_allocations = 0;  // cudaMalloc
+    uint64_t device_frees = 0;        // cudaFree
+    // Calls that block the host until device work is done: stream and event synchronizes,
+    // cudaMemcpy, a copy into pageable host memory, cudaFree, cudaFreeHost.
+    uint64_t host_waits = 0;
+    // Those of them that had kernels to wait for. Streams run lazily, so a wait runs every
+    // kernel enqueued before it: a sequence of launches that the host waited for only at its
+    // end counts one kernel wait.
+    uint64_t kernel_waits = 0;
+    uint64_t kernel_launches = 0;
+    uint64_t matmuls = 0;       // cublasLtMatmul
+    uint64_t matmul_plans = 0;  // cublasLtMatmulDescCreate and cublasLtMatmulAlgoGetHeuristic
+};
+RuntimeCounters runtime_counters();
+
+// cublaslt.cpp's share of the counters.
+void count_matmul();
+void count_matmul_plan();
 
 // Whether [pointer, pointer + bytes) lies inside one live cudaMalloc allocation.
 bool in_device_memory(const void* pointer, size_t bytes);

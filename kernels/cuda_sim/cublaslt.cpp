@@ -393,7 +393,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                           b_data,
                           c_data,
                           d_data};
-    mixgpt::cuda_sim::enqueue(stream, [product] { compute(product); });
+    mixgpt::cuda_sim::enqueue_compute(stream, [product] { compute(product); });
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -128,7 +128,7 @@ ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDa
     if (const ncclResult_t r = check(call, send, receive, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
-    mixgpt::cuda_sim::enqueue(stream, [=] {
+    mixgpt::cuda_sim::enqueue_compute(stream, [=] {
         if (send != receive) std::memmove(receive, send, count * sizeof(float));
         reduce_floats(static_cast<float*>(receive), count, op, -1, comm);
     });
@@ -143,8 +143,8 @@ ncclResult_t ncclReduce(const void* send, void* receive, size_t count, ncclDataT
     if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
-    mixgpt::cuda_sim::enqueue(stream,
-                              [=] { reduce_floats(static_cast<float*>(receive), count, op, root, comm); });
+    mixgpt::cuda_sim::enqueue_compute(
+        stream, [=] { reduce_floats(static_cast<float*>(receive), count, op, root, comm); });
     return ncclSuccess;
 }
 
@@ -157,7 +157,7 @@ ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDa
         r != ncclSuccess)
         return r;
     const size_t bytes = count * size_of(type);
-    mixgpt::cuda_sim::enqueue(stream, [=] {
+    mixgpt::cuda_sim::enqueue_compute(stream, [=] {
         if (is_root && send != receive) std::memmove(receive, send, bytes);
         if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, comm->mpi);
     });

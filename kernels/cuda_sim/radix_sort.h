@@ -31,7 +31,7 @@ struct DeviceRadixSort {
         if (temporary_bytes < kTemporaryBytes || count < 0 || begin_bit < 0 || end_bit > 32 ||
             begin_bit >= end_bit)
             return cudaErrorInvalidValue;
-        mixgpt::cuda_sim::enqueue(stream, [=] {
+        mixgpt::cuda_sim::enqueue_compute(stream, [=] {
             const uint32_t sign = std::is_signed_v<Key> ? 0x80000000u : 0u;
             const uint32_t mask =
                 (end_bit - begin_bit == 32 ? 0xffffffffu : ((1u << (end_bit - begin_bit)) - 1u)) << begin_bit;

@@ -44,8 +44,9 @@ struct CUevent_st {
 namespace {
 
 struct AtomicCounters {
-    std::atomic<uint64_t> device_allocations{0}, device_frees{0}, host_waits{0}, kernel_waits{0},
-        kernel_launches{0}, kernels_run{0}, matmuls{0}, matmul_plans{0};
+    std::atomic<uint64_t> device_allocations{0}, device_frees{0}, kernel_launches{0}, compute_runs{0},
+        computations_run{0}, matmuls{0}, matmul_plans{0};
+    std::atomic<bool> compute_wait_since_enqueue{true};
 };
 
 AtomicCounters& totals() {
@@ -122,18 +123,13 @@ void drain_all() {
     for (CUstream_st* stream : streams().live) drain(*stream, stream->enqueued);
 }
 
-// Runs `wait`, a call's blocking part, counted as one host wait (a kernel wait if kernels ran
-// for it); waits nested inside it (cudaMemcpy's copy) are part of the same one.
+// Runs `wait`, a call's blocking part. If computations ran for it, the host waited for them:
+// the current run of computations ends (RuntimeCounters::compute_runs).
 template <typename Wait>
 void host_wait(Wait&& wait) {
-    thread_local int depth = 0;
-    const uint64_t kernels_before = totals().kernels_run;
-    ++depth;
+    const uint64_t computations_before = totals().computations_run;
     wait();
-    --depth;
-    if (depth > 0) return;
-    ++totals().host_waits;
-    if (totals().kernels_run != kernels_before) ++totals().kernel_waits;
+    if (totals().computations_run != computations_before) totals().compute_wait_since_enqueue = true;
 }
 
 cudaError_t take_async_error() {
@@ -154,8 +150,8 @@ cudaError_t fail(cudaError_t status, const char* call, const char* why) {
 
 mixgpt::cuda_sim::RuntimeCounters mixgpt::cuda_sim::runtime_counters() {
     const AtomicCounters& c = totals();
-    return {c.device_allocations, c.device_frees, c.host_waits,  c.kernel_waits,
-            c.kernel_launches,    c.matmuls,      c.matmul_plans};
+    return {c.device_allocations, c.device_frees, c.kernel_launches,
+            c.compute_runs,       c.matmuls,      c.matmul_plans};
 }
 
 void mixgpt::cuda_sim::count_matmul() { ++totals().matmuls; }
@@ -175,6 +171,14 @@ void mixgpt::cuda_sim::enqueue(cudaStream_t stream, std::function<void()> work) 
     ++s.enqueued;
 }
 
+void mixgpt::cuda_sim::enqueue_compute(cudaStream_t stream, std::function<void()> work) {
+    if (totals().compute_wait_since_enqueue.exchange(false)) ++totals().compute_runs;
+    enqueue(stream, [work = std::move(work)] {
+        ++totals().computations_run;
+        work();
+    });
+}
+
 cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* kernel, dim3 grid, dim3 block,
                                              size_t dynamic_shared_bytes, std::function<void()> body) {
     const cudaError_t status = check_configuration(kernel, grid, block, dynamic_shared_bytes);
@@ -183,8 +187,7 @@ cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* ke
         return status;
     }
     ++totals().kernel_launches;
-    enqueue(stream, [=] {
-        ++totals().kernels_run;
+    enqueue_compute(stream, [=] {
         const cudaError_t ran = launch(kernel, grid, block, dynamic_shared_bytes, body);
         if (ran != cudaSuccess && streams().async_error == cudaSuccess) streams().async_error = ran;
     });

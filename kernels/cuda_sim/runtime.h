@@ -21,14 +21,14 @@ namespace mixgpt::cuda_sim {
 struct RuntimeCounters {
     uint64_t device_allocations = 0;  // cudaMalloc
     uint64_t device_frees = 0;        // cudaFree
-    // Calls that block the host until device work is done: stream and event synchronizes,
-    // cudaMemcpy, a copy into pageable host memory, cudaFree, cudaFreeHost.
-    uint64_t host_waits = 0;
-    // Those of them that had kernels to wait for. Streams run lazily, so a wait runs every
-    // kernel enqueued before it: a sequence of launches that the host waited for only at its
-    // end counts one kernel wait.
-    uint64_t kernel_waits = 0;
     uint64_t kernel_launches = 0;
+    // Runs of device computations (kernels, cuBLASLt products, NCCL collectives, the CUB sort)
+    // that the host did not interrupt by waiting for one. A wait (stream or event synchronize,
+    // cudaMemcpy, a copy into pageable memory, cudaFree, cudaFreeHost) that had computations to
+    // run ends a run; the next computation enqueued starts one. Streams run lazily, so a
+    // training step whose host waited for the device only after its last computation is one
+    // run, and one that synchronized in between is two. Waits for copies alone end none.
+    uint64_t compute_runs = 0;
     uint64_t matmuls = 0;       // cublasLtMatmul
     uint64_t matmul_plans = 0;  // cublasLtMatmulDescCreate and cublasLtMatmulAlgoGetHeuristic
 };
@@ -43,6 +43,9 @@ bool in_device_memory(const void* pointer, size_t bytes);
 
 // Appends `work` to the stream (nullptr: the legacy default stream).
 void enqueue(cudaStream_t stream, std::function<void()> work);
+// The same for a device computation (RuntimeCounters::compute_runs): kernels, cuBLASLt
+// products, NCCL collectives, the CUB sort.
+void enqueue_compute(cudaStream_t stream, std::function<void()> work);
 
 // A kernel launch: the configuration is checked now (its error is the launch's, as
 // cudaGetLastError reports it); `body` runs each thread when the stream gets there, and a

@@ -5,17 +5,25 @@
 // the first (which sizes the scratch buffers and plans each product shape):
 //   - no cudaMalloc or cudaFree;
 //   - no cuBLASLt descriptor created and no heuristic asked;
-//   - one kernel wait: the simulator runs a stream's kernels only when the host waits for them,
-//     so a step whose host waited mid-way (a loss read early, a skip decided on the host) has
-//     two. The one is the read of the losses and the step status for the step's log line.
+//   - one run of computations: the host waits for the device only after the step's last kernel,
+//     product or collective, to read the losses and the step status for its log line. A step
+//     whose host waited mid-way (a loss read early, a skip decided on the host) has two runs.
+// The same holds for a step over a 1-rank NCCL communicator, whose collectives run on their own
+// stream, ordered with the compute stream by events: replicated or ZeRO-1, the buckets exchanged
+// during the backward pass or after it.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda_sim/runtime.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
+#include "train/device_communicator.h"
+#include "train/loss_scaling.h"
+#include "train/train_step.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -31,9 +39,11 @@ struct StepCase {
     Recompute recompute;
 };
 
+void PrintTo(const StepCase& step_case, std::ostream* out) { *out << step_case.name; }
+
 class SimStepResources : public ::testing::TestWithParam<StepCase> {};
 
-TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnceAtItsEnd) {
+TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsEnd) {
     const StepCase& step_case = GetParam();
     test::TempDirectory directory("mixgpt_sim_step_resources");
     TrainOptions options = tiny_train_options(directory.file("run"));
@@ -58,7 +68,7 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnceAtItsE
         EXPECT_EQ(after.device_allocations, before.device_allocations);
         EXPECT_EQ(after.device_frees, before.device_frees);
         EXPECT_EQ(after.matmul_plans, before.matmul_plans);
-        EXPECT_EQ(after.kernel_waits - before.kernel_waits, 1u);
+        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
     }
 }
 
@@ -67,6 +77,59 @@ INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimStepResources,
                                            StepCase{"fp16_loss_scaling", Precision::fp16, 1, Recompute::none},
                                            StepCase{"fp32_accumulation_recompute", Precision::fp32, 2,
                                                     Recompute::full}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+struct ExchangeCase {
+    const char* name;
+    bool sharded, overlap;
+};
+
+void PrintTo(const ExchangeCase& exchange_case, std::ostream* out) { *out << exchange_case.name; }
+
+class SimDataParallelStepResources : public ::testing::TestWithParam<ExchangeCase> {};
+
+TEST_P(SimDataParallelStepResources, AWarmStepAllocatesNothingAndWaitsOnlyAtItsEnd) {
+    constexpr int kBatch = 2, kSeqLen = 16, kAccumulation = 2, kSteps = 4;
+    const std::unique_ptr<Backend> backend = make_backend({"cuda", 0, Precision::bf16, 0});
+    const GPTConfig config = tiny_config();
+    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none);
+    load_initial_parameters(model, 5);
+    const std::unique_ptr<Communicator> nccl =
+        make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), backend->cuda_stream(), 120);
+    const LossScalePolicy scaling = parse_loss_scale("auto", Precision::bf16);
+    DataParallelConfig parallel;
+    parallel.shard_optimizer = GetParam().sharded;
+    parallel.overlap = GetParam().overlap;
+    parallel.bucket_bytes = 4096;  // several buckets
+    TrainStep step(model, *nccl, kAccumulation, scaling.config(), scaling.initial_status(), parallel);
+    AdamWHyper hyper;
+    hyper.learning_rate = 1e-3f;
+    std::vector<RuntimeCounters> readings{cuda_sim::runtime_counters()};
+    for (int s = 0; s < kSteps; ++s) {
+        step.begin();
+        for (int micro = 0; micro < kAccumulation; ++micro)
+            step.micro_step(
+                random_windows(kBatch, kSeqLen, config.vocab_size, static_cast<uint64_t>(10 * s + micro))
+                    .data());
+        step.finish(hyper);
+        EXPECT_TRUE(std::isfinite(step.result().loss));
+        readings.push_back(cuda_sim::runtime_counters());
+    }
+    for (size_t s = 2; s < readings.size(); ++s) {  // readings[1]: after the first step
+        const RuntimeCounters &before = readings[s - 1], &after = readings[s];
+        SCOPED_TRACE("step " + std::to_string(s));
+        EXPECT_GT(after.matmuls, before.matmuls);
+        EXPECT_EQ(after.device_allocations, before.device_allocations);
+        EXPECT_EQ(after.device_frees, before.device_frees);
+        EXPECT_EQ(after.matmul_plans, before.matmul_plans);
+        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(SimExchanges, SimDataParallelStepResources,
+                         ::testing::Values(ExchangeCase{"replicated_overlapped", false, true},
+                                           ExchangeCase{"replicated_after_backward", false, false},
+                                           ExchangeCase{"zero1_overlapped", true, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

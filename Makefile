@@ -124,7 +124,7 @@ help:
 # The stamp changes when the CUDA choice or architectures change, so every object is rebuilt.
 $(CONFIG_STAMP): FORCE
 	@mkdir -p $(BUILD)
-	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE)" > $@.new
+	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) SIM_KERNEL_FLAGS=$(SIM_KERNEL_FLAGS)" > $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 FORCE:
 
@@ -144,11 +144,14 @@ $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	$(QUIET)$(NVCC) $(PTX_NVCCFLAGS) -ptx $< -o $@
 
 # The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude, its own sources as C++.
+# nvcc contracts a * b + c into one FMA; on a host with FMA instructions the kernels' g++ build
+# does too, so the simulated arithmetic rounds as the GPU's does there.
 SIM_CXXFLAGS := $(CXXFLAGS) -DMIXGPT_CUDA_SIM -Wno-unknown-pragmas
+SIM_KERNEL_FLAGS := $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo fma),-mfma -ffp-contract=fast,)
 $(BUILD)/sim/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "SIM  $<"
-	$(QUIET)$(CXX) $(SIM_CXXFLAGS) -include kernels/cuda_sim/prelude.h -x c++ -c $< -o $@
+	$(QUIET)$(CXX) $(SIM_CXXFLAGS) $(SIM_KERNEL_FLAGS) -include kernels/cuda_sim/prelude.h -x c++ -c $< -o $@
 
 $(BUILD)/sim/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

@@ -18,6 +18,7 @@
 #include "tests/test_support.h"
 #include "tokenizer/prepare.h"
 #include "train/train_options.h"
+#include "train/train_step.h"
 
 namespace mixgpt::testing_support {
 
@@ -110,6 +111,19 @@ inline std::vector<int32_t> random_windows(int rows, int seq_len, int vocab, uin
     std::vector<int32_t> windows(static_cast<size_t>(rows) * (seq_len + 1));
     for (int32_t& token : windows) token = static_cast<int32_t>(random() % static_cast<uint64_t>(vocab));
     return windows;
+}
+
+// Optimizer step number `index` of `step`: `accumulation` micro-steps of random (batch, seq_len + 1)
+// windows, seeded 10 index + micro, then the update with `hyper` seeded `index`; its loss.
+inline double random_training_step(TrainStep& step, int accumulation, int batch, int seq_len, int vocab,
+                                   int index, AdamWHyper hyper) {
+    step.begin();
+    for (int micro = 0; micro < accumulation; ++micro)
+        step.micro_step(
+            random_windows(batch, seq_len, vocab, static_cast<uint64_t>(10 * index + micro)).data());
+    hyper.seed = static_cast<uint64_t>(index);
+    step.finish(hyper);
+    return step.result().loss;
 }
 
 // 2 layers, 2 heads, width 32, vocabulary 100, context 16.

@@ -57,14 +57,8 @@ TrainedRun train(const ExchangeCase& c, bool with_nccl) {
     hyper.learning_rate = 1e-3f;
     TrainedRun run;
     for (int s = 0; s < kSteps; ++s) {
-        step.begin();
-        for (int micro = 0; micro < kAccumulation; ++micro)
-            step.micro_step(
-                random_windows(kBatch, kSeqLen, config.vocab_size, static_cast<uint64_t>(10 * s + micro))
-                    .data());
-        hyper.seed = static_cast<uint64_t>(s);
-        step.finish(hyper);
-        run.losses.push_back(step.result().loss);
+        run.losses.push_back(
+            random_training_step(step, kAccumulation, kBatch, kSeqLen, config.vocab_size, s, hyper));
     }
     run.masters = step.gather_masters(0);
     const TensorView working = model.working_parameters();

@@ -32,6 +32,21 @@ namespace {
 using cuda_sim::RuntimeCounters;
 using namespace testing_support;
 
+// readings[i]: the counters after step i (readings[0] may be before the first); steps from
+// `first_warm` on compute, and allocate, plan and wait for nothing more than the rule says.
+void expect_warm_steps(const std::vector<RuntimeCounters>& readings, size_t first_warm) {
+    for (size_t i = first_warm; i < readings.size(); ++i) {
+        const RuntimeCounters &before = readings[i - 1], &after = readings[i];
+        SCOPED_TRACE("reading " + std::to_string(i));
+        EXPECT_GT(after.kernel_launches, before.kernel_launches);
+        EXPECT_GT(after.matmuls, before.matmuls);
+        EXPECT_EQ(after.device_allocations, before.device_allocations);
+        EXPECT_EQ(after.device_frees, before.device_frees);
+        EXPECT_EQ(after.matmul_plans, before.matmul_plans);
+        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
+    }
+}
+
 struct StepCase {
     const char* name;
     Precision precision;
@@ -60,16 +75,7 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsE
     // The counters see what the first step and the set-up asked for.
     EXPECT_GT(readings[0].device_allocations, 0u);
     EXPECT_GT(readings[0].matmul_plans, 0u);
-    for (size_t step = 1; step < readings.size(); ++step) {
-        const RuntimeCounters &before = readings[step - 1], &after = readings[step];
-        SCOPED_TRACE("step " + std::to_string(step + 1));
-        EXPECT_GT(after.kernel_launches, before.kernel_launches);
-        EXPECT_GT(after.matmuls, before.matmuls);
-        EXPECT_EQ(after.device_allocations, before.device_allocations);
-        EXPECT_EQ(after.device_frees, before.device_frees);
-        EXPECT_EQ(after.matmul_plans, before.matmul_plans);
-        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
-    }
+    expect_warm_steps(readings, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimStepResources,
@@ -106,24 +112,11 @@ TEST_P(SimDataParallelStepResources, AWarmStepAllocatesNothingAndWaitsOnlyAtItsE
     hyper.learning_rate = 1e-3f;
     std::vector<RuntimeCounters> readings{cuda_sim::runtime_counters()};
     for (int s = 0; s < kSteps; ++s) {
-        step.begin();
-        for (int micro = 0; micro < kAccumulation; ++micro)
-            step.micro_step(
-                random_windows(kBatch, kSeqLen, config.vocab_size, static_cast<uint64_t>(10 * s + micro))
-                    .data());
-        step.finish(hyper);
-        EXPECT_TRUE(std::isfinite(step.result().loss));
+        EXPECT_TRUE(std::isfinite(
+            random_training_step(step, kAccumulation, kBatch, kSeqLen, config.vocab_size, s, hyper)));
         readings.push_back(cuda_sim::runtime_counters());
     }
-    for (size_t s = 2; s < readings.size(); ++s) {  // readings[1]: after the first step
-        const RuntimeCounters &before = readings[s - 1], &after = readings[s];
-        SCOPED_TRACE("step " + std::to_string(s));
-        EXPECT_GT(after.matmuls, before.matmuls);
-        EXPECT_EQ(after.device_allocations, before.device_allocations);
-        EXPECT_EQ(after.device_frees, before.device_frees);
-        EXPECT_EQ(after.matmul_plans, before.matmul_plans);
-        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
-    }
+    expect_warm_steps(readings, 2);  // readings[1]: after the first step
 }
 
 INSTANTIATE_TEST_SUITE_P(SimExchanges, SimDataParallelStepResources,

@@ -453,10 +453,14 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic
     }
     t_block = &block;
     bool ok = true;
+    const auto ordered = [](unsigned k, unsigned count) {
+        return static_cast<unsigned>(in_order(static_cast<int>(k), static_cast<int>(count)));
+    };
     for (unsigned z = 0; z < grid.z && ok; ++z)
         for (unsigned y = 0; y < grid.y && ok; ++y)
             for (unsigned x = 0; x < grid.x && ok; ++x) {
-                for (SimThread& t : block.threads) t.position.block = {x, y, z};
+                const dim3 index{ordered(x, grid.x), ordered(y, grid.y), ordered(z, grid.z)};
+                for (SimThread& t : block.threads) t.position.block = index;
                 ok = run_block(block);
             }
     t_block = nullptr;

@@ -28,14 +28,17 @@ struct ThreadPosition {
 const ThreadPosition& position();
 int lane();  // threadIdx's linear index % 32
 
-// The two adversarial schedules a block runs in. Either way the warps go one at a time, each as
-// far as it can (through its own collectives) before the next starts, and a warp's lanes one at a
-// time up to their next collective, so a read of shared memory that another thread has yet to
-// fill sees the 0xff poison. They differ in order and in when cp.async copies land:
-//   forward:  ascending warps and lanes; a copy lands at the wait that completes its group, so a
-//             read that does not wait for it sees stale data;
-//   backward: descending warps and lanes; a copy lands when issued, so overwriting a buffer that
-//             another warp has yet to read shows.
+// The two adversarial schedules a launch runs in. Either way the blocks run one at a time, a
+// block's warps one at a time, each as far as it can (through its own collectives) before the
+// next starts, and a warp's lanes one at a time up to their next collective, so a read of shared
+// memory that another thread has yet to fill sees the 0xff poison. They differ in order and in
+// when cp.async copies land:
+//   forward:  ascending blocks, warps and lanes; a copy lands at the wait that completes its
+//             group, so a read that does not wait for it sees stale data;
+//   backward: descending blocks, warps and lanes; a copy lands when issued, so overwriting a
+//             buffer that another warp has yet to read shows.
+// A block that reads what another block of the same launch writes sees it in one schedule and not
+// in the other.
 // Code free of races gives the same bits under both. MIXGPT_CUDA_SIM_SCHEDULE=backward in the
 // environment selects the second for the process.
 enum class Schedule { forward, backward };

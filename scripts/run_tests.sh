@@ -18,7 +18,7 @@ mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_co
 mpi_status=${PIPESTATUS[0]}
 
 # The backward schedule (races that the forward one hides) reruns every op-level test and the
-# block-order check; the training and bench runs, which add no kernel, run once. The 2-rank run
+# block checks; the training and bench runs, which add no kernel, run once. The 2-rank run
 # gives each rank a simulated device.
 sim_status=0
 if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$build/mixgpt_kernel_lab_sim" ]]; then
@@ -28,7 +28,7 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
   sim_status=${PIPESTATUS[0]}
   echo "GPU tests on the CUDA simulator, backward schedule"
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" --gtest_brief=1 \
-    --gtest_color=no --gtest_filter='Gpu*:SimBlockOrder*:-*Training*:*DataParallel*:*Bench*' 2>&1 | tee -a "$log"
+    --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*' 2>&1 | tee -a "$log"
   sim_status=$((sim_status | PIPESTATUS[0]))
   echo "2-rank tests with the CUDA backend and NCCL on the CUDA simulator"
   MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \

@@ -350,12 +350,25 @@ bool run_lanes(Block& block, int w, bool& ran) {
     return true;
 }
 
+// The kernels' __shared__ variables: the section prelude.h puts them in, bounded by the symbols
+// the linker defines for it (weak: null in a program without kernels).
+extern "C" {
+extern unsigned char __start_mixgpt_sim_shared[] __attribute__((weak));
+extern unsigned char __stop_mixgpt_sim_shared[] __attribute__((weak));
+}
+
+void poison_static_shared_memory() {
+    if (__start_mixgpt_sim_shared != nullptr)
+        std::fill(__start_mixgpt_sim_shared, __stop_mixgpt_sim_shared, static_cast<unsigned char>(0xff));
+}
+
 // Runs one block to the end; returns false after a fault (block.fault_message says which).
 // Each warp in turn runs as far as it can, through its own collectives, before the next one
 // starts: a warp that reads shared memory another warp has yet to fill sees the poison.
 bool run_block(Block& block) {
     for (SimThread& t : block.threads) prepare_thread(t);
     std::fill(block.shared.begin(), block.shared.end(), 0xff);
+    poison_static_shared_memory();
     const int warps = static_cast<int>(block.warps.size());
     for (;;) {
         bool progress = false;

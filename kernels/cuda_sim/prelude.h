@@ -1,7 +1,9 @@
 // Force-included (g++ -include) before every kernels/cuda/*.cu of the simulator build, which
 // compiles them as C++: the CUDA headers for the types, then what nvcc would otherwise provide.
 // __shared__ variables become function-local statics, one per kernel, which is right because
-// the simulator runs one block at a time.
+// the simulator runs one block at a time. They all live in one section, mixgpt_sim_shared,
+// which the simulator poisons before every block (block_runner.cpp), as it does dynamic shared
+// memory: a block that reads what it has not written sees NaN, not the previous block's data.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,7 +16,7 @@
 #include "kernels/cuda_sim/device_functions.h"
 
 #undef __shared__
-#define __shared__ static
+#define __shared__ static __attribute__((section("mixgpt_sim_shared")))
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 

@@ -294,20 +294,19 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
     if (h.used + rounded > kDeviceMemoryBytes)
         return fail(cudaErrorMemoryAllocation, "cudaMalloc", "past the simulated device's 80 GiB");
     // Exactly `bytes`, 256-byte aligned as cudaMalloc's are: AddressSanitizer sees any overrun.
-    ++totals().device_allocations;
     void* base = nullptr;
     if (posix_memalign(&base, 256, std::max<size_t>(bytes, 1)) != 0)
         return fail(cudaErrorMemoryAllocation, "cudaMalloc", "host allocation failed");
     std::memset(base, 0xff, bytes);
     h.allocations[static_cast<unsigned char*>(base)] = bytes;
     h.used += rounded;
+    ++totals().device_allocations;
     *pointer = base;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* pointer) {
     if (pointer == nullptr) return cudaSuccess;
-    ++totals().device_frees;
     host_wait([] { drain_all(); });  // cudaFree waits for the device
     DeviceHeap& h = heap();
     std::lock_guard<std::mutex> lock(h.mutex);
@@ -316,6 +315,7 @@ cudaError_t cudaFree(void* pointer) {
         return fail(cudaErrorInvalidValue, "cudaFree", "not the start of a device allocation");
     h.used -= (std::max<size_t>(found->second, 1) + 255) / 256 * 256;
     h.allocations.erase(found);
+    ++totals().device_frees;
     std::free(pointer);
     return cudaSuccess;
 }
@@ -370,13 +370,10 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, size_t bytes,
 }
 
 cudaError_t cudaMemcpy(void* destination, const void* source, size_t bytes, cudaMemcpyKind kind) {
-    cudaError_t status = cudaSuccess;
-    host_wait([&] {
-        status = cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
-        CUstream_st& s = stream_of(nullptr);
-        if (status == cudaSuccess) drain(s, s.enqueued);
-    });
+    const cudaError_t status = cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
     if (status != cudaSuccess) return status;
+    CUstream_st& s = stream_of(nullptr);
+    host_wait([&] { drain(s, s.enqueued); });
     return take_async_error();
 }
 

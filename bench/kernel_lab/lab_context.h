@@ -19,6 +19,17 @@ namespace mixgpt::lab {
 // (kernels/cuda_sim/); its times and rates mean nothing.
 enum class LabSizes { production, smoke };
 
+// The ceilings' problem sizes per LabSizes.
+struct CeilingSizes {
+    size_t copy_bytes;
+    int gemm_size;
+};
+constexpr CeilingSizes kProductionCeilings{size_t{1} << 30, 8192};
+constexpr CeilingSizes kSmokeCeilings{size_t{1} << 20, 256};
+// A smoke run rotates its inputs past a nominal 64 KiB, so the rotation runs with several sets
+// (production: the device's L2).
+constexpr size_t kSmokeCacheBytes = size_t{64} << 10;
+
 struct LabContext {
     explicit LabContext(Backend& cuda_backend) : gpu(cuda_backend) {}
 

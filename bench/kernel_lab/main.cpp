@@ -35,16 +35,6 @@ struct LabOptions {
     LabSizes sizes = LabSizes::production;
 };
 
-// The ceilings' problem sizes, and the cache the inputs rotate past, per LabSizes.
-struct CeilingSizes {
-    size_t copy_bytes;
-    int gemm_size;
-};
-constexpr CeilingSizes kProductionCeilings{size_t{1} << 30, 8192};
-constexpr CeilingSizes kSmokeCeilings{size_t{1} << 20, 256};
-// A smoke run rotates its inputs past a nominal 64 KiB, so the rotation runs with several sets.
-constexpr size_t kSmokeCacheBytes = size_t{64} << 10;
-
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
     std::tm utc{};

@@ -24,8 +24,6 @@
 namespace mixgpt::lab {
 namespace {
 
-constexpr size_t kNominalCacheBytes = size_t{64} << 10;  // several rotation sets at smoke sizes
-
 class SimKernelLab : public ::testing::TestWithParam<Precision> {
 protected:
     void SetUp() override {
@@ -34,7 +32,7 @@ protected:
         context_ = std::make_unique<LabContext>(*gpu_);
         context_->precision = GetParam();
         context_->stream = stream_;
-        context_->l2_bytes = kNominalCacheBytes;
+        context_->l2_bytes = kSmokeCacheBytes;
         context_->timing = {1, 2};
         context_->sizes = LabSizes::smoke;
     }
@@ -93,8 +91,10 @@ TEST_P(SimKernelLab, BackendRowsPassValidation) {
 
 TEST_P(SimKernelLab, CeilingsAndReportsAgreeWithTheRows) {
     Ceilings ceilings;
-    ceilings.copy_gb_per_s = measure_copy_bandwidth(*gpu_, stream_, size_t{1} << 20, context_->timing);
-    ceilings.gemm_tflop_per_s = measure_gemm_throughput(*gpu_, stream_, 128, context_->timing);
+    ceilings.copy_gb_per_s =
+        measure_copy_bandwidth(*gpu_, stream_, kSmokeCeilings.copy_bytes, context_->timing);
+    ceilings.gemm_tflop_per_s =
+        measure_gemm_throughput(*gpu_, stream_, kSmokeCeilings.gemm_size, context_->timing);
     EXPECT_TRUE(std::isfinite(ceilings.copy_gb_per_s) && ceilings.copy_gb_per_s > 0);
     EXPECT_TRUE(std::isfinite(ceilings.gemm_tflop_per_s) && ceilings.gemm_tflop_per_s > 0);
 

@@ -37,6 +37,11 @@ for binary in "$bundle"/bin/*; do
   done < <(ldd "$binary" | awk '/=> \// { print $3 }')
 done
 
+# The KJV dataset (Debian's bible-kjv, which GPU hosts lack) for the precision study there.
+if ! "$build/mixgpt" prepare --corpus kjv --output "$bundle/data/kjv" >/dev/null 2>&1; then
+  echo "bundle: no KJV dataset (bible-kjv not installed?): the GPU report's study part will fail" >&2
+fi
+
 # What the binaries were built from, for the report of a run on another host.
 {
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes')"

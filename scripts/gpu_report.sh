@@ -13,20 +13,21 @@
 #   torch   PyTorch's own d12 throughput, eager and under torch.compile
 #   lab     the kernel lab, its kernels' SASS instruction counts, and the attention comparison
 #           with PyTorch's SDPA
-#   full    the four parts in one run (the default)
+#   study   mixgpt study: d6 on KJV once per precision, accuracy and speed side by side
+#   full    the five parts in one run (the default)
 # Every step has its own time limit, and a part starts no step that its budget
 # (GPU_REPORT_BUDGET_S, default 560 s; none for full) cannot give 30 s: those are recorded as
 # skipped, so the report is complete before a 10-minute command limit. The report is
 # OUTPUT_DIR/report-PART.md, appended to as the steps run. PYTHON names the interpreter with
 # PyTorch when neither python3 nor /opt/torch/.venv/bin/python3 has it.
 set -uo pipefail
-usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|full]"
+usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|study|full]"
 invocation="$0 $*"
 bundle_arg="${1:?$usage}"
 output_arg="${2:?$usage}"
 part="${3:-full}"
 case "$part" in
-  quick | mixgpt | torch | lab | full) ;;
+  quick | mixgpt | torch | lab | study | full) ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 started=$SECONDS
@@ -204,12 +205,25 @@ part_lab() {
     --lab-json "$output/kernel_lab_attention.json" --json "$output/attention.json"
 }
 
+# The study's run directories stay on the host (checkpoints are large); its report, metrics and
+# run records come back under OUTPUT_DIR/study, where scripts/plot_study.py draws the figures.
+part_study() {
+  local study="$bundle/../study-kjv-d6"
+  run_step 540 "precision study: d6 on KJV, B=16, T=256, 600 steps per precision" "$bundle/bin/mixgpt" study \
+    --device cuda --dataset "$bundle/data/kjv" --model d6 -b 16 -t 256 --steps 600 --warmup-steps 60 \
+    --lr 1e-3 --eval-interval 100 --eval-batches 16 -o "$study"
+  mkdir -p "$output/study"
+  (cd "$study" && find . -name report.json -o -name report.md -o -name metrics.jsonl -o -name study_run.json |
+    xargs -r cp --parents -t "$output/study")
+}
+
 case "$part" in
   quick) part_quick ;;
   mixgpt) part_mixgpt ;;
   torch) part_torch ;;
   lab) part_lab ;;
-  full) part_quick; part_mixgpt; part_torch; part_lab ;;
+  study) part_study ;;
+  full) part_quick; part_mixgpt; part_torch; part_lab; part_study ;;
 esac
 echo "gpu_report: $report: $failures steps failed or skipped, $((SECONDS - started)) s"
 ((failures == 0))

@@ -36,11 +36,12 @@ void MetricsWriter::write(const TrainMetrics& metrics) {
 }
 
 void MetricsWriter::write(const EvalMetrics& metrics) {
-    const nlohmann::ordered_json line = {{"type", "eval"},
-                                         {"step", metrics.step},
-                                         {"val_loss", metrics.val_loss},
-                                         {"val_perplexity", metrics.val_perplexity},
-                                         {"val_tokens", metrics.val_tokens}};
+    nlohmann::ordered_json line = {{"type", "eval"},
+                                   {"step", metrics.step},
+                                   {"val_loss", metrics.val_loss},
+                                   {"val_perplexity", metrics.val_perplexity},
+                                   {"val_tokens", metrics.val_tokens}};
+    if (metrics.grad_zero_fraction >= 0) line["grad_zero_fraction"] = metrics.grad_zero_fraction;
     write_line(line.dump());
 }
 

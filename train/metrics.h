@@ -4,6 +4,7 @@
 //    "skipped":false,"skipped_total":0,"tokens":49152,"tokens_per_second":5230.1,"ms_per_step":783.1,
 //    "memory_bytes":123456}
 //   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
+//   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
 //   {"type":"resume","step":50}                  (a resumed run appends after this line)
 // Non-finite numbers are written as null.
 #pragma once
@@ -28,6 +29,7 @@ struct EvalMetrics {
     int64_t step = 0;
     double val_loss = 0, val_perplexity = 0;
     int64_t val_tokens = 0;
+    double grad_zero_fraction = -1;  // of the last step's gradient elements; < 0: not measured
 };
 
 class MetricsWriter {

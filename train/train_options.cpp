@@ -149,6 +149,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"threads", integer(options.threads)},
         {"eval_interval", integer(options.eval_interval)},
         {"eval_batches", integer(options.eval_batches)},
+        {"gradient_zero_stats", options.gradient_zero_stats ? "true" : "false"},
         {"checkpoint_interval", integer(options.checkpoint_interval)},
         {"keep_checkpoints", integer(options.keep_checkpoints)},
         {"output_dir", options.output_dir},

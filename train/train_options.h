@@ -60,6 +60,9 @@ struct TrainOptions {
     std::string output_dir = "runs/train";
     std::string resume;    // "": start fresh; "auto": newest valid checkpoint; else a file
     bool dry_run = false;  // print the memory plan for each recompute policy and stop
+    // Each evaluation also reports the fraction of the last step's gradient elements that are
+    // exactly zero (`mixgpt study`: in fp16 without loss scaling, mostly underflow).
+    bool gradient_zero_stats = false;
 
     // data parallelism: one process per rank, started by mpirun or srun (train/README.md)
     bool zero_optimizer = false;      // ZeRO stage 1: the optimizer state sharded over the ranks

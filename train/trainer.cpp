@@ -44,7 +44,7 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
 // Options that may change between a run and its resumption without changing what is trained.
 bool is_run_mechanics(const std::string& name) {
     return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
-           name == "bucket_mb" || name == "collective_timeout";
+           name == "bucket_mb" || name == "collective_timeout" || name == "gradient_zero_stats";
 }
 
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
@@ -78,6 +78,8 @@ private:
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
+    // Of the last step's gradients that this rank owns, over all ranks: exactly zero / all.
+    double gradient_zero_fraction();
     // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
     LoaderOptions loader_options(const char* split, LoaderMode mode) const;
     TrainMetrics run_step();
@@ -288,8 +290,10 @@ void Trainer::evaluate() {
     totals.nats = sums[0];
     totals.tokens = static_cast<int64_t>(sums[1]);
     result_.last_val_loss = totals.mean_loss();
+    const double zero_fraction = options_.gradient_zero_stats ? gradient_zero_fraction() : -1;
     if (!is_root()) return;
     EvalMetrics metrics;
+    metrics.grad_zero_fraction = zero_fraction;
     metrics.step = step_;
     metrics.val_loss = totals.mean_loss();
     metrics.val_perplexity = totals.perplexity();
@@ -298,6 +302,18 @@ void Trainer::evaluate() {
     log_info(format("step %lld: val loss %.4f, perplexity %.2f over %lld tokens",
                     static_cast<long long>(step_), metrics.val_loss, metrics.val_perplexity,
                     static_cast<long long>(metrics.val_tokens)));
+}
+
+double Trainer::gradient_zero_fraction() {
+    const ElementRange owned = train_step_->owned();
+    std::vector<float> gradients(static_cast<size_t>(owned.count()));
+    const TensorView all = model_->gradients();
+    backend_->copy_to_host(gradients.data(), static_cast<const float*>(all.data) + owned.begin,
+                           gradients.size() * sizeof(float));
+    double counts[2] = {static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f)),
+                        static_cast<double>(gradients.size())};
+    communicator().all_reduce_sum_host(counts, 2);
+    return counts[1] > 0 ? counts[0] / counts[1] : 0;
 }
 
 TrainMetrics Trainer::run_step() {

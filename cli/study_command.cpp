@@ -1,0 +1,75 @@
+// `mixgpt study`: flags (or a TOML file) onto StudyOptions; runs what is missing and writes the
+// report (train/precision_study.h).
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/toml_config.h"
+#include "train/precision_study.h"
+
+namespace mixgpt::cli {
+namespace {
+
+struct StudyArguments {
+    StudyOptions options;
+    std::string precisions = "fp32,tf32,bf16,fp16,fp16-noscale,bf16-sr";
+    std::string lr_schedule = "cosine";
+    std::string recompute = "none";
+};
+
+}  // namespace
+
+void add_study_command(CLI::App& app) {
+    auto arguments = std::make_shared<StudyArguments>();
+    StudyOptions& study = arguments->options;
+    TrainOptions& o = study.train;
+    o.eval_interval = 100;
+    CLI::App* command = app.add_subcommand(
+        "study",
+        "train the same model once per precision (same seed, data and token budget) and report accuracy, "
+        "speed, memory and loss scaling side by side");
+    add_config_option(*command);
+    command
+        ->add_option("--precisions", arguments->precisions,
+                     "runs, comma-separated: fp32, tf32, bf16, fp16 (dynamic loss scaling), fp16-noscale, "
+                     "bf16-sr (stochastic rounding)")
+        ->capture_default_str();
+    command
+        ->add_option("--output-dir,-o", study.output_dir, "study directory: one run directory per precision")
+        ->capture_default_str();
+    command->add_option("--bench-steps", study.bench_steps, "timed steps of `mixgpt bench` per precision")
+        ->capture_default_str();
+    command->add_option("--dataset", o.dataset, "prepared dataset (.h5 from `mixgpt prepare`)")->required();
+    command->add_option("--model", o.model, "model preset d2, d6, d12, ...")->capture_default_str();
+    command->add_option("--n-layer", o.n_layer, "override the preset's layer count");
+    command->add_option("--n-head", o.n_head, "override the preset's head count");
+    command->add_option("--n-embd", o.n_embd, "override the preset's width");
+    command->add_option("--batch-size,-b", o.batch_size, "B: sequences per micro-step")
+        ->capture_default_str();
+    command->add_option("--seq-len,-t", o.seq_len, "T: tokens per sequence")->capture_default_str();
+    command->add_option("--total-batch-tokens", o.total_batch_tokens, "tokens per optimizer step (0: B*T)");
+    command->add_option("--steps", o.steps, "optimizer steps per run");
+    command->add_option("--tokens", o.token_budget, "token budget per run instead of --steps");
+    command->add_option("--lr", o.learning_rate, "peak learning rate")->capture_default_str();
+    command->add_option("--warmup-steps", o.warmup_steps, "linear warm-up steps")->capture_default_str();
+    command->add_option("--lr-schedule", arguments->lr_schedule, "cosine, linear, constant, wsd")
+        ->capture_default_str();
+    command->add_option("--recompute", arguments->recompute, "none, selective, full")->capture_default_str();
+    command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (and checkpoints)")
+        ->capture_default_str();
+    command->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation (0: all)")
+        ->capture_default_str();
+    command->add_option("--seed", o.seed, "seed of the initialization and the data order")
+        ->capture_default_str();
+    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+    command->add_option("--device-index", o.device_index, "CUDA device ordinal");
+    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
+    command->callback([arguments] {
+        StudyOptions& options = arguments->options;
+        options.variants = parse_study_variants(arguments->precisions);
+        options.train.lr_decay = parse_lr_decay(arguments->lr_schedule);
+        options.train.recompute = parse_recompute(arguments->recompute);
+        if (!run_study(options)) std::cout << "study stopped; the same command continues it\n";
+    });
+}
+
+}  // namespace mixgpt::cli

@@ -1,0 +1,141 @@
+// `mixgpt study` on the tiny dataset: a two-precision study writes a report that parses and
+// agrees with its runs' metrics; a study started again keeps complete runs, resumes an
+// interrupted one from its checkpoint and runs only the missing ones; bad run lists are refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/sha256.h"
+#include "model/checkpoint.h"
+#include "tests/test_support.h"
+#include "tests/test_train_support.h"
+#include "train/precision_study.h"
+#include "train/trainer.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+
+StudyOptions tiny_study(const std::string& directory, const std::string& precisions) {
+    StudyOptions options;
+    options.train = tiny_train_options("");
+    options.train.eval_interval = 4;
+    options.variants = parse_study_variants(precisions);
+    options.output_dir = directory;
+    options.bench_steps = 1;
+    return options;
+}
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream file(path);
+    return nlohmann::json::parse(file);
+}
+
+// The "type" and "step" of every line of a metrics file.
+std::vector<std::pair<std::string, int64_t>> metrics_lines(const std::string& path) {
+    std::vector<std::pair<std::string, int64_t>> lines;
+    std::ifstream file(path);
+    for (std::string line; std::getline(file, line);) {
+        const nlohmann::json record = nlohmann::json::parse(line);
+        lines.emplace_back(record["type"].get<std::string>(), record["step"].get<int64_t>());
+    }
+    return lines;
+}
+
+TEST(PrecisionStudyTest, ReportOfTwoPrecisionsAgreesWithTheirRuns) {
+    test::TempDirectory directory("mixgpt_study");
+    ASSERT_TRUE(run_study(tiny_study(directory.path(), "fp16,fp32")));
+
+    const nlohmann::json report = read_json(directory.file("report.json"));
+    ASSERT_EQ(report["runs"].size(), 2u);
+    EXPECT_EQ(report["runs"][0]["name"], "fp32");  // the reference comes first
+    EXPECT_EQ(report["runs"][1]["name"], "fp16");
+    EXPECT_EQ(report["steps"], 8);
+    EXPECT_EQ(report["tokens_per_run"], 8 * 4 * 16);
+    for (const nlohmann::json& run : report["runs"]) {
+        const std::string metrics = directory.file(run["directory"].get<std::string>() + "/metrics.jsonl");
+        const std::map<int64_t, double> losses = train_losses(metrics);
+        EXPECT_EQ(losses.size(), 8u);
+        EXPECT_EQ(run["steps"], 8);
+        ASSERT_EQ(run["evaluations"].size(), 2u);  // steps 4 and 8
+        EXPECT_EQ(run["final_val_loss"], run["evaluations"][1]["val_loss"]);
+        EXPECT_NEAR(run["final_perplexity"].get<double>(), std::exp(run["final_val_loss"].get<double>()),
+                    1e-9);
+        EXPECT_GE(run["evaluations"][1]["grad_zero_fraction"].get<double>(), 0.0);
+        EXPECT_LT(run["evaluations"][1]["grad_zero_fraction"].get<double>(), 1.0);
+        EXPECT_GT(run["bench"]["tokens_per_second"].get<double>(), 0);
+        EXPECT_GT(run["peak_memory_bytes"].get<double>(), 0);
+        EXPECT_FALSE(
+            newest_valid_checkpoint(checkpoint_directory(directory.file(run["directory"].get<std::string>())))
+                .empty());
+    }
+    const nlohmann::json& fp32 = report["runs"][0];
+    const nlohmann::json& fp16 = report["runs"][1];
+    EXPECT_EQ(fp32["evaluations"][1]["gap_to_fp32"], 0.0);
+    EXPECT_DOUBLE_EQ(fp16["evaluations"][1]["gap_to_fp32"].get<double>(),
+                     fp16["final_val_loss"].get<double>() - fp32["final_val_loss"].get<double>());
+    EXPECT_FALSE(fp32["bench"]["emulated"].get<bool>());
+    EXPECT_TRUE(fp16["bench"]["emulated"].get<bool>());
+    EXPECT_EQ(fp16["loss_scale"], "dynamic");
+    EXPECT_EQ(fp16["final_loss_scale"], 65536.0);
+
+    std::ifstream markdown(directory.file("report.md"));
+    const std::string text((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("| fp32 |"), std::string::npos);
+    EXPECT_NE(text.find("(emulated)"), std::string::npos);
+    for (const char* figure : {"loss_curves.png", "val_gap.png", "throughput.png", "memory.png"})
+        EXPECT_TRUE(std::filesystem::exists(directory.file(figure))) << figure;
+}
+
+TEST(PrecisionStudyTest, ContinuesAnInterruptedStudyRunningOnlyWhatIsMissing) {
+    test::TempDirectory directory("mixgpt_study_resume");
+    ASSERT_TRUE(run_study(tiny_study(directory.path(), "fp32")));
+    const std::string fp32_metrics = directory.file("fp32/metrics.jsonl");
+    const std::string fp32_hash = sha256_file_hex(fp32_metrics);
+
+    // bf16 stopped by SIGTERM after step 5 of 8, as an interrupted study leaves it.
+    TrainOptions interrupted = tiny_train_options(directory.file("bf16"));
+    interrupted.precision = Precision::bf16;
+    interrupted.loss_scale = "none";
+    interrupted.gradient_zero_stats = true;
+    interrupted.eval_interval = 4;
+    interrupted.checkpoint_interval = 4;
+    ASSERT_TRUE(run_training(interrupted, [](const TrainMetrics& metrics) {
+                    if (metrics.step == 5) std::raise(SIGTERM);
+                }).stopped_by_signal);
+
+    ASSERT_TRUE(run_study(tiny_study(directory.path(), "fp32,bf16,fp16")));
+    EXPECT_EQ(sha256_file_hex(fp32_metrics), fp32_hash);  // complete: not run again
+    const auto bf16_lines = metrics_lines(directory.file("bf16/metrics.jsonl"));
+    const std::pair<std::string, int64_t> resumed_at_5{"resume", 5};
+    EXPECT_EQ(std::count(bf16_lines.begin(), bf16_lines.end(), resumed_at_5), 1);
+    EXPECT_EQ(train_losses(directory.file("bf16/metrics.jsonl")).size(), 8u);
+    EXPECT_EQ(read_json(directory.file("report.json"))["runs"].size(), 3u);
+
+    // The resumed bf16 run ends where an uninterrupted one does.
+    test::TempDirectory straight("mixgpt_study_straight");
+    ASSERT_TRUE(run_study(tiny_study(straight.path(), "bf16")));
+    EXPECT_EQ(read_json(straight.file("report.json"))["runs"][0]["final_val_loss"],
+              read_json(directory.file("report.json"))["runs"][1]["final_val_loss"]);
+}
+
+TEST(PrecisionStudyTest, RefusesUnknownOrRepeatedRuns) {
+    EXPECT_THROW(parse_study_variants("fp32,fp8"), Error);
+    EXPECT_THROW(parse_study_variants("bf16,bf16"), Error);
+    EXPECT_THROW(parse_study_variants(""), Error);
+    const std::vector<StudyVariant> ordered = parse_study_variants("bf16-sr,fp16-noscale,fp32");
+    ASSERT_EQ(ordered.size(), 3u);
+    EXPECT_EQ(ordered[0].name, "fp32");
+    EXPECT_EQ(ordered[2].name, "bf16-sr");
+    EXPECT_TRUE(ordered[2].stochastic_rounding);
+    EXPECT_EQ(ordered[1].loss_scale, "none");
+}
+
+}  // namespace
+}  // namespace mixgpt

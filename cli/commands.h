@@ -12,5 +12,6 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_info_command(CLI::App& app);
 
 }  // namespace mixgpt::cli

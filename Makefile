@@ -128,6 +128,21 @@ $(CONFIG_STAMP): FORCE
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 FORCE:
 
+# mixgpt's version, and what `mixgpt info` says of how it was built (cli/info_command.cpp): the
+# commit (git describe; "unknown" outside git) and the build options. Rewritten only when it changes.
+VERSION := 0.1.0
+BUILD_INFO := $(BUILD)/generated/build_info.h
+$(BUILD_INFO): FORCE
+	@mkdir -p $(dir $@)
+	@{ echo '#define MIXGPT_VERSION "$(VERSION)"'; \
+	   echo "#define MIXGPT_COMMIT \"$$(git describe --always --dirty 2>/dev/null || echo unknown)\""; \
+	   echo '#define MIXGPT_GPU_ARCHS "$(GPU_ARCHS)"'; \
+	   echo '#define MIXGPT_BUILD_OPTIONS "$(if $(filter 1,$(DEBUG)),debug (-O0),release (-O3))$(if $(SANITIZE),$(comma) sanitizers $(SANITIZE),)$(comma) $(CXX) $(shell $(CXX) -dumpfullversion)"'; } > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+$(call object_of,cli/info_command.cpp): $(BUILD_INFO)
+$(call object_of,cli/info_command.cpp): CXXFLAGS += -I$(BUILD)/generated
+comma := ,
+
 $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "CXX  $<"

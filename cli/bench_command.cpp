@@ -4,8 +4,10 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
+#include "kernels/device_choice.h"
 #include "train/benchmark.h"
 
 namespace mixgpt::cli {
@@ -52,7 +54,7 @@ void add_bench_command(CLI::App& app) {
     command->add_option("--steps", o.steps, "timed steps")->capture_default_str();
     command->add_option("--peak-tflops", o.peak_tflops,
                         "peak TFLOP/s for MFU (default: looked up by device name)");
-    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+    add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     command
         ->add_option("--attention", arguments->attention,
@@ -77,6 +79,7 @@ void add_bench_command(CLI::App& app) {
         options.recompute = parse_recompute(arguments->recompute);
         options.flash_attention = arguments->attention == "flash";
         options.exchange = parse_gradient_exchange(arguments->exchange);
+        options.device = resolve_device(options.device, options.device_index);
         const std::vector<BenchResult> results = run_benchmark(options);
         const std::string json = bench_json(options, results) + "\n";
         std::cout << (arguments->json ? json : bench_table(options, results));

@@ -13,5 +13,6 @@ void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_study_command(CLI::App& app);
+void add_info_command(CLI::App& app);
 
 }  // namespace mixgpt::cli

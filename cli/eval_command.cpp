@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_eval.h"
 
@@ -29,7 +30,7 @@ void add_eval_command(CLI::App& app) {
         "--stride", options->stride,
         "sliding windows: advance by this many tokens, scoring only the new ones (default: T)");
     command->add_option("--max-tokens", options->max_tokens, "evaluate only this many leading tokens");
-    command->add_option("--device", options->device.device, "cpu or cuda")->capture_default_str();
+    add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
     command->add_option("--threads", options->device.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--precision", options->device.precision,

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     mixgpt::cli::add_sample_command(app);
     mixgpt::cli::add_bench_command(app);
     mixgpt::cli::add_study_command(app);
+    mixgpt::cli::add_info_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {

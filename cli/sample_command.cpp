@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_sample.h"
 
@@ -31,7 +32,7 @@ void add_sample_command(CLI::App& app) {
     command->add_option("--seed", options->seed, "random seed")->capture_default_str();
     command->add_flag("!--no-stop", options->stop_at_end_of_text, "continue past the end-of-text token");
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
-    command->add_option("--device", options->device.device, "cpu or cuda")->capture_default_str();
+    add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
     command->add_option("--threads", options->device.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--precision", options->device.precision,

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
 
@@ -121,7 +122,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str()
         ->group("Run");
-    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str()->group("Run");
+    add_device_option(*command, o.device)->group("Run");
     command->add_option("--device-index", o.device_index, "CUDA device ordinal")
         ->capture_default_str()
         ->group("Run");

@@ -61,7 +61,7 @@ struct LossScaleConfig {
 };
 
 struct BackendOptions {
-    std::string device = "cpu";  // "cpu" or "cuda"
+    std::string device = "cpu";  // "cpu", "cuda" or "auto" (kernels/device_choice.h)
     int device_index = 0;        // CUDA device ordinal
     Precision precision = Precision::fp32;
     int threads = 0;  // CPU threads; 0 = OpenMP's default
@@ -178,7 +178,8 @@ public:
     virtual void scale(TensorView x, float factor) = 0;
 };
 
-// Makes the backend named by options.device; "cuda" throws Error in a build without CUDA.
+// Makes the backend named by options.device, "auto" decided and logged by resolve_device
+// (kernels/device_choice.h); "cuda" throws Error in a build without CUDA or without a usable device.
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 // Number of CUDA devices visible (0 in a build without CUDA or on a machine without GPU).
 int cuda_device_count();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU checks and benchmarks from a bundle (make bundle) on a GPU host and writes a
-# report: date, host, command, the bundle's commit, device, driver and libraries, then each
-# exact command with its output, exit status and time. A step that fails or runs out of time
+# report: date, host, command, the bundle's commit, device, driver and libraries, `mixgpt info`,
+# then each exact command with its output, exit status and time. A step that fails or runs out of time
 # is recorded and the next one runs; the exit status is 1 when any step failed or was skipped.
 #
 #   scripts/gpu_report.sh BUNDLE OUTPUT_DIR [PART]
@@ -204,6 +204,9 @@ part_lab() {
   run_python_step 240 "attention vs PyTorch SDPA (flash, cuDNN)" scripts/compare_attention.py \
     --lab-json "$output/kernel_lab_attention.json" --json "$output/attention.json"
 }
+
+# First, in every part: what this binary is and what it sees (versions, devices, or why none).
+run_step 30 "mixgpt info" "$bundle/bin/mixgpt" info
 
 # The study's run directories stay on the host (checkpoints are large); its report, metrics and
 # run records come back under OUTPUT_DIR/study, where scripts/plot_study.py draws the figures.

@@ -1,7 +1,8 @@
 // The `mixgpt` binary as a user runs it (found beside the test binary): option errors and library
 // errors end as one line and a non-zero status; SIGTERM ends a training run with a checkpoint and
 // status 0, and resuming it in a new process gives exactly the straight run's weights and losses;
-// --dry-run, eval --json, sample and bench --json work end to end.
+// --dry-run, eval --json, sample and bench --json work end to end, and training says which device
+// --device auto chose and why; info describes the build and the devices.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/device_discovery.h"
+#include "kernels/ops.h"
 #include "model/checkpoint.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
@@ -179,7 +182,14 @@ TEST_F(CliTest, DryRunEvalSampleAndBench) {
 
     std::vector<std::string> train = tiny_train_arguments(directory_.file("run"));
     train.insert(train.end(), {"--steps", "30"});
-    ASSERT_EQ(run(train).exit_status, 0);
+    const Outcome trained = run(train);
+    ASSERT_EQ(trained.exit_status, 0) << trained.err;
+    const CudaDiscovery cuda = discover_cuda();  // --device auto, the default, says what it chose
+    EXPECT_NE(trained.err.find(cuda.devices.empty()
+                                   ? "device: cpu (auto: no usable CUDA device: " + cuda.failure + ")"
+                                   : std::string("device: cuda (auto: cuda:0 is ")),
+              std::string::npos)
+        << trained.err;
 
     const Outcome eval = run({"eval", directory_.file("run"), "--json", "--threads", "1"});
     ASSERT_EQ(eval.exit_status, 0) << eval.err;
@@ -207,6 +217,29 @@ TEST_F(CliTest, DryRunEvalSampleAndBench) {
     EXPECT_EQ(results[0]["precision"], "fp32");
     EXPECT_GT(results[3]["tokens_per_second"].get<double>(), 0);
     EXPECT_TRUE(results[3]["mfu"].is_null());  // no peak known for a CPU
+}
+
+TEST_F(CliTest, InfoSaysWhatThisBuildIsAndWhatItSees) {
+    const Outcome info = run({"info"});
+    ASSERT_EQ(info.exit_status, 0) << info.err;
+    const std::vector<std::string> lines = lines_of(info.out);
+    ASSERT_GE(lines.size(), 3u) << info.out;
+    EXPECT_EQ(lines[0].rfind("mixgpt ", 0), 0u) << info.out;
+    EXPECT_NE(lines[0].find(" (commit "), std::string::npos) << info.out;
+    EXPECT_EQ(lines[1].rfind(built_with_cuda() ? "build: CUDA (GPU_ARCHS " : "build: CPU only", 0), 0u)
+        << info.out;
+    const CudaDiscovery cuda = discover_cuda();
+    if (cuda.devices.empty())
+        EXPECT_EQ(lines.back(), "devices: none: " + cuda.failure);
+    else
+        EXPECT_EQ(lines.back().rfind("cuda:" + std::to_string(cuda.devices.size() - 1) + ": ", 0), 0u)
+            << info.out;
+}
+
+TEST_F(CliTest, UnknownDeviceIsRefusedByName) {
+    const Outcome outcome = run({"eval", "run", "--device", "gpu"});
+    EXPECT_EQ(outcome.exit_status, 2);
+    EXPECT_NE(outcome.err.find("--device: gpu not in {auto,cpu,cuda}"), std::string::npos) << outcome.err;
 }
 
 }  // namespace

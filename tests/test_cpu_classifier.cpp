@@ -2,6 +2,7 @@
 // vocabulary, logit gradients with gradient and loss scale, zero padded columns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -85,6 +86,34 @@ TEST(CpuClassifierFp16, LargeLossScaleOverflowsToInfinity) {
     status.loss_scale = 1048576.f;
     backend->classifier(losses.view(), logits.view(), target.view(), 2, true, 1.f, &status);
     EXPECT_TRUE(std::isinf(logits.values()[0]));
+}
+
+// GPT-2's vocabulary, logits spread from a few units to tens of units, half the rows confident
+// (the target 12 above every other logit, so their softmax tails are the terms below half an ulp
+// of the running sum that a float sum drops): each loss within 4 ulps of the float64 reference.
+TEST(CpuClassifierGpt2Vocabulary, LossesWithin4UlpsOfFloat64) {
+    constexpr int N = 8, V = 50257, Vp = 50304;
+    constexpr double kSpreads[] = {2.0, 8.0, 16.0, 32.0};
+    std::vector<double> values = test::random_normal(static_cast<size_t>(N) * Vp, 92);
+    const std::vector<int32_t> targets = test::random_tokens(N, V, 93);
+    for (int i = 0; i < N; ++i) {
+        double* row = values.data() + static_cast<size_t>(i) * Vp;
+        for (int j = 0; j < Vp; ++j) row[j] *= kSpreads[i % 4];
+        if (i % 2 == 1) row[targets[static_cast<size_t>(i)]] = *std::max_element(row, row + V) + 12.0;
+    }
+    auto backend = make_backend({"cpu", 0, Precision::fp32, 0});
+    HostTensor logits(values, DType::f32, {N, Vp});
+    const F64Classifier ref = f64_classifier(logits.values(), targets, N, Vp, V, 1.0, 1.0);
+    HostTensor losses(DType::f32, {N});
+    backend->classifier(losses.view(), logits.view(), IntTensor(targets, {N}).view(), V, false, 1.f, nullptr);
+    const std::vector<double> got = losses.values();
+    for (int i = 0; i < N; ++i) {
+        const auto expected = static_cast<float>(ref.losses[static_cast<size_t>(i)]);
+        const double ulp = std::nextafter(expected, INFINITY) - expected;
+        EXPECT_LE(std::abs(got[static_cast<size_t>(i)] - ref.losses[static_cast<size_t>(i)]), 4 * ulp)
+            << "row " << i << ": loss " << got[static_cast<size_t>(i)] << ", float64 "
+            << ref.losses[static_cast<size_t>(i)];
+    }
 }
 
 }  // namespace

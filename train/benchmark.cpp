@@ -59,8 +59,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     std::unique_ptr<Communicator> communicator = std::make_unique<SingleProcessCommunicator>();
     DataParallelConfig parallel;
     if (options.exchange != GradientExchange::none) {
-        communicator = make_nccl_communicator(std::move(communicator), backend->cuda_stream(),
-                                              kCollectiveTimeoutSeconds);
+        communicator = make_nccl_communicator(std::move(communicator), *backend, kCollectiveTimeoutSeconds);
         parallel.overlap = options.exchange == GradientExchange::overlapped;
         parallel.bucket_bytes = static_cast<size_t>(options.bucket_mb * (1 << 20));
     }

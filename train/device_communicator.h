@@ -4,13 +4,15 @@
 
 #include <memory>
 
+#include "kernels/ops.h"
 #include "train/communicator.h"
 
 namespace mixgpt {
 
-// NCCL on the current CUDA device over the ranks of `host`, its collectives ordered with the
-// backend's stream compute_stream (a cudaStream_t); throws Error in a build without CUDA.
-std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host, void* compute_stream,
-                                                     double timeout_seconds);
+// NCCL on the CUDA backend's device over the ranks of `host`, its collectives ordered with the
+// backend's stream (which outlives the communicator). Throws Error in a build without CUDA, and on
+// every rank when two ranks would share one device, naming them and the device.
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host,
+                                                     const Backend& backend, double timeout_seconds);
 
 }  // namespace mixgpt

@@ -23,8 +23,7 @@ int ProcessCommunicator::device_index(int requested) const {
 
 void ProcessCommunicator::attach_backend(const Backend& backend) {
     if (launched_by_mpi() && backend.cuda_stream() != nullptr)
-        communicator_ =
-            make_nccl_communicator(std::move(communicator_), backend.cuda_stream(), timeout_seconds_);
+        communicator_ = make_nccl_communicator(std::move(communicator_), backend, timeout_seconds_);
 }
 
 }  // namespace mixgpt

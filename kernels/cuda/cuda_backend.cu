@@ -8,6 +8,7 @@
 #include "kernels/backend_factory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/device_discovery.h"
 
 namespace mixgpt {
 namespace cuda {
@@ -21,11 +22,13 @@ __global__ void architecture_probe_kernel() {}
 CudaBackend::CudaBackend(const BackendOptions& options)
     : precision_(options.precision), flash_attention_(options.flash_attention) {
     const int device = options.device_index;
-    const int count = cuda_device_count_impl();
-    MIXGPT_REQUIRE(count > 0, "device cuda: no CUDA device is visible (no GPU, or no driver)");
+    const CudaDiscovery discovery = discover_cuda();
+    MIXGPT_REQUIRE(!discovery.devices.empty(), "device cuda: " + discovery.failure);
+    const int count = static_cast<int>(discovery.devices.size());
     MIXGPT_REQUIRE(device >= 0 && device < count,
                    format("device cuda: device index %d is out of range (%d visible)", device, count));
-    CUDA_CHECK(cudaSetDevice(device));
+    const std::string refusal = select_cuda_device(device);
+    MIXGPT_REQUIRE(refusal.empty(), "device cuda: " + refusal);
     cudaDeviceProp properties{};
     CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
     cudaFuncAttributes probe{};

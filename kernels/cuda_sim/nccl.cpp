@@ -6,19 +6,29 @@
 // program, so the collectives meet in the same order everywhere, grouped calls included.
 // Reductions are on fp32 only, as mixgpt's are; broadcasts move bytes. Every buffer must lie
 // inside one device allocation, as NCCL's must be device memory.
+//
+// What real NCCL checks, or hangs on, fails here with a message: ncclCommInitRank compares the
+// unique ids of all ranks (a broken id broadcast), and each collective, when it runs, compares
+// its call, count, type, operation and root across ranks before moving data. A mismatch skips
+// the data on every rank and leaves the communicator with an asynchronous error, which
+// ncclCommGetAsyncError reports, as NCCL's does. (Two ranks on one device: the simulated runtime
+// does not tell this file which device is current; train/cuda/nccl_communicator.cpp refuses them.)
 #include <mpi.h>
 #include <nccl.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cuda_sim/runtime.h"
 
 struct ncclComm {
     int rank;
     int ranks;
-    MPI_Comm mpi;  // MPI_COMM_NULL for one rank
+    MPI_Comm mpi;                            // MPI_COMM_NULL for one rank
+    ncclResult_t async_error = ncclSuccess;  // a mismatch found when a collective ran
 };
 
 namespace {
@@ -77,6 +87,48 @@ void reduce_floats(float* values, size_t count, ncclRedOp_t op, int root, ncclCo
         for (size_t i = 0; i < count; ++i) values[i] /= static_cast<float>(comm->ranks);
 }
 
+// What each rank passed to one collective; every rank must pass the same.
+struct CollectiveCall {
+    char name[16];
+    uint64_t count;
+    int type, op, root;
+};
+
+// Whether every rank made the same call (compared when the collective runs, in stream order, so
+// the comparison pairs the same collectives everywhere). On a mismatch every rank reports it,
+// marks the communicator broken and moves no data; on a broken communicator nothing runs.
+bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclDataType_t type, int op,
+                          int root) {
+    if (comm->async_error != ncclSuccess) return false;
+    if (comm->ranks == 1) return true;
+    CollectiveCall mine{};
+    std::snprintf(mine.name, sizeof mine.name, "%s", name);
+    mine.count = count;
+    mine.type = static_cast<int>(type);
+    mine.op = op;
+    mine.root = root;
+    std::vector<CollectiveCall> calls(static_cast<size_t>(comm->ranks));
+    MPI_Allgather(&mine, sizeof mine, MPI_BYTE, calls.data(), sizeof mine, MPI_BYTE, comm->mpi);
+    for (int r = 1; r < comm->ranks; ++r) {
+        const CollectiveCall& first = calls[0];
+        const CollectiveCall& other = calls[static_cast<size_t>(r)];
+        if (std::strcmp(first.name, other.name) == 0 && first.count == other.count &&
+            first.type == other.type && first.op == other.op && first.root == other.root)
+            continue;
+        if (comm->rank == 0)
+            std::fprintf(
+                stderr,
+                "cuda_sim: NCCL ranks disagree on a collective: rank 0 called %s(count %llu, type %d, "
+                "op %d, root %d), rank %d %s(count %llu, type %d, op %d, root %d); NCCL would hang or "
+                "corrupt data\n",
+                first.name, static_cast<unsigned long long>(first.count), first.type, first.op, first.root, r,
+                other.name, static_cast<unsigned long long>(other.count), other.type, other.op, other.root);
+        comm->async_error = ncclInvalidUsage;
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -96,7 +148,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
     return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t* comm, int ranks, ncclUniqueId, int rank) {
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int ranks, ncclUniqueId id, int rank) {
     const char* call = "ncclCommInitRank";
     if (ranks < 1 || rank < 0 || rank >= ranks) return refuse(call, "rank out of range");
     if (ranks > 1) {
@@ -109,7 +161,28 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int ranks, ncclUniqueId, int ran
             return refuse(call, "the simulator's communicators are MPI_COMM_WORLD", ncclInvalidUsage);
     }
     *comm = new ncclComm{rank, ranks, MPI_COMM_NULL};
-    if (ranks > 1) MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->mpi);
+    if (ranks == 1) return ncclSuccess;
+    MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->mpi);
+    std::vector<ncclUniqueId> ids(static_cast<size_t>(ranks));
+    MPI_Allgather(&id, sizeof id, MPI_BYTE, ids.data(), sizeof id, MPI_BYTE, (*comm)->mpi);
+    for (int r = 1; r < ranks; ++r)
+        if (std::memcmp(&ids[0], &ids[static_cast<size_t>(r)], sizeof id) != 0) {
+            if (rank == 0)
+                std::fprintf(
+                    stderr,
+                    "cuda_sim: ncclCommInitRank: rank %d passed another unique id than rank 0 (the id "
+                    "is broadcast wrongly); NCCL would wait for ranks that never join\n",
+                    r);
+            ncclCommDestroy(*comm);
+            *comm = nullptr;
+            return ncclInvalidUsage;
+        }
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+    if (comm == nullptr) return refuse("ncclCommGetAsyncError", "no communicator");
+    *async_error = comm->async_error;
     return ncclSuccess;
 }
 
@@ -129,6 +202,7 @@ ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDa
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
+        if (!same_call_everywhere(comm, call, count, type, op, -1)) return;
         if (send != receive) std::memmove(receive, send, count * sizeof(float));
         reduce_floats(static_cast<float*>(receive), count, op, -1, comm);
     });
@@ -143,8 +217,10 @@ ncclResult_t ncclReduce(const void* send, void* receive, size_t count, ncclDataT
     if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
-    mixgpt::cuda_sim::enqueue_compute(
-        stream, [=] { reduce_floats(static_cast<float*>(receive), count, op, root, comm); });
+    mixgpt::cuda_sim::enqueue_compute(stream, [=] {
+        if (same_call_everywhere(comm, call, count, type, op, root))
+            reduce_floats(static_cast<float*>(receive), count, op, root, comm);
+    });
     return ncclSuccess;
 }
 
@@ -158,6 +234,7 @@ ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDa
         return r;
     const size_t bytes = count * size_of(type);
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
+        if (!same_call_everywhere(comm, call, count, type, -1, root)) return;
         if (is_root && send != receive) std::memmove(receive, send, bytes);
         if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, comm->mpi);
     });

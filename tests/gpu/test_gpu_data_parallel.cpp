@@ -44,8 +44,8 @@ TrainedRun train(const ExchangeCase& c, bool with_nccl) {
     SingleProcessCommunicator alone;
     std::unique_ptr<Communicator> nccl;
     if (with_nccl)
-        nccl = make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), backend->cuda_stream(),
-                                      kTimeoutSeconds);
+        nccl =
+            make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), *backend, kTimeoutSeconds);
     const LossScalePolicy scaling = parse_loss_scale("auto", c.precision);
     DataParallelConfig parallel;
     parallel.shard_optimizer = c.sharded;

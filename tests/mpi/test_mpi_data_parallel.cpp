@@ -67,8 +67,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     std::unique_ptr<Communicator> mpi =
         std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, kTestCollectiveTimeout);
     const std::unique_ptr<Communicator> communicator =
-        on_cuda ? make_nccl_communicator(std::move(mpi), backend->cuda_stream(), kTestCollectiveTimeout)
-                : std::move(mpi);
+        on_cuda ? make_nccl_communicator(std::move(mpi), *backend, kTestCollectiveTimeout) : std::move(mpi);
     SingleProcessCommunicator alone;
     ASSERT_EQ(communicator->world_size(), kRanks);
     const int rank = communicator->rank();

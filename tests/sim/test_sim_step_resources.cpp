@@ -101,7 +101,7 @@ TEST_P(SimDataParallelStepResources, AWarmStepAllocatesNothingAndWaitsOnlyAtItsE
     GPT model(*backend, config, kBatch, kSeqLen, Recompute::none);
     load_initial_parameters(model, 5);
     const std::unique_ptr<Communicator> nccl =
-        make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), backend->cuda_stream(), 120);
+        make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), *backend, 120);
     const LossScalePolicy scaling = parse_loss_scale("auto", Precision::bf16);
     DataParallelConfig parallel;
     parallel.shard_optimizer = GetParam().sharded;

@@ -22,6 +22,19 @@ ncclDataType_t nccl_type(DType dtype) {
     throw Error("nccl: unsupported dtype");
 }
 
+// NCCL refuses two ranks on one GPU, late and in its own words: refuse them first, on every rank
+// alike (each sees every rank's device), naming the ranks and the device.
+void refuse_shared_devices(Communicator& host, const std::string& device) {
+    const std::vector<std::string> devices = host.all_gather_text(device + " on host " + host_name());
+    for (size_t first = 0; first < devices.size(); ++first)
+        for (size_t second = first + 1; second < devices.size(); ++second)
+            MIXGPT_REQUIRE(
+                devices[first] != devices[second],
+                format("nccl: ranks %zu and %zu would share %s; NCCL refuses two ranks on one device: "
+                       "start at most as many ranks per host as it has CUDA devices (%d visible here)",
+                       first, second, devices[first].c_str(), cuda_device_count()));
+}
+
 }  // namespace
 
 std::string nccl_version() {
@@ -32,11 +45,12 @@ std::string nccl_version() {
 }
 
 NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, cudaStream_t compute_stream,
-                                   double timeout_seconds)
+                                   const std::string& device, double timeout_seconds)
     : host_(std::move(host)),
       watchdog_(timeout_seconds, [](const std::string& message) { abort_mpi_job(message); }),
       compute_stream_(compute_stream) {
     MIXGPT_REQUIRE(compute_stream != nullptr, "nccl: the backend's compute stream is needed");
+    refuse_shared_devices(*host_, device);
     ncclUniqueId id{};
     if (host_->rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     host_->broadcast_host(&id, sizeof id, 0);
@@ -107,15 +121,22 @@ void NcclCommunicator::join() {
 
 void NcclCommunicator::wait() {
     if (pending_collective_.empty()) return;
-    auto guard = watchdog_.watch(pending_collective_);
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    {
+        auto guard = watchdog_.watch(pending_collective_);
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    ncclResult_t async_error = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm_, &async_error));
+    MIXGPT_REQUIRE(async_error == ncclSuccess,
+                   "nccl: " + pending_collective_ +
+                       " (or a collective after it) failed: " + ncclGetErrorString(async_error));
     pending_collective_.clear();
 }
 
-std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host, void* compute_stream,
-                                                     double timeout_seconds) {
-    return std::make_unique<NcclCommunicator>(std::move(host), static_cast<cudaStream_t>(compute_stream),
-                                              timeout_seconds);
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> host,
+                                                     const Backend& backend, double timeout_seconds) {
+    return std::make_unique<NcclCommunicator>(
+        std::move(host), static_cast<cudaStream_t>(backend.cuda_stream()), backend.name(), timeout_seconds);
 }
 
 }  // namespace mixgpt

@@ -10,7 +10,8 @@
 // collective first makes the NCCL stream wait for the work enqueued on the compute stream so far
 // (its inputs are final then); join() makes the compute stream wait for the NCCL stream. So
 // gradient buckets are reduced while the backward pass goes on computing the others.
-// wait() synchronizes the NCCL stream under the collective watchdog.
+// wait() synchronizes the NCCL stream under the collective watchdog, then asks NCCL for an
+// asynchronous error (ranks that disagreed on a collective).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,9 +27,11 @@ namespace mixgpt {
 
 class NcclCommunicator final : public Communicator {
 public:
-    // On the current CUDA device (the backend has set it); `host` spans the same ranks;
+    // On the current CUDA device (the backend has set it), named by `device` ("cuda:0 (NVIDIA
+    // H100 ...)"), which no other rank on this host may use; `host` spans the same ranks;
     // compute_stream is the backend's stream, which outlives this communicator.
-    NcclCommunicator(std::unique_ptr<Communicator> host, cudaStream_t compute_stream, double timeout_seconds);
+    NcclCommunicator(std::unique_ptr<Communicator> host, cudaStream_t compute_stream,
+                     const std::string& device, double timeout_seconds);
     ~NcclCommunicator() override;
     NcclCommunicator(const NcclCommunicator&) = delete;
     NcclCommunicator& operator=(const NcclCommunicator&) = delete;

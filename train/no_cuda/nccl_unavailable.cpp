@@ -3,7 +3,7 @@
 
 namespace mixgpt {
 
-std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator>, void*, double) {
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator>, const Backend&, double) {
     throw Error("data parallelism on CUDA needs NCCL: this binary was built without CUDA");
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "train/precision_study.h"
 
@@ -60,7 +61,7 @@ void add_study_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str();
-    command->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+    add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
     command->callback([arguments] {

@@ -205,9 +205,6 @@ part_lab() {
     --lab-json "$output/kernel_lab_attention.json" --json "$output/attention.json"
 }
 
-# First, in every part: what this binary is and what it sees (versions, devices, or why none).
-run_step 30 "mixgpt info" "$bundle/bin/mixgpt" info
-
 # The study's run directories stay on the host (checkpoints are large); its report, metrics and
 # run records come back under OUTPUT_DIR/study, where scripts/plot_study.py draws the figures.
 part_study() {
@@ -219,6 +216,9 @@ part_study() {
   (cd "$study" && find . -name report.json -o -name report.md -o -name metrics.jsonl -o -name study_run.json |
     xargs -r cp --parents -t "$output/study")
 }
+
+# First, in every part: what this binary is and what it sees (versions, devices, or why none).
+run_step 30 "mixgpt info" "$bundle/bin/mixgpt" info
 
 case "$part" in
   quick) part_quick ;;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "eval/dataset_path.h"
+#include "kernels/device_choice.h"
 #include "tokenizer/dataset.h"
 #include "train/benchmark.h"
 #include "train/mpi_launch.h"
@@ -137,7 +138,9 @@ std::string study_run_directory(const std::string& output_dir, const StudyVarian
     return (std::filesystem::path(output_dir) / variant.name).string();
 }
 
-bool run_study(const StudyOptions& options) {
+bool run_study(const StudyOptions& asked) {
+    StudyOptions options = asked;  // the device decided once, for every run and bench
+    options.train.device = resolve_device(asked.train.device, asked.train.device_index);
     MIXGPT_REQUIRE(!options.variants.empty(), "precisions: name at least one run");
     MIXGPT_REQUIRE(launcher_world_size() == 1, "study: runs as one process (not under mpirun or srun)");
     MIXGPT_REQUIRE(options.bench_steps >= 1, "bench-steps: must be at least 1");

@@ -82,7 +82,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kernel(const Params<T> p) {
     using Tiles = ForwardTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    unsigned char* shared = dynamic_shared_memory<unsigned char>();
+    unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);     // (kBlockM, kPitch)
     T* k_tiles = q_tile + kBlockM * kPitch;       // 2 x (kBlockN, kPitch)
     T* v_tiles = k_tiles + 2 * kBlockN * kPitch;  // 2 x (kBlockN, kPitch)

@@ -359,16 +359,17 @@ constexpr size_t kBankBytes = 4;
 int phase_wavefronts(const SharedAccess* const* lanes, int count) {
     uintptr_t words[kWarpSize * 4];
     int n = 0;
-    for (int l = 0; l < count; ++l)
-        if (lanes[l] != nullptr)
-            for (uintptr_t word = lanes[l]->address / kBankBytes;
-                 word <= (lanes[l]->address + lanes[l]->bytes - 1) / kBankBytes && n < kWarpSize * 4; ++word)
-                words[n++] = word;
-    std::sort(words, words + n);
     int on_bank[kBanks] = {};
     int worst = 0;
-    for (int i = 0; i < n; ++i)
-        if (i == 0 || words[i] != words[i - 1]) worst = std::max(worst, ++on_bank[words[i] % kBanks]);
+    for (int l = 0; l < count; ++l) {
+        if (lanes[l] == nullptr) continue;
+        const uintptr_t last = (lanes[l]->address + lanes[l]->bytes - 1) / kBankBytes;
+        for (uintptr_t word = lanes[l]->address / kBankBytes; word <= last; ++word) {
+            if (std::find(words, words + n, word) != words + n) continue;  // a word read once serves all
+            words[n++] = word;
+            worst = std::max(worst, ++on_bank[word % kBanks]);
+        }
+    }
     return worst;
 }
 
@@ -389,28 +390,59 @@ void count_shared_request(const SharedAccess* const (&lanes)[kWarpSize]) {
     }
 }
 
+// Whether every lane that accessed shared memory ran the same instructions in the same order (the
+// common case, counted without sorting).
+bool same_instructions(const Block& block, int first, int lanes, const std::vector<SharedAccess>*& sequence) {
+    sequence = nullptr;
+    for (int l = 0; l < lanes; ++l) {
+        const std::vector<SharedAccess>& accesses = block.threads[first + l].shared_accesses;
+        if (accesses.empty()) continue;
+        if (sequence == nullptr) {
+            sequence = &accesses;
+        } else if (accesses.size() != sequence->size() ||
+                   !std::equal(accesses.begin(), accesses.end(), sequence->begin(),
+                               [](const SharedAccess& a, const SharedAccess& b) {
+                                   return a.instruction == b.instruction;
+                               })) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Counts the shared-memory accesses warp w's lanes made since it last stopped: the k-th time
 // each lane ran one instruction is one request (lanes that ran it fewer times are inactive).
 void count_warp_shared_accesses(Block& block, int w) {
     const int first = w * kWarpSize;
     const int lanes = std::min(kWarpSize, static_cast<int>(block.threads.size()) - first);
-    std::vector<std::tuple<const void*, int, int, const SharedAccess*>> ordered;  // instruction, k, lane
-    for (int l = 0; l < lanes; ++l) {
-        std::map<const void*, int> times;
-        for (const SharedAccess& access : block.threads[first + l].shared_accesses)
-            ordered.emplace_back(access.instruction, times[access.instruction]++, l, &access);
-    }
-    if (ordered.empty()) return;
-    std::sort(ordered.begin(), ordered.end());
-    for (size_t begin = 0; begin < ordered.size();) {
-        const SharedAccess* request[kWarpSize] = {};
-        size_t end = begin;
-        for (; end < ordered.size() && std::get<0>(ordered[end]) == std::get<0>(ordered[begin]) &&
-               std::get<1>(ordered[end]) == std::get<1>(ordered[begin]);
-             ++end)
-            request[std::get<2>(ordered[end])] = std::get<3>(ordered[end]);
-        count_shared_request(request);
-        begin = end;
+    const std::vector<SharedAccess>* sequence = nullptr;
+    if (same_instructions(block, first, lanes, sequence)) {
+        for (size_t k = 0; sequence != nullptr && k < sequence->size(); ++k) {
+            const SharedAccess* request[kWarpSize] = {};
+            for (int l = 0; l < lanes; ++l) {
+                const std::vector<SharedAccess>& accesses = block.threads[first + l].shared_accesses;
+                if (!accesses.empty()) request[l] = &accesses[k];
+            }
+            count_shared_request(request);
+        }
+    } else {
+        std::vector<std::tuple<const void*, int, int, const SharedAccess*>> ordered;  // instruction, k, lane
+        for (int l = 0; l < lanes; ++l) {
+            std::map<const void*, int> times;
+            for (const SharedAccess& access : block.threads[first + l].shared_accesses)
+                ordered.emplace_back(access.instruction, times[access.instruction]++, l, &access);
+        }
+        std::sort(ordered.begin(), ordered.end());
+        for (size_t begin = 0; begin < ordered.size();) {
+            const SharedAccess* request[kWarpSize] = {};
+            size_t end = begin;
+            for (; end < ordered.size() && std::get<0>(ordered[end]) == std::get<0>(ordered[begin]) &&
+                   std::get<1>(ordered[end]) == std::get<1>(ordered[begin]);
+                 ++end)
+                request[std::get<2>(ordered[end])] = std::get<3>(ordered[end]);
+            count_shared_request(request);
+            begin = end;
+        }
     }
     for (int l = 0; l < lanes; ++l) block.threads[first + l].shared_accesses.clear();
 }

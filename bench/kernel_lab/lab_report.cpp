@@ -1,6 +1,8 @@
 #include "bench/kernel_lab/lab_report.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace mixgpt::lab {
 namespace {
@@ -18,7 +20,7 @@ double ceiling_of(const Row& row, const Ceilings& ceilings) {
 }
 
 void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                 const std::vector<Row>& rows) {
+                 const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy) {
     std::fprintf(out, "device %d: %s, %d SMs, L2 %.0f MiB, driver %s, runtime %s\n", device.device,
                  device.name.c_str(), device.multiprocessors,
                  static_cast<double>(device.l2_bytes) / (1 << 20),
@@ -34,10 +36,28 @@ void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceili
         std::fprintf(out, "%-38s %-28s %10.4f %10.1f %-8s %8.1f%%  %s\n", row.kernel.c_str(),
                      row.shape.c_str(), row.milliseconds, row.achieved, unit_of(row.rate),
                      100.0 * row.achieved / ceiling_of(row, ceilings), row.validation.c_str());
+    if (occupancy.empty()) return;
+    std::fprintf(out,
+                 "\noccupancy per kernel launched (cudaOccupancyMaxActiveBlocksPerMultiprocessor, "
+                 "cudaFuncGetAttributes)%s\n",
+                 std::any_of(occupancy.begin(), occupancy.end(),
+                             [](const KernelOccupancy& k) { return k.registers == 0; })
+                     ? "; registers and static shared memory unknown (-): the simulator answers from the "
+                       "device's limits, the launch's threads and its dynamic shared memory"
+                     : "");
+    std::fprintf(out, "%-56s %7s %9s %12s %13s %9s %8s\n", "kernel", "threads", "registers", "static smem",
+                 "dynamic smem", "blocks/SM", "warps/SM");
+    for (const KernelOccupancy& k : occupancy) {
+        const std::string registers = k.registers == 0 ? "-" : std::to_string(k.registers);
+        const std::string static_shared = k.registers == 0 ? "-" : std::to_string(k.static_shared_bytes);
+        std::fprintf(out, "%-56s %7d %9s %12s %13zu %9d %8d\n", k.kernel.c_str(), k.threads,
+                     registers.c_str(), static_shared.c_str(), k.dynamic_shared_bytes,
+                     k.blocks_per_multiprocessor, k.warps_per_multiprocessor);
+    }
 }
 
 void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                const std::vector<Row>& rows) {
+                const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy) {
     nlohmann::ordered_json json;
     json["device"] = {{"index", device.device},
                       {"name", device.name},
@@ -65,6 +85,15 @@ void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilin
                                 {"validation", row.validation},
                                 {"valid", row.valid}});
     }
+    json["occupancy"] = nlohmann::ordered_json::array();
+    for (const KernelOccupancy& k : occupancy)
+        json["occupancy"].push_back({{"kernel", k.kernel},
+                                     {"threads", k.threads},
+                                     {"registers", k.registers},  // 0: unknown (the simulator)
+                                     {"static_shared_bytes", k.static_shared_bytes},
+                                     {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+                                     {"blocks_per_multiprocessor", k.blocks_per_multiprocessor},
+                                     {"warps_per_multiprocessor", k.warps_per_multiprocessor}});
     std::fprintf(out, "%s\n", json.dump(2).c_str());
 }
 

@@ -1,5 +1,6 @@
 // The kernel lab's results: one row per (kernel, shape), printed as a table beside the
-// ceilings, or as JSON (scripts/compare_attention.py reads it).
+// ceilings, or as JSON (scripts/compare_attention.py reads it), with each launched kernel's
+// occupancy.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "bench/kernel_lab/lab_ceilings.h"
+#include "bench/kernel_lab/lab_occupancy.h"
 
 namespace mixgpt::lab {
 
@@ -40,9 +42,10 @@ struct Row {
 // The ceiling a row's rate is a fraction of: the GEMM for TFLOP/s, the copy for GB/s.
 double ceiling_of(const Row& row, const Ceilings& ceilings);
 
+// The rows, then the occupancy of every kernel launched (registers 0: unknown, the simulator).
 void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                 const std::vector<Row>& rows);
+                 const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy = {});
 void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                const std::vector<Row>& rows);
+                const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy = {});
 
 }  // namespace mixgpt::lab

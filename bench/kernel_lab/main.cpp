@@ -20,6 +20,7 @@
 #include "core/cuda_check.h"
 #include "core/log.h"
 #include "kernels/cuda/flash_attention.h"
+#include "kernels/cuda/launch_recorder.h"
 
 namespace mixgpt::lab {
 namespace {
@@ -90,6 +91,7 @@ int run(const LabOptions& options, const std::string& command) {
     // runs, so one failure still leaves the other sections' rows and the table.
     std::vector<Row> rows;
     bool all_sections_ran = true;
+    const cuda::LaunchRecorder launches;  // every kernel the sections launch, for the occupancy table
     const auto run_section = [&](const char* name, const std::function<std::vector<Row>()>& section) {
         try {
             const std::vector<Row> section_rows = section();
@@ -104,10 +106,11 @@ int run(const LabOptions& options, const std::string& command) {
     else
         log_warning("kernel lab: flash attention runs in bf16 or fp16 only; skipped in " + options.precision);
     if (!options.attention_only) run_section("backend ops", [&] { return backend_rows(context); });
+    const std::vector<KernelOccupancy> occupancy = occupancy_of(launches.launches());
     if (options.json)
-        print_json(stdout, info, context.ceilings, rows);
+        print_json(stdout, info, context.ceilings, rows, occupancy);
     else
-        print_table(stdout, info, context.ceilings, rows);
+        print_table(stdout, info, context.ceilings, rows, occupancy);
     std::fflush(stdout);
     CUDA_CHECK(cudaStreamDestroy(stream));
     const bool all_valid = std::all_of(rows.begin(), rows.end(), [](const Row& row) { return row.valid; });

@@ -61,8 +61,8 @@ struct BackwardArgs {
 // tile[j][d] (kTile rows, `pitch` floats apart) = rows first+j of `base` (rows `row_stride`
 // apart), head_dim columns; rows at or past `count` are zero. The whole block loads.
 template <typename T>
-__device__ void load_tile(float* tile, int pitch, const T* base, int64_t row_stride, int first, int count,
-                          int head_dim) {
+__device__ void load_tile(SharedPointer<float> tile, int pitch, const T* base, int64_t row_stride, int first,
+                          int count, int head_dim) {
     for (int e = threadIdx.x; e < kTile * head_dim; e += blockDim.x) {
         const int j = e / head_dim;
         const int d = e % head_dim;
@@ -73,11 +73,12 @@ __device__ void load_tile(float* tile, int pitch, const T* base, int64_t row_str
 
 // One warp: row[d] = source[d] for d < head_dim.
 template <typename T>
-__device__ void load_row(float* row, const T* source, int head_dim) {
+__device__ void load_row(SharedPointer<float> row, const T* source, int head_dim) {
     for (int d = threadIdx.x % kWarpSize; d < head_dim; d += kWarpSize) row[d] = to_float(source[d]);
 }
 
-__device__ __forceinline__ float dot(const float* a, const float* b, int head_dim) {
+__device__ __forceinline__ float dot(SharedPointer<const float> a, SharedPointer<const float> b,
+                                     int head_dim) {
     float sum = 0.f;
     for (int d = 0; d < head_dim; ++d) sum += a[d] * b[d];
     return sum;
@@ -87,14 +88,14 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int head_di
 // kDims: head dimensions per lane (head_dim <= 32 * kDims).
 template <typename T, int kDims>
 __global__ void attention_forward_kernel(ForwardArgs<T> a) {
-    float* shared = dynamic_shared_memory<float>();
+    const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;  // odd: lane j reading row j hits a distinct bank
-    float* k_tile = shared;
-    float* v_tile = k_tile + kTile * pitch;
+    const SharedPointer<float> k_tile = shared;
+    const SharedPointer<float> v_tile = k_tile + kTile * pitch;
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    float* q_row = v_tile + kTile * pitch + warp * hd;
+    const SharedPointer<float> q_row = v_tile + kTile * pitch + warp * hd;
 
     const int b = blockIdx.x / a.heads;
     const int h = blockIdx.x % a.heads;
@@ -149,15 +150,15 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
 // Query side of the backward: delta (B,H,T) and the q part of dqkv. Grid as the forward.
 template <typename T, int kDims>
 __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
-    float* shared = dynamic_shared_memory<float>();
+    const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
-    float* k_tile = shared;
-    float* v_tile = k_tile + kTile * pitch;
+    const SharedPointer<float> k_tile = shared;
+    const SharedPointer<float> v_tile = k_tile + kTile * pitch;
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    float* q_row = v_tile + kTile * pitch + 2 * warp * hd;
-    float* dout_row = q_row + hd;
+    const SharedPointer<float> q_row = v_tile + kTile * pitch + 2 * warp * hd;
+    const SharedPointer<float> dout_row = q_row + hd;
 
     const int b = blockIdx.x / a.heads;
     const int h = blockIdx.x % a.heads;
@@ -229,17 +230,17 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
 // warp w of block (x, y) handles key y*kWarps + w, walking queries from y*kWarps on.
 template <typename T, int kDims>
 __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
-    float* shared = dynamic_shared_memory<float>();
+    const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
-    float* q_tile = shared;
-    float* dout_tile = q_tile + kTile * pitch;
-    float* lse_tile = dout_tile + kTile * pitch;
-    float* delta_tile = lse_tile + kTile;
+    const SharedPointer<float> q_tile = shared;
+    const SharedPointer<float> dout_tile = q_tile + kTile * pitch;
+    const SharedPointer<float> lse_tile = dout_tile + kTile * pitch;
+    const SharedPointer<float> delta_tile = lse_tile + kTile;
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    float* k_row = delta_tile + kTile + 2 * warp * hd;
-    float* v_row = k_row + hd;
+    const SharedPointer<float> k_row = delta_tile + kTile + 2 * warp * hd;
+    const SharedPointer<float> v_row = k_row + hd;
 
     const int b = blockIdx.x / a.heads;
     const int h = blockIdx.x % a.heads;

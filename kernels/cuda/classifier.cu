@@ -46,8 +46,10 @@ __device__ __forceinline__ OnlineSum warp_combine(OnlineSum value) {
 
 // The block's combined value, the same in every thread.
 __device__ OnlineSum block_combine(OnlineSum value) {
-    __shared__ OnlineSum per_warp[kThreads / kWarpSize];
-    __shared__ OnlineSum result;
+    __shared__ OnlineSum per_warp_array[kThreads / kWarpSize];
+    __shared__ OnlineSum result_value;
+    const SharedPointer<OnlineSum> per_warp = shared_pointer(per_warp_array);
+    const SharedPointer<OnlineSum> result = shared_pointer(&result_value);
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
     value = warp_combine(value);
@@ -56,10 +58,10 @@ __device__ OnlineSum block_combine(OnlineSum value) {
     if (warp == 0) {
         const int warps = blockDim.x / kWarpSize;
         value = warp_combine(lane < warps ? per_warp[lane] : OnlineSum{});
-        if (lane == 0) result = value;
+        if (lane == 0) *result = value;
     }
     __syncthreads();
-    return result;
+    return *result;
 }
 
 // Row blockIdx.x of logits (rows,Vp): losses[row] = logsumexp(logits[:V]) - logits[target];

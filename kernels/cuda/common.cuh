@@ -21,11 +21,13 @@
 
 #include "kernels/cuda_sim/block_runner.h"
 #include "kernels/cuda_sim/runtime.h"
+#include "kernels/cuda_sim/shared_pointer.h"
 #endif
 
 #include "core/cuda_check.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/cuda/launch_recorder.h"
 
 namespace mixgpt::cuda {
 
@@ -99,16 +101,51 @@ __device__ __forceinline__ float warp_max(float value) {
     return value;
 }
 
+// ---- shared memory ----
+// Kernels read and write shared memory through SharedPointer<T>: `T*` under nvcc; on the
+// simulator a pointer whose loads and stores it sees, to count their bank conflicts
+// (kernels/cuda_sim/shared_pointer.h). shared_pointer(p) views a __shared__ array, or a raw
+// address into shared memory, that way; ldmatrix and cp.async take raw addresses.
+#ifdef MIXGPT_CUDA_SIM
+template <typename T>
+using SharedPointer = cuda_sim::SharedPointer<T>;
+
+template <typename T>
+SharedPointer<T> shared_pointer(T* address, const char* owner = __builtin_FUNCTION()) {
+    return {address, owner};
+}
+
 // The block's dynamic shared memory (the launch's shared_bytes), 16-byte aligned.
 template <typename T>
-__device__ __forceinline__ T* dynamic_shared_memory() {
-#ifdef MIXGPT_CUDA_SIM
+SharedPointer<T> dynamic_shared_memory(const char* owner = __builtin_FUNCTION()) {
+    return {reinterpret_cast<T*>(cuda_sim::dynamic_shared_memory()), owner};
+}
+
+// Its raw address, for ldmatrix and cp.async (whose simulations check and count their accesses).
+template <typename T>
+T* dynamic_shared_address() {
     return reinterpret_cast<T*>(cuda_sim::dynamic_shared_memory());
+}
 #else
+template <typename T>
+using SharedPointer = T*;
+
+template <typename T>
+__device__ __forceinline__ T* shared_pointer(T* address) {
+    return address;
+}
+
+template <typename T>
+__device__ __forceinline__ T* dynamic_shared_memory() {
     extern __shared__ __align__(16) unsigned char dynamic_shared[];
     return reinterpret_cast<T*>(dynamic_shared);
-#endif
 }
+
+template <typename T>
+__device__ __forceinline__ T* dynamic_shared_address() {
+    return dynamic_shared_memory<T>();
+}
+#endif
 
 // ---- host helpers ----
 
@@ -157,11 +194,13 @@ inline void check_launch(cudaStream_t stream) {
 #endif
 }
 
-// kernel<<<grid, block, shared_bytes, stream>>>(arguments...), then check_launch. The simulator
+// kernel<<<grid, block, shared_bytes, stream>>>(arguments...), then check_launch; a live
+// LaunchRecorder notes the launch. The simulator
 // keeps the arguments, as a launch does, and runs the grid when the stream gets there.
 template <typename... Parameters, typename... Arguments>
 void launch_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
                    cudaStream_t stream, Arguments&&... arguments) {
+    note_launch(reinterpret_cast<const void*>(kernel), block, shared_bytes);
 #ifdef MIXGPT_CUDA_SIM
     cuda_sim::enqueue_launch(
         stream, reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,

@@ -44,7 +44,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const Params<T> p) {
     using Tiles = KeyTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    unsigned char* shared = dynamic_shared_memory<unsigned char>();
+    unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* k_tile = reinterpret_cast<T*>(shared);                                        // (kBlockN, kPitch)
     T* v_tile = k_tile + kBlockN * kPitch;                                           // (kBlockN, kPitch)
     T* q_tiles = v_tile + kBlockN * kPitch;                                          // 2 x (kBlockM, kPitch)
@@ -95,8 +95,8 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
             const int buffer = tile % 2;
             const T* q_tile = q_tiles + buffer * kBlockM * kPitch;
             const T* dout_tile = dout_tiles + buffer * kBlockM * kPitch;
-            const float* lse_tile = lse_tiles + buffer * kBlockM;
-            const float* delta_tile = delta_tiles + buffer * kBlockM;
+            const SharedPointer<const float> lse_tile = shared_pointer(lse_tiles + buffer * kBlockM);
+            const SharedPointer<const float> delta_tile = shared_pointer(delta_tiles + buffer * kBlockM);
             float pt[kBlockM / 8][4] = {};   // (16 keys, kBlockM queries): S^T, then P^T
             float dst[kBlockM / 8][4] = {};  // dP^T, then dS^T
             mma_rows_by_tile_t<T, kBlockM, kHeadDim, kPitch>(pt, warp_k, q_tile, lane);
@@ -132,7 +132,7 @@ template <typename T, int kHeadDim, bool kDeltaPass>
 __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(const Params<T> p) {
     using Tiles = QueryTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    unsigned char* shared = dynamic_shared_memory<unsigned char>();
+    unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);                                    // (kBlockM, kPitch)
     T* dout_tile = q_tile + kBlockM * kPitch;                                    // (kBlockM, kPitch)
     T* k_tiles = dout_tile + kBlockM * kPitch;                                   // 2 x (kBlockN, kPitch)
@@ -182,8 +182,8 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int row = warp * kWarpRows + accumulator_row(lane, 2 * r);
-                row_lse[r] = lse_tile[row] * kLog2e;
-                row_delta[r] = kDeltaPass ? 0.f : delta_tile[row];
+                row_lse[r] = shared_pointer(lse_tile)[row] * kLog2e;
+                row_delta[r] = kDeltaPass ? 0.f : shared_pointer(delta_tile)[row];
             }
         const int first_key = tile * kBlockN;
         if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp

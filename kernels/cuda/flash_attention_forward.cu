@@ -18,7 +18,9 @@ struct ForwardTiles {
     static constexpr int kWarps = kHeadDim == 64 ? 8 : 4;
     static constexpr int kThreads = kWarps * kWarpSize;
     static constexpr int kBlockM = kWarps * kWarpRows;  // queries per block
-    static constexpr int kBlockN = 64;                  // keys per tile
+    // Keys per tile: 32 at head dim 128 keep K and V double-buffered in 52,224 B, so that 3 blocks
+    // fit an SM of sm_80 (164 KiB) and 4 one of sm_90 (228 KiB); tiles of 64 took 87,040 B, 1 block.
+    static constexpr int kBlockN = kHeadDim == 64 ? 64 : 32;
     static constexpr int kPitch = tile_pitch<kHeadDim>();
     // Q (kBlockM rows), then K and V double-buffered (kBlockN rows each), 2-byte elements.
     static constexpr size_t kSharedBytes = size_t{kBlockM + 4 * kBlockN} * kPitch * 2;
@@ -80,7 +82,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kernel(const Params<T> p) {
     using Tiles = ForwardTiles<kHeadDim>;
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
-    unsigned char* shared = dynamic_shared_memory<unsigned char>();
+    unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);     // (kBlockM, kPitch)
     T* k_tiles = q_tile + kBlockM * kPitch;       // 2 x (kBlockN, kPitch)
     T* v_tiles = k_tiles + 2 * kBlockN * kPitch;  // 2 x (kBlockN, kPitch)

@@ -128,7 +128,8 @@ __device__ __forceinline__ void store_rows(const float (&c)[kHeadDim / 8][4], co
             const int row = accumulator_row(lane, 2 * half);
             const uint32_t pair =
                 pack_pair<T>(c[j][2 * half] * row_scale[half], c[j][2 * half + 1] * row_scale[half]);
-            *reinterpret_cast<uint32_t*>(stage + row * kPitch + 8 * j + accumulator_column(lane, 0)) = pair;
+            *shared_pointer(reinterpret_cast<uint32_t*>(stage + row * kPitch + 8 * j +
+                                                        accumulator_column(lane, 0))) = pair;
         }
     __syncwarp();
 #pragma unroll
@@ -137,7 +138,7 @@ __device__ __forceinline__ void store_rows(const float (&c)[kHeadDim / 8][4], co
         const int chunk = e % kChunks;
         if (first_row + row < count)
             *reinterpret_cast<uint4*>(global + int64_t{first_row + row} * row_stride + chunk * 8) =
-                *reinterpret_cast<const uint4*>(stage + row * kPitch + chunk * 8);
+                *shared_pointer(reinterpret_cast<const uint4*>(stage + row * kPitch + chunk * 8));
     }
 }
 

@@ -4,7 +4,9 @@
 // aligned. The backward's dweight/dbias are deterministic: every lane owns fixed
 // columns of its warp's shared-memory accumulators, warps are summed in a fixed
 // order into one partial row per block, and a second kernel sums the blocks'
-// partials in block order.
+// partials in block order. A lane's N columns sit rotated in its N accumulator
+// words (accumulator_index), so that the warp's 32 accesses of one element fall
+// on 32 banks rather than 32 / N.
 #include <algorithm>
 
 #include "core/log.h"
@@ -77,6 +79,17 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, T* re
     }
 }
 
+// Where the backward keeps column `column` of a row in a warp's accumulators: lane l holds
+// columns l*N .. l*N + N-1 of each pass of 32N columns (its pack), element i in word
+// (i + l*N/32) % N of them. For one i, lanes whose words l*N share a bank (l*N/32 differs
+// between them) then differ in the rotation, so the warp's accesses take one wavefront; and
+// 32 consecutive columns are 32 consecutive words, permuted, when the block sums the warps.
+template <int N>
+__device__ __forceinline__ int accumulator_index(int column) {
+    const int lane = column / N % kWarpSize;
+    return column - column % N + (column + lane * N / kWarpSize) % N;
+}
+
 // dinp (rows,C) += the input gradient of each row; partials (gridDim.x, 2C) receive
 // this block's column sums of dout * xhat (dweight) and of dout (dbias).
 // Dynamic shared memory: 2C floats per warp.
@@ -84,16 +97,20 @@ template <typename T, int N>
 __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dout, const T* inp,
                                           const T* weight, const float* mean, const float* rstd, int64_t rows,
                                           int C) {
-    float* accumulators = dynamic_shared_memory<float>();  // (warps, 2C)
+    const SharedPointer<float> accumulators = dynamic_shared_memory<float>();  // (warps, 2C)
     const int warps = blockDim.x / kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
-    float* dweight_acc = accumulators + size_t{2} * C * warp;
-    float* dbias_acc = dweight_acc + C;
+    const SharedPointer<float> dweight_acc = accumulators + size_t{2} * C * warp;
+    const SharedPointer<float> dbias_acc = dweight_acc + C;
+    const int rotation = lane * N / kWarpSize;  // column c + i is at c + (i + rotation) % N
     // Each lane zeroes and accumulates only its own columns: no synchronization needed until the end.
     for (int c = lane * N; c < C; c += kWarpSize * N)
 #pragma unroll
-        for (int i = 0; i < N; ++i) dweight_acc[c + i] = dbias_acc[c + i] = 0.f;
+        for (int i = 0; i < N; ++i) {
+            dweight_acc[c + (i + rotation) % N] = 0.f;
+            dbias_acc[c + (i + rotation) % N] = 0.f;
+        }
 
     const int64_t stride = int64_t{gridDim.x} * warps;
     for (int64_t row = int64_t{blockIdx.x} * warps + warp; row < rows; row += stride) {
@@ -112,8 +129,8 @@ __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dou
                 const float dxhat = dy[i] * w[i];
                 dxhat_sum += dxhat;
                 dxhat_xhat_sum += dxhat * xhat;
-                dweight_acc[c + i] += dy[i] * xhat;
-                dbias_acc[c + i] += dy[i];
+                dweight_acc[c + (i + rotation) % N] += dy[i] * xhat;
+                dbias_acc[c + (i + rotation) % N] += dy[i];
             }
         }
         const float mean_dxhat = warp_sum(dxhat_sum) / static_cast<float>(C);
@@ -135,8 +152,9 @@ __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dou
     __syncthreads();
     float* block_partials = partials + size_t{2} * C * blockIdx.x;
     for (int c = threadIdx.x; c < 2 * C; c += blockDim.x) {
+        const int index = c < C ? accumulator_index<N>(c) : C + accumulator_index<N>(c - C);
         float total = 0.f;
-        for (int w = 0; w < warps; ++w) total += accumulators[size_t{2} * C * w + c];
+        for (int w = 0; w < warps; ++w) total += accumulators[size_t{2} * C * w + index];
         block_partials[c] = total;
     }
 }

@@ -45,11 +45,11 @@ __global__ void column_sum_partials_kernel(float* partials, const T* dout, int64
     if (column < N)
         for (int64_t row = first + threadIdx.y; row < last; row += kRowGroups)
             sum += to_float(dout[row * N + column]);
-    sums[threadIdx.y][threadIdx.x] = sum;
+    shared_pointer(sums[threadIdx.y])[threadIdx.x] = sum;
     __syncthreads();
     if (threadIdx.y != 0 || column >= N) return;
     float total = 0.f;
-    for (int group = 0; group < kRowGroups; ++group) total += sums[group][threadIdx.x];
+    for (int group = 0; group < kRowGroups; ++group) total += shared_pointer(sums[group])[threadIdx.x];
     partials[int64_t{blockIdx.y} * N + column] = total;
 }
 

@@ -19,7 +19,8 @@ constexpr int kVector = 4;         // fp32 elements per access when aligned
 
 // The sum of a double over the block, valid in thread 0; fixed order.
 __device__ double block_sum(double value) {
-    __shared__ double per_warp[kThreads / kWarpSize];
+    __shared__ double per_warp_array[kThreads / kWarpSize];
+    const SharedPointer<double> per_warp = shared_pointer(per_warp_array);
     const int warp = threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;
     value = warp_sum(value);

@@ -4,6 +4,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +14,10 @@
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <tuple>
 #include <vector>
+
+#include "kernels/cuda_sim/device_limits.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -128,6 +132,14 @@ struct PendingCopy {
     size_t bytes;
 };
 
+// One lane's shared-memory access, and the kernel instruction that made it.
+struct SharedAccess {
+    const void* instruction;
+    const char* owner;
+    uintptr_t address;
+    size_t bytes;
+};
+
 enum class State { runnable, at_block_barrier, at_warp_collective, exited, faulted };
 
 struct SimThread {
@@ -139,6 +151,7 @@ struct SimThread {
     unsigned mask = 0;
     std::vector<PendingCopy> open_group;
     std::deque<std::vector<PendingCopy>> committed_groups;
+    std::vector<SharedAccess> shared_accesses;  // since its warp last stopped
 };
 
 struct WarpExchange {
@@ -172,7 +185,8 @@ const Schedule g_schedule = initial_schedule();
 
 // The k-th of `count` warps or lanes in the schedule's order.
 int in_order(int k, int count) { return g_schedule == Schedule::forward ? k : count - 1 - k; }
-Counters g_counters;        // guarded by g_launch_mutex while a launch runs
+Counters g_counters;                                        // guarded by g_launch_mutex while a launch runs
+std::map<const char*, SharedAccessCounts> g_shared_counts;  // by owner, as g_counters
 std::mutex g_launch_mutex;  // one launch at a time: blocks share the kernels' static __shared__ arrays
 
 StackPool& stack_pool() {
@@ -327,12 +341,115 @@ void prepare_thread(SimThread& t) {
     t.state = State::runnable;
     t.open_group.clear();
     t.committed_groups.clear();
+    t.shared_accesses.clear();
     void* stack = stack_pool().stack(static_cast<size_t>(t.linear));
 #ifdef MIXGPT_SIM_ASAN
     // The frames of the fiber that ran here before never returned: their redzones are poisoned.
     __asan_unpoison_memory_region(stack, kStackBytes);
 #endif
     make_context(t.context, stack, kStackBytes, thread_entry);
+}
+
+// ---- shared-memory bank conflicts of the accesses SharedPointer records ----
+
+constexpr int kBanks = 32;
+constexpr size_t kBankBytes = 4;
+
+// Wavefronts one phase takes: the most distinct words any bank holds among the lanes' accesses.
+int phase_wavefronts(const SharedAccess* const* lanes, int count) {
+    uintptr_t words[kWarpSize * 4];
+    int n = 0;
+    int on_bank[kBanks] = {};
+    int worst = 0;
+    for (int l = 0; l < count; ++l) {
+        if (lanes[l] == nullptr) continue;
+        const uintptr_t last = (lanes[l]->address + lanes[l]->bytes - 1) / kBankBytes;
+        for (uintptr_t word = lanes[l]->address / kBankBytes; word <= last; ++word) {
+            if (std::find(words, words + n, word) != words + n) continue;  // a word read once serves all
+            words[n++] = word;
+            worst = std::max(worst, ++on_bank[word % kBanks]);
+        }
+    }
+    return worst;
+}
+
+// Counts one warp-wide instruction: lanes[l] is lane l's access, null for an inactive lane.
+void count_shared_request(const SharedAccess* const (&lanes)[kWarpSize]) {
+    const SharedAccess* first = nullptr;
+    for (const SharedAccess* access : lanes)
+        if (first == nullptr) first = access;
+    const int phase_lanes = first->bytes <= 4 ? 32 : first->bytes <= 8 ? 16 : 8;
+    SharedAccessCounts& counts = g_shared_counts[first->owner];
+    ++counts.requests;
+    for (int phase = 0; phase < kWarpSize; phase += phase_lanes) {
+        const int wavefronts = phase_wavefronts(lanes + phase, phase_lanes);
+        if (wavefronts == 0) continue;  // no active lane
+        ++counts.phases;
+        counts.extra_wavefronts += static_cast<uint64_t>(wavefronts - 1);
+        counts.worst_phase = std::max(counts.worst_phase, wavefronts);
+    }
+}
+
+// Whether every lane that accessed shared memory ran the same instructions in the same order (the
+// common case, counted without sorting).
+bool same_instructions(const Block& block, int first, int lanes, const std::vector<SharedAccess>*& sequence) {
+    sequence = nullptr;
+    for (int l = 0; l < lanes; ++l) {
+        const std::vector<SharedAccess>& accesses = block.threads[first + l].shared_accesses;
+        if (accesses.empty()) continue;
+        if (sequence == nullptr) {
+            sequence = &accesses;
+        } else if (accesses.size() != sequence->size() ||
+                   !std::equal(accesses.begin(), accesses.end(), sequence->begin(),
+                               [](const SharedAccess& a, const SharedAccess& b) {
+                                   return a.instruction == b.instruction;
+                               })) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Counts the shared-memory accesses warp w's lanes made since it last stopped: the k-th time
+// each lane ran one instruction is one request (lanes that ran it fewer times are inactive).
+void count_warp_shared_accesses(Block& block, int w) {
+    const int first = w * kWarpSize;
+    const int lanes = std::min(kWarpSize, static_cast<int>(block.threads.size()) - first);
+    const std::vector<SharedAccess>* sequence = nullptr;
+    if (same_instructions(block, first, lanes, sequence)) {
+        for (size_t k = 0; sequence != nullptr && k < sequence->size(); ++k) {
+            const SharedAccess* request[kWarpSize] = {};
+            for (int l = 0; l < lanes; ++l) {
+                const std::vector<SharedAccess>& accesses = block.threads[first + l].shared_accesses;
+                if (!accesses.empty()) request[l] = &accesses[k];
+            }
+            count_shared_request(request);
+        }
+    } else {
+        std::vector<std::tuple<const void*, int, int, const SharedAccess*>> ordered;  // instruction, k, lane
+        for (int l = 0; l < lanes; ++l) {
+            std::map<const void*, int> times;
+            for (const SharedAccess& access : block.threads[first + l].shared_accesses)
+                ordered.emplace_back(access.instruction, times[access.instruction]++, l, &access);
+        }
+        std::sort(ordered.begin(), ordered.end());
+        for (size_t begin = 0; begin < ordered.size();) {
+            const SharedAccess* request[kWarpSize] = {};
+            size_t end = begin;
+            for (; end < ordered.size() && std::get<0>(ordered[end]) == std::get<0>(ordered[begin]) &&
+                   std::get<1>(ordered[end]) == std::get<1>(ordered[begin]);
+                 ++end)
+                request[std::get<2>(ordered[end])] = std::get<3>(ordered[end]);
+            count_shared_request(request);
+            begin = end;
+        }
+    }
+    for (int l = 0; l < lanes; ++l) block.threads[first + l].shared_accesses.clear();
+}
+
+void record_access(const void* instruction, const char* owner, const void* address, size_t bytes) {
+    current_block().running->shared_accesses.push_back(
+        {instruction, owner, reinterpret_cast<uintptr_t>(address), bytes});
 }
 
 // Resumes warp w's runnable lanes in the thread order; returns whether any ran, false on a fault.
@@ -377,6 +494,7 @@ bool run_block(Block& block) {
             for (;;) {
                 bool ran = false;
                 if (!run_lanes(block, w, ran)) return false;
+                count_warp_shared_accesses(block, w);
                 const Release release = release_warp(block, w);
                 if (release == Release::fault) return false;
                 if (!ran && release == Release::none) break;
@@ -408,7 +526,7 @@ cudaError_t check_configuration_locked(const void* kernel, dim3 grid, dim3 block
                 stderr,
                 "cuda_sim: launch asks for %zu bytes of dynamic shared memory; the kernel may use %zu "
                 "(cudaFuncSetAttribute raises the limit up to %zu)\n",
-                shared_bytes, allowed, kSharedBytesOptin);
+                shared_bytes, allowed, device_limits().shared_per_block_optin);
             return cudaErrorInvalidValue;
         }
     }
@@ -432,10 +550,17 @@ void record_error(cudaError_t status) {
 }
 
 cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes) {
-    if (bytes < 0 || static_cast<size_t>(bytes) > kSharedBytesOptin) return cudaErrorInvalidValue;
+    if (bytes < 0 || static_cast<size_t>(bytes) > device_limits().shared_per_block_optin)
+        return cudaErrorInvalidValue;
     std::lock_guard<std::mutex> lock(g_launch_mutex);
     max_dynamic_shared()[kernel] = bytes;
     return cudaSuccess;
+}
+
+int max_dynamic_shared_bytes(const void* kernel) {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    const auto found = max_dynamic_shared().find(kernel);
+    return found == max_dynamic_shared().end() ? static_cast<int>(kSharedBytesDefault) : found->second;
 }
 
 cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes) {
@@ -484,17 +609,30 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic
 
 Counters counters() {
     std::lock_guard<std::mutex> lock(g_launch_mutex);
-    return g_counters;
+    Counters counters = g_counters;
+    for (const auto& [owner, counts] : g_shared_counts) {  // one owner's name may sit at several addresses
+        SharedAccessCounts& total = counters.shared_accesses[owner];
+        total.requests += counts.requests;
+        total.phases += counts.phases;
+        total.extra_wavefronts += counts.extra_wavefronts;
+        total.worst_phase = std::max(total.worst_phase, counts.worst_phase);
+    }
+    return counters;
 }
 
 void reset_counters() {
     std::lock_guard<std::mutex> lock(g_launch_mutex);
     g_counters = Counters{};
+    g_shared_counts.clear();
 }
 
 void count_ldmatrix_phase(int extra_wavefronts) {
     ++g_counters.ldmatrix_phases;
     g_counters.ldmatrix_extra_wavefronts += static_cast<uint64_t>(extra_wavefronts);
+}
+
+void record_shared_access(const char* owner, const void* address, size_t bytes) {
+    record_access(__builtin_return_address(0), owner, address, bytes);
 }
 
 unsigned char* dynamic_shared_memory() { return current_block().shared.data(); }
@@ -550,6 +688,7 @@ void copy_async(void* shared, const void* global, size_t bytes, bool valid) {
     expect_shared("cp.async", shared, bytes, bytes);
     if (valid && reinterpret_cast<uintptr_t>(global) % bytes != 0)
         fault("cp.async: global address not " + std::to_string(bytes) + "-byte aligned");
+    record_access(__builtin_return_address(0), "cp.async", shared, bytes);
     PendingCopy copy{shared, {}, bytes};
     if (valid) std::memcpy(copy.data, global, bytes);
     if (g_schedule == Schedule::backward)

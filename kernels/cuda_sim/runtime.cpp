@@ -1,8 +1,8 @@
 // The part of the CUDA runtime API that mixgpt calls, for the simulator: devices with the
-// limits of an H100 (sm_90), one unless MIXGPT_CUDA_SIM_DEVICES says more (a process per
-// device under mpirun needs as many as it has local ranks), device memory in the host heap,
-// streams whose work runs lazily (runtime.h) and events that mark a place in a stream. Device
-// memory starts as 0xff bytes, so reading what no kernel wrote gives NaN. Copies and fills
+// limits of an H100 (sm_90) or, with MIXGPT_CUDA_SIM_ARCH=80, an A100 (device_limits.h), one unless
+// MIXGPT_CUDA_SIM_DEVICES says more (a process per device under mpirun needs as many as it has local ranks),
+// device memory in the host heap, streams whose work runs lazily (runtime.h) and events that mark a place in
+// a stream. Device memory starts as 0xff bytes, so reading what no kernel wrote gives NaN. Copies and fills
 // check that their device side lies inside one allocation and the host side outside all.
 // Copies follow CUDA's rules for host memory: a pageable source is read when the copy is
 // issued, a pageable destination is written before it returns (the stream's earlier work run
@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "kernels/cuda_sim/block_runner.h"
+#include "kernels/cuda_sim/device_limits.h"
+#include "kernels/cuda_sim/function_names.h"
 
 struct CUstream_st {
     std::deque<std::function<void()>> pending;
@@ -63,7 +65,6 @@ int device_count() {
     return count;
 }
 constexpr size_t kDeviceMemoryBytes = size_t{80} << 30;
-constexpr int kL2Bytes = 50 << 20;
 
 struct DeviceHeap {
     std::mutex mutex;
@@ -232,20 +233,26 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
     if (device < 0 || device >= device_count())
         return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties", "no such device");
     *properties = cudaDeviceProp{};
-    std::snprintf(properties->name, sizeof properties->name, "mixgpt CUDA simulator (sm_90 limits)");
+    const mixgpt::cuda_sim::DeviceLimits& limits = mixgpt::cuda_sim::device_limits();
+    std::snprintf(properties->name, sizeof properties->name, "%s", limits.name);
     properties->totalGlobalMem = kDeviceMemoryBytes;
     properties->sharedMemPerBlock = mixgpt::cuda_sim::kSharedBytesDefault;
-    properties->sharedMemPerBlockOptin = mixgpt::cuda_sim::kSharedBytesOptin;
+    properties->sharedMemPerBlockOptin = limits.shared_per_block_optin;
+    properties->sharedMemPerMultiprocessor = limits.shared_per_multiprocessor;
+    properties->reservedSharedMemPerBlock = limits.reserved_shared_per_block;
+    properties->regsPerMultiprocessor = limits.registers_per_multiprocessor;
+    properties->maxThreadsPerMultiProcessor = limits.max_threads_per_multiprocessor;
+    properties->maxBlocksPerMultiProcessor = limits.max_blocks_per_multiprocessor;
     properties->warpSize = 32;
     properties->maxThreadsPerBlock = 1024;
     properties->maxThreadsDim[0] = properties->maxThreadsDim[1] = 1024;
     properties->maxThreadsDim[2] = 64;
     properties->maxGridSize[0] = 0x7fffffff;
     properties->maxGridSize[1] = properties->maxGridSize[2] = 65535;
-    properties->major = 9;
-    properties->minor = 0;
-    properties->multiProcessorCount = 132;
-    properties->l2CacheSize = kL2Bytes;
+    properties->major = limits.major;
+    properties->minor = limits.minor;
+    properties->multiProcessorCount = limits.multiprocessors;
+    properties->l2CacheSize = static_cast<int>(limits.l2_bytes);
     return cudaSuccess;
 }
 
@@ -254,7 +261,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
         return fail(cudaErrorInvalidDevice, "cudaDeviceGetAttribute", "no such device");
     switch (attribute) {
         case cudaDevAttrL2CacheSize:
-            *value = kL2Bytes;
+            *value = static_cast<int>(mixgpt::cuda_sim::device_limits().l2_bytes);
             return cudaSuccess;
         default:
             return fail(cudaErrorInvalidValue, "cudaDeviceGetAttribute", "attribute not simulated");
@@ -271,10 +278,29 @@ cudaError_t cudaRuntimeGetVersion(int* version) {
     return cudaSuccess;
 }
 
-cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
+// What the simulator knows of a kernel: not its registers (numRegs 0) nor its static shared
+// memory (sharedSizeBytes 0; mixgpt's kernels hold at most a few hundred bytes there), which
+// only ptxas knows; its dynamic shared memory limit is cudaFuncSetAttribute's.
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* kernel) {
     *attributes = cudaFuncAttributes{};
     attributes->maxThreadsPerBlock = 1024;
-    attributes->ptxVersion = attributes->binaryVersion = 90;
+    attributes->maxDynamicSharedSizeBytes = mixgpt::cuda_sim::max_dynamic_shared_bytes(kernel);
+    const mixgpt::cuda_sim::DeviceLimits& limits = mixgpt::cuda_sim::device_limits();
+    attributes->ptxVersion = attributes->binaryVersion = 10 * limits.major + limits.minor;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetName(const char** name, const void* kernel) {
+    *name = mixgpt::cuda_sim::function_name(kernel);
+    return *name != nullptr ? cudaSuccess
+                            : fail(cudaErrorInvalidDeviceFunction, "cudaFuncGetName", "not a function");
+}
+
+// From the device's limits, the launch's threads and dynamic shared memory; registers unknown.
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void*, int threads,
+                                                          size_t dynamic_shared_bytes) {
+    *blocks = mixgpt::cuda_sim::resident_blocks(mixgpt::cuda_sim::device_limits(), threads, 0,
+                                                dynamic_shared_bytes);
     return cudaSuccess;
 }
 

@@ -102,9 +102,10 @@ TEST_P(GpuLayers, ResidualLayerNormForward) {
 }
 
 TEST_P(GpuLayers, LayerNormBackward) {
-    // 300 rows: the parameter gradients are summed over several blocks' partials.
+    // 300 rows: the parameter gradients are summed over several blocks' partials. C = 520: two
+    // whole passes of a warp over a row of 16-bit values (256 columns each) and a part of one.
     const int N = 300;
-    for (int C : {48, 21}) {
+    for (int C : {48, 21, 520}) {
         SCOPED_TRACE("C = " + std::to_string(C));
         const TwinTensor inp = act_tensor(random_normal(N * C, seed(30), 2.0), {N, C});
         const TwinTensor weight = act_tensor(random_normal(C, seed(31)), {C});

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -51,12 +52,12 @@ void expect_valid_and_timed(const Row& row) {
     EXPECT_TRUE(std::isfinite(row.achieved) && row.achieved > 0) << row.achieved;
 }
 
-std::string printed(void (*print)(std::FILE*, const DeviceInfo&, const Ceilings&, const std::vector<Row>&),
-                    const DeviceInfo& device, const Ceilings& ceilings, const std::vector<Row>& rows) {
+// What `print` writes.
+std::string printed(const std::function<void(std::FILE*)>& print) {
     char* text = nullptr;
     size_t length = 0;
     std::FILE* out = open_memstream(&text, &length);
-    print(out, device, ceilings, rows);
+    print(out);
     std::fclose(out);
     std::string result(text, length);
     std::free(text);
@@ -112,7 +113,9 @@ TEST_P(SimKernelLab, CeilingsAndReportsAgreeWithTheRows) {
     device.name = gpu_->name();
     device.precision = precision_name(GetParam());
     device.sizes = "smoke";
-    const nlohmann::json json = nlohmann::json::parse(printed(print_json, device, ceilings, rows));
+    const std::vector<KernelOccupancy> occupancy = {{"forward_kernel<__half, 128>", 128, 0, 0, 52224, 4, 16}};
+    const nlohmann::json json = nlohmann::json::parse(
+        printed([&](std::FILE* out) { print_json(out, device, ceilings, rows, occupancy); }));
     EXPECT_EQ(json["sizes"], "smoke");
     EXPECT_EQ(json["precision"], precision_name(GetParam()));
     EXPECT_DOUBLE_EQ(json["ceilings"]["copy_gb_per_s"].get<double>(), ceilings.copy_gb_per_s);
@@ -122,10 +125,16 @@ TEST_P(SimKernelLab, CeilingsAndReportsAgreeWithTheRows) {
     EXPECT_DOUBLE_EQ(json["rows"][0]["fraction_of_ceiling"].get<double>(), 2.0 / ceilings.gemm_tflop_per_s);
     EXPECT_DOUBLE_EQ(json["rows"][1]["fraction_of_ceiling"].get<double>(), 3.0 / ceilings.copy_gb_per_s);
     EXPECT_EQ(json["rows"][1]["valid"], false);
+    ASSERT_EQ(json["occupancy"].size(), 1u);
+    EXPECT_EQ(json["occupancy"][0]["dynamic_shared_bytes"], 52224);
+    EXPECT_EQ(json["occupancy"][0]["warps_per_multiprocessor"], 16);
 
-    const std::string table = printed(print_table, device, ceilings, rows);
+    const std::string table =
+        printed([&](std::FILE* out) { print_table(out, device, ceilings, rows, occupancy); });
     EXPECT_NE(table.find("sizes smoke"), std::string::npos) << table;
     EXPECT_NE(table.find("FAILED: m"), std::string::npos) << table;
+    EXPECT_NE(table.find("forward_kernel<__half, 128>"), std::string::npos) << table;
+    EXPECT_NE(table.find("registers and static shared memory unknown"), std::string::npos) << table;
 }
 
 INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimKernelLab, ::testing::Values(Precision::bf16, Precision::fp16),

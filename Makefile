@@ -54,7 +54,7 @@ PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDE
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt
 
 # ---- sources ----
-LIB_DIRS := core kernels kernels/cpu model tokenizer train eval cli
+LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
 LIB_SRCS := $(filter-out cli/main.cpp,$(wildcard $(addsuffix /*.cpp,$(LIB_DIRS))))
 CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
 NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
@@ -127,6 +127,15 @@ $(CONFIG_STAMP): FORCE
 	@echo "WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) SIM_KERNEL_FLAGS=$(SIM_KERNEL_FLAGS)" > $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 FORCE:
+
+# The commit this build comes from, in core/build_info.cpp (recompiled when it changes).
+BUILD_COMMIT_STAMP := $(BUILD)/commit.stamp
+$(BUILD_COMMIT_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo "$$(git describe --always --dirty 2>/dev/null || echo unknown)" > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+$(call object_of,core/build_info.cpp): $(BUILD_COMMIT_STAMP)
+$(call object_of,core/build_info.cpp): CXXFLAGS += -DMIXGPT_GIT_COMMIT='"$(shell cat $(BUILD_COMMIT_STAMP) 2>/dev/null)"'
 
 $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

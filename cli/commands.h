@@ -12,5 +12,7 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 
 }  // namespace mixgpt::cli

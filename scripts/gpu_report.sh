@@ -13,20 +13,24 @@
 #   torch   PyTorch's own d12 throughput, eager and under torch.compile
 #   lab     the kernel lab, its kernels' SASS instruction counts, and the attention comparison
 #           with PyTorch's SDPA
-#   full    the four parts in one run (the default)
+#   hf      the transformers check of an exported model (scripts/hf_transformers_check.py) against
+#           mixgpt's reference outputs: HF_EXPORT (default hf/demo) and HF_REFERENCE (default
+#           hf/demo_reference), made here by `mixgpt export runs/demo -o hf/demo --reference-out
+#           hf/demo_reference` and carried to the host; needs transformers in PyTorch's python
+#   full    quick, mixgpt, torch and lab in one run (the default)
 # Every step has its own time limit, and a part starts no step that its budget
 # (GPU_REPORT_BUDGET_S, default 560 s; none for full) cannot give 30 s: those are recorded as
 # skipped, so the report is complete before a 10-minute command limit. The report is
 # OUTPUT_DIR/report-PART.md, appended to as the steps run. PYTHON names the interpreter with
 # PyTorch when neither python3 nor /opt/torch/.venv/bin/python3 has it.
 set -uo pipefail
-usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|full]"
+usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|hf|full]"
 invocation="$0 $*"
 bundle_arg="${1:?$usage}"
 output_arg="${2:?$usage}"
 part="${3:-full}"
 case "$part" in
-  quick | mixgpt | torch | lab | full) ;;
+  quick | mixgpt | torch | lab | hf | full) ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 started=$SECONDS
@@ -204,11 +208,17 @@ part_lab() {
     --lab-json "$output/kernel_lab_attention.json" --json "$output/attention.json"
 }
 
+part_hf() {
+  run_python_step 300 "transformers: logits, greedy generation and tokenizer ids of the export vs mixgpt's" \
+    scripts/hf_transformers_check.py "${HF_EXPORT:-hf/demo}" "${HF_REFERENCE:-hf/demo_reference}" --device cuda
+}
+
 case "$part" in
   quick) part_quick ;;
   mixgpt) part_mixgpt ;;
   torch) part_torch ;;
   lab) part_lab ;;
+  hf) part_hf ;;
   full) part_quick; part_mixgpt; part_torch; part_lab ;;
 esac
 echo "gpu_report: $report: $failures steps failed or skipped, $((SECONDS - started)) s"

@@ -125,6 +125,10 @@ ImportResult import_hf(const ImportOptions& options) {
     MIXGPT_REQUIRE(tokenizer.vocab_size() == config.model.vocab_size,
                    format("%s: vocab_size: %d, but %s has %d tokens", config_path.c_str(),
                           config.model.vocab_size, tokenizer.path().c_str(), tokenizer.vocab_size()));
+    if (config.eos_token_id >= 0 && config.eos_token_id != tokenizer.eot_id())
+        log_warning(format("%s: eos_token_id is %d, mixgpt separates documents with %s's <|endoftext|> (%d)",
+                           config_path.c_str(), config.eos_token_id, tokenizer.path().c_str(),
+                           tokenizer.eot_id()));
     const fs::path weights = folder / "model.safetensors";
     MIXGPT_REQUIRE(
         fs::exists(weights) || !fs::exists(folder / "model.safetensors.index.json"),

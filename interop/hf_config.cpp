@@ -12,11 +12,14 @@ using Json = nlohmann::ordered_json;
 
 constexpr double kLayerNormEpsilon = 1e-5;  // kernels/cpu/layernorm.cpp and the CUDA kernels
 
-int required_int(const Json& config, const char* field, const std::string& path) {
+// A positive integer up to `limit` (limits far above any real model, so that the parameter
+// count cannot overflow and a hostile config cannot ask for an absurd allocation).
+int required_int(const Json& config, const char* field, int64_t limit, const std::string& path) {
     MIXGPT_REQUIRE(config.contains(field), path + ": " + field + ": missing");
     const Json& value = config[field];
-    MIXGPT_REQUIRE(value.is_number_integer() && value.get<int64_t>() > 0 && value.get<int64_t>() <= INT32_MAX,
-                   path + ": " + field + ": expected a positive integer, found " + value.dump());
+    MIXGPT_REQUIRE(value.is_number_integer() && value.get<int64_t>() > 0 && value.get<int64_t>() <= limit,
+                   path + ": " + field + ": expected an integer in [1, " + std::to_string(limit) +
+                       "], found " + value.dump());
     return value.get<int>();
 }
 
@@ -74,11 +77,11 @@ HfModelConfig parse_hf_config(const std::string& text, const std::string& path) 
         path + ": model_type: " + (config.contains("model_type") ? config["model_type"].dump() : "missing") +
             ", mixgpt imports only \"gpt2\" (GPT2LMHeadModel)");
     HfModelConfig result;
-    result.model.n_layer = required_int(config, "n_layer", path);
-    result.model.n_head = required_int(config, "n_head", path);
-    result.model.n_embd = required_int(config, "n_embd", path);
-    result.model.vocab_size = required_int(config, "vocab_size", path);
-    result.model.max_seq_len = required_int(config, "n_positions", path);
+    result.model.n_layer = required_int(config, "n_layer", 1024, path);
+    result.model.n_head = required_int(config, "n_head", 1024, path);
+    result.model.n_embd = required_int(config, "n_embd", 65536, path);
+    result.model.vocab_size = required_int(config, "vocab_size", 1 << 24, path);
+    result.model.max_seq_len = required_int(config, "n_positions", 1 << 20, path);
     MIXGPT_REQUIRE(
         result.model.n_embd % result.model.n_head == 0,
         path + ": n_embd: " + std::to_string(result.model.n_embd) + " is not a multiple of n_head");

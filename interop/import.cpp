@@ -136,6 +136,13 @@ ImportResult import_hf(const ImportOptions& options) {
     MIXGPT_REQUIRE(fs::exists(weights), options.directory + ": no model.safetensors");
     const SafetensorsFile file = read_safetensors(weights.string());
 
+    uint64_t stored = 0;  // elements in the file
+    for (const SafetensorsTensor& tensor : file.header.tensors)
+        stored += (tensor.end - tensor.begin) / safetensors_dtype_size(tensor.dtype);
+    MIXGPT_REQUIRE(static_cast<uint64_t>(config.model.num_parameters()) <= stored,
+                   format("%s: config.json describes %lld parameters, %s holds %llu values",
+                          config_path.c_str(), static_cast<long long>(config.model.num_parameters()),
+                          weights.c_str(), static_cast<unsigned long long>(stored)));
     Checkpoint checkpoint;
     checkpoint.config = config.model;
     read_parameters(file, config.model, checkpoint.parameters);

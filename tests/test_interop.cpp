@@ -271,10 +271,27 @@ TEST_F(InteropTest, MalformedFoldersAreRefusedWithOneLine) {
     rewrite(shape + "/config.json", [](std::string& text) {
         const size_t at = text.find("\"n_positions\": 16");
         ASSERT_NE(at, std::string::npos);
-        text.replace(at, 17, "\"n_positions\": 32");
+        text.replace(at, 17, "\"n_positions\": 8 ");
     });
     EXPECT_NE(import_error(shape).find(
-                  "tensor 'transformer.wpe.weight' has shape [16, 32], config.json gives [32, 32]"),
+                  "tensor 'transformer.wpe.weight' has shape [16, 32], config.json gives [8, 32]"),
+              std::string::npos);
+
+    const std::string deeper = copy_of_export("deeper");
+    rewrite(deeper + "/config.json", [](std::string& text) {
+        const size_t at = text.find("\"n_layer\": 2");
+        ASSERT_NE(at, std::string::npos);
+        text.replace(at, 12, "\"n_layer\": 9");
+    });
+    EXPECT_NE(import_error(deeper).find("config.json describes"), std::string::npos);
+
+    const std::string absurd = copy_of_export("absurd");
+    rewrite(absurd + "/config.json", [](std::string& text) {
+        const size_t at = text.find("\"n_layer\": 2");
+        ASSERT_NE(at, std::string::npos);
+        text.replace(at, 12, "\"n_layer\": 2000000000");
+    });
+    EXPECT_NE(import_error(absurd).find("n_layer: expected an integer in [1, 1024], found 2000000000"),
               std::string::npos);
 
     const std::string activation = copy_of_export("activation");

@@ -13,6 +13,10 @@ only, no mixgpt code.
    embeddings).
 3. Compares it with `mixgpt eval --json`'s mean_loss (and token count): exit 0 when the relative
    difference is at most --tolerance (1e-5), 1 otherwise.
+4. With --reference, checks the files of `mixgpt export --reference-out` (what
+   scripts/hf_transformers_check.py holds transformers to): the logits against its own forward
+   pass (relative norm error <= --tolerance), the greedy continuation, and every document's ids
+   against SentencePiece's encoding of the document's text.
 
   build/mixgpt export runs/demo -o hf/demo
   build/mixgpt eval runs/demo --json > eval.json
@@ -115,11 +119,10 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def window_losses(tensors, config, windows):
-    """Per-target losses (B, T) of windows (B, T + 1), float64."""
+def forward_logits(tensors, config, inputs):
+    """Logits (B, T, V) of inputs (B, T), float64."""
     eps = config["layer_norm_epsilon"]
     H, C = config["n_head"], config["n_embd"]
-    inputs, targets = windows[:, :-1], windows[:, 1:]
     B, T = inputs.shape
     wte = tensors["transformer.wte.weight"]
     x = wte[inputs] + tensors["transformer.wpe.weight"][:T]
@@ -134,10 +137,54 @@ def window_losses(tensors, config, windows):
         x = x + attention.transpose(0, 2, 1, 3).reshape(B, T, C) @ p("attn.c_proj.weight") + p("attn.c_proj.bias")
         hidden = gelu_tanh(layer_norm(x, p("ln_2.weight"), p("ln_2.bias"), eps) @ p("mlp.c_fc.weight") + p("mlp.c_fc.bias"))
         x = x + hidden @ p("mlp.c_proj.weight") + p("mlp.c_proj.bias")
-    logits = layer_norm(x, tensors["transformer.ln_f.weight"], tensors["transformer.ln_f.bias"], eps) @ wte.T
+    return layer_norm(x, tensors["transformer.ln_f.weight"], tensors["transformer.ln_f.bias"], eps) @ wte.T
+
+
+def window_losses(tensors, config, windows):
+    """Per-target losses (B, T) of windows (B, T + 1), float64."""
+    logits = forward_logits(tensors, config, windows[:, :-1])
     top = logits.max(axis=-1, keepdims=True)
     log_sum = np.log(np.exp(logits - top).sum(axis=-1)) + top[..., 0]
-    return log_sum - np.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    return log_sum - np.take_along_axis(logits, windows[:, 1:, None], axis=-1)[..., 0]
+
+
+def check_reference(tensors, config, folder, reference_folder, tolerance):
+    """`mixgpt export --reference-out`'s files (what scripts/hf_transformers_check.py compares
+    transformers with) against this script's own forward pass and SentencePiece: failures as text."""
+    import sentencepiece
+    with open(os.path.join(reference_folder, "reference.json")) as file:
+        reference = json.load(file)
+    T, V, W = reference["seq_len"], reference["vocab_size"], reference["logits_windows"]
+    tokens = np.fromfile(os.path.join(reference_folder, "val_tokens.i32"), dtype="<i4").astype(np.int64)
+    offsets = np.fromfile(os.path.join(reference_folder, "val_doc_offsets.i64"), dtype="<i8")
+    logits = np.fromfile(os.path.join(reference_folder, "logits.f32"), dtype="<f4").reshape(W, T, V)
+    failures = []
+    ours = forward_logits(tensors, config, tokens[:W * T].reshape(W, T))
+    relative = np.linalg.norm(ours - logits) / np.linalg.norm(logits.astype(np.float64))
+    print(f"reference logits: {W * T} tokens, relative norm error {relative:.2e} (limit {tolerance:g})")
+    if not relative <= tolerance:
+        failures.append(f"reference logits differ by {relative:.2e} relative")
+    ids = list(reference["prompt_ids"])
+    for _ in reference["greedy_ids"]:
+        ids.append(int(np.argmax(forward_logits(tensors, config, np.array([ids[-T:]]))[0, -1])))
+        if ids[-1] == reference["eot_id"]:
+            break
+    greedy = ids[len(reference["prompt_ids"]):]
+    print(f"reference greedy continuation: {len(reference['greedy_ids'])} tokens, "
+          f"{'identical' if greedy == reference['greedy_ids'] else 'different'}")
+    if greedy != reference["greedy_ids"]:
+        failures.append(f"greedy continuation: mixgpt {reference['greedy_ids']}, NumPy {greedy}")
+    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
+    differing = 0
+    for d in range(len(offsets) - 1):
+        document = tokens[offsets[d]:offsets[d + 1]].tolist()
+        if document and document[-1] == reference["eot_id"]:
+            document = document[:-1]
+        differing += processor.encode(processor.decode(document)) != document
+    print(f"reference token ids: {len(offsets) - 1} documents re-encoded by SentencePiece, {differing} differ")
+    if differing:
+        failures.append(f"{differing} documents' ids differ from SentencePiece's encoding of their text")
+    return failures
 
 
 def read_tokens(args, folder, config):
@@ -161,7 +208,8 @@ def main():
     parser.add_argument("--split", default="val")
     parser.add_argument("--eval-json", required=True, help="`mixgpt eval --json` output for the same tokens")
     parser.add_argument("--batch", type=int, default=16, help="windows per NumPy forward pass")
-    parser.add_argument("--tolerance", type=float, default=1e-5, help="relative, on the mean loss")
+    parser.add_argument("--tolerance", type=float, default=1e-5, help="relative, on the mean loss and the logits")
+    parser.add_argument("--reference", help="also check `mixgpt export --reference-out`'s files")
     args = parser.parse_args()
 
     with open(os.path.join(args.folder, "config.json")) as file:
@@ -197,6 +245,10 @@ def main():
         fail(f"scored {scored} tokens, mixgpt eval scored {reference['tokens']} (tokenization differs)")
     if not relative <= args.tolerance:
         fail(f"mean loss differs from mixgpt eval's by {relative:.2e} relative, more than {args.tolerance:g}")
+    if args.reference:
+        failures = check_reference(tensors, config, args.folder, args.reference, args.tolerance)
+        if failures:
+            fail("; ".join(failures))
 
 
 if __name__ == "__main__":

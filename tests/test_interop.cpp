@@ -1,7 +1,7 @@
 // Hugging Face interop: the safetensors header parser against malformed input, export then import
 // of a trained run (bit-identical FP32 parameters, identical `mixgpt eval`, train --resume),
 // malformed folders refused with one line, and the independent NumPy reader
-// (scripts/check_hf_export.py) recomputing the exported model's loss.
+// (scripts/check_hf_export.py) recomputing the exported model's loss and mixgpt's reference outputs.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +16,7 @@
 #include "eval/run_eval.h"
 #include "interop/export.h"
 #include "interop/import.h"
+#include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
 #include "model/checkpoint.h"
 #include "tests/test_support.h"
@@ -337,6 +338,8 @@ std::string repository_root() {
         .string();  // <root>/build/mixgpt_tests
 }
 
+// The reader also checks export --reference-out's logits, greedy tokens and ids (what the
+// transformers check on a GPU host compares with).
 TEST_F(InteropTest, IndependentNumpyReaderRecomputesTheValidationLoss) {
     if (run_python({"-c", "import numpy, h5py"}, scratch_.file("probe.txt")) != 0)
         GTEST_SKIP() << "/usr/bin/python3 with numpy and h5py is not available";
@@ -346,9 +349,22 @@ TEST_F(InteropTest, IndependentNumpyReaderRecomputesTheValidationLoss) {
     const std::vector<std::string> arguments = {
         checker, "", "--dataset", tiny_dataset().dataset_path, "--eval-json", eval_json};
 
+    interop::ReferenceOptions reference;
+    reference.source = run();
+    reference.output = scratch_.file("reference");
+    reference.logits_tokens = 20;  // two windows of 16
+    reference.prompt = "the cat";
+    reference.new_tokens = 6;
+    reference.threads = 1;
+    interop::write_reference_outputs(reference);
     std::vector<std::string> good = arguments;
     good[1] = exported();
+    good.insert(good.end(), {"--reference", reference.output});
     EXPECT_EQ(run_python(good, scratch_.file("good.txt")), 0)
+        << testing::read_file(scratch_.file("good.txt"));
+    EXPECT_NE(testing::read_file(scratch_.file("good.txt"))
+                  .find("reference greedy continuation: 6 tokens, identical"),
+              std::string::npos)
         << testing::read_file(scratch_.file("good.txt"));
 
     // ln_f.bias[0] raised by 1: every logit moves by its token's wte[., 0]; the reader must notice.

@@ -2,12 +2,13 @@
 // bytes taken as a whole file. A mixgpt::Error is the expected outcome for bad input; any other
 // exception, a crash or a sanitizer report is a bug. Seeds: fuzz/corpus/safetensors_header/
 // (scripts/make_safetensors_seeds.py), tokens: fuzz/safetensors_header.dict.
+#include "interop/safetensors_header.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "core/error.h"
-#include "interop/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

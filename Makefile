@@ -54,7 +54,7 @@ PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDE
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt
 
 # ---- sources ----
-LIB_DIRS := core kernels kernels/cpu model tokenizer train eval cli
+LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
 LIB_SRCS := $(filter-out cli/main.cpp,$(wildcard $(addsuffix /*.cpp,$(LIB_DIRS))))
 CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
 NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
@@ -128,19 +128,20 @@ $(CONFIG_STAMP): FORCE
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 FORCE:
 
-# mixgpt's version, and what `mixgpt info` says of how it was built (cli/info_command.cpp): the
-# commit (git describe; "unknown" outside git) and the build options. Rewritten only when it changes.
+# mixgpt's version and how this binary was built, for core/build_info.cpp (`mixgpt info`, the
+# exports' metadata): the commit (git describe; "unknown" outside git), GPU architectures and
+# build options. The header is rewritten only when it changes, so only that object is rebuilt.
 VERSION := 0.1.0
-BUILD_INFO := $(BUILD)/generated/build_info.h
-$(BUILD_INFO): FORCE
+BUILD_STAMP := $(BUILD)/generated/build_stamp.h
+$(BUILD_STAMP): FORCE
 	@mkdir -p $(dir $@)
 	@{ echo '#define MIXGPT_VERSION "$(VERSION)"'; \
 	   echo "#define MIXGPT_COMMIT \"$$(git describe --always --dirty 2>/dev/null || echo unknown)\""; \
 	   echo '#define MIXGPT_GPU_ARCHS "$(GPU_ARCHS)"'; \
 	   echo '#define MIXGPT_BUILD_OPTIONS "$(if $(filter 1,$(DEBUG)),debug (-O0),release (-O3))$(if $(SANITIZE),$(comma) sanitizers $(SANITIZE),)$(comma) $(CXX) $(shell $(CXX) -dumpfullversion)"'; } > $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
-$(call object_of,cli/info_command.cpp): $(BUILD_INFO)
-$(call object_of,cli/info_command.cpp): CXXFLAGS += -I$(BUILD)/generated
+$(call object_of,core/build_info.cpp): $(BUILD_STAMP)
+$(call object_of,core/build_info.cpp): CXXFLAGS += -I$(BUILD)/generated
 comma := ,
 
 $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)

@@ -14,5 +14,7 @@ void add_sample_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_study_command(CLI::App& app);
 void add_info_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 
 }  // namespace mixgpt::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     mixgpt::cli::add_bench_command(app);
     mixgpt::cli::add_study_command(app);
     mixgpt::cli::add_info_command(app);
+    mixgpt::cli::add_export_command(app);
+    mixgpt::cli::add_import_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {

@@ -14,20 +14,24 @@
 #   lab     the kernel lab, its kernels' SASS instruction counts, and the attention comparison
 #           with PyTorch's SDPA
 #   study   mixgpt study: d6 on KJV once per precision, accuracy and speed side by side
-#   full    the five parts in one run (the default)
+#   hf      the transformers check of an exported model (scripts/hf_transformers_check.py) against
+#           mixgpt's reference outputs: HF_EXPORT (default hf/demo) and HF_REFERENCE (default
+#           hf/demo_reference), made here by `mixgpt export runs/demo -o hf/demo --reference-out
+#           hf/demo_reference` and carried to the host; needs transformers in PyTorch's python
+#   full    quick, mixgpt, torch, lab and study in one run (the default)
 # Every step has its own time limit, and a part starts no step that its budget
 # (GPU_REPORT_BUDGET_S, default 560 s; none for full) cannot give 30 s: those are recorded as
 # skipped, so the report is complete before a 10-minute command limit. The report is
 # OUTPUT_DIR/report-PART.md, appended to as the steps run. PYTHON names the interpreter with
 # PyTorch when neither python3 nor /opt/torch/.venv/bin/python3 has it.
 set -uo pipefail
-usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|study|full]"
+usage="usage: gpu_report.sh BUNDLE OUTPUT_DIR [quick|mixgpt|torch|lab|study|hf|full]"
 invocation="$0 $*"
 bundle_arg="${1:?$usage}"
 output_arg="${2:?$usage}"
 part="${3:-full}"
 case "$part" in
-  quick | mixgpt | torch | lab | study | full) ;;
+  quick | mixgpt | torch | lab | study | hf | full) ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 started=$SECONDS
@@ -217,6 +221,11 @@ part_study() {
     xargs -r cp --parents -t "$output/study")
 }
 
+part_hf() {
+  run_python_step 300 "transformers: logits, greedy generation and tokenizer ids of the export vs mixgpt's" \
+    scripts/hf_transformers_check.py "${HF_EXPORT:-hf/demo}" "${HF_REFERENCE:-hf/demo_reference}" --device cuda
+}
+
 # First, in every part: what this binary is and what it sees (versions, devices, or why none).
 run_step 30 "mixgpt info" "$bundle/bin/mixgpt" info
 
@@ -226,6 +235,7 @@ case "$part" in
   torch) part_torch ;;
   lab) part_lab ;;
   study) part_study ;;
+  hf) part_hf ;;
   full) part_quick; part_mixgpt; part_torch; part_lab; part_study ;;
 esac
 echo "gpu_report: $report: $failures steps failed or skipped, $((SECONDS - started)) s"

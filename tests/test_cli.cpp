@@ -1,8 +1,8 @@
 // The `mixgpt` binary as a user runs it (found beside the test binary): option errors and library
 // errors end as one line and a non-zero status; SIGTERM ends a training run with a checkpoint and
 // status 0, and resuming it in a new process gives exactly the straight run's weights and losses;
-// --dry-run, eval --json, sample and bench --json work end to end, and training says which device
-// --device auto chose and why; info describes the build and the devices.
+// --dry-run, eval --json, sample, bench --json, export and import work end to end, and training
+// says which device --device auto chose and why; info describes the build and the devices.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -240,6 +240,36 @@ TEST_F(CliTest, UnknownDeviceIsRefusedByName) {
     const Outcome outcome = run({"eval", "run", "--device", "gpu"});
     EXPECT_EQ(outcome.exit_status, 2);
     EXPECT_NE(outcome.err.find("--device: gpu not in {auto,cpu,cuda}"), std::string::npos) << outcome.err;
+}
+
+TEST_F(CliTest, ExportImportAndTheirOneLineErrors) {
+    std::vector<std::string> train = tiny_train_arguments(directory_.file("run"));
+    train.insert(train.end(), {"--steps", "4"});
+    ASSERT_EQ(run(train).exit_status, 0);
+
+    const Outcome exported = run({"export", directory_.file("run"), "-o", directory_.file("hf")});
+    ASSERT_EQ(exported.exit_status, 0) << exported.err;
+    EXPECT_NE(exported.out.find("(step 4) to " + directory_.file("hf") + ": 28 tensors"), std::string::npos)
+        << exported.out;
+    const Outcome imported = run({"import", directory_.file("hf"), "-o", directory_.file("imported")});
+    ASSERT_EQ(imported.exit_status, 0) << imported.err;
+    const Outcome before = run({"eval", directory_.file("run"), "--json", "--threads", "1"});
+    const Outcome after = run({"eval", directory_.file("imported"), "--json", "--threads", "1"});
+    ASSERT_EQ(after.exit_status, 0) << after.err;
+    EXPECT_EQ(nlohmann::json::parse(after.out)["total_nats"],
+              nlohmann::json::parse(before.out)["total_nats"]);
+
+    const Outcome occupied = run({"export", directory_.file("run"), "-o", directory_.file("hf")});
+    EXPECT_EQ(occupied.exit_status, 1);
+    EXPECT_EQ(occupied.err, "mixgpt: error: " + directory_.file("hf") +
+                                ": exists and is not empty (--force replaces it)\n");
+    std::filesystem::remove(directory_.file("hf") + "/tokenizer.model");
+    std::ofstream(directory_.file("hf") + "/vocab.json") << "{}";
+    const Outcome bpe = run({"import", directory_.file("hf"), "-o", directory_.file("bpe")});
+    EXPECT_EQ(bpe.exit_status, 1);
+    ASSERT_EQ(lines_of(bpe.err).size(), 1u) << bpe.err;
+    EXPECT_NE(bpe.err.find("unsupported tokenizer: GPT-2 byte-level BPE"), std::string::npos) << bpe.err;
+    EXPECT_FALSE(std::filesystem::exists(directory_.file("bpe")));
 }
 
 }  // namespace

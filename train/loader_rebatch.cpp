@@ -7,6 +7,7 @@ namespace mixgpt {
 
 LoaderState rebatch_loader_state(const LoaderState& saved, const LoaderState& current) {
     if (saved.global_batch == current.global_batch) return saved;
+    if (saved.global_batch == 0) return current;  // no data position (an imported model)
     MIXGPT_REQUIRE(saved.windows == current.windows && saved.global_batch > 0,
                    format("checkpoint: the loader state is for %lld windows, this run's split has %lld "
                           "(another dataset or seq_len)",

@@ -8,7 +8,8 @@
 namespace mixgpt {
 
 // `saved`: the checkpoint's loader state; `current`: the state of this run's loader (its window
-// count and global batch). Returns saved itself when the global batches agree. Throws Error when
+// count and global batch). Returns saved itself when the global batches agree, and current when
+// saved has no position (global batch 0: a checkpoint made by `mixgpt import`). Throws Error when
 // the windows differ (another dataset or seq_len) or the saved position is not a whole number of
 // this run's global batches; a position at or past this run's last batch of the epoch moves to
 // the start of the next epoch.

@@ -1,0 +1,56 @@
+// `mixgpt export`: flags onto interop::ExportOptions; prints what was written.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/toml_config.h"
+#include "core/log.h"
+#include "interop/export.h"
+#include "interop/reference_outputs.h"
+
+namespace mixgpt::cli {
+
+void add_export_command(CLI::App& app) {
+    auto options = std::make_shared<interop::ExportOptions>();
+    auto reference = std::make_shared<interop::ReferenceOptions>();
+    CLI::App* command = app.add_subcommand(
+        "export",
+        "write a checkpoint as a Hugging Face GPT2LMHeadModel folder (safetensors, config, tokenizer)");
+    add_config_option(*command);
+    command
+        ->add_option("checkpoint,--checkpoint", options->source,
+                     "checkpoint file, or a run directory (its newest valid checkpoint)")
+        ->required();
+    command->add_option("--output,-o", options->output, "the folder to write")->required();
+    command->add_option("--dtype", options->dtype, "fp32, bf16 or fp16 (rounded from the FP32 masters)")
+        ->capture_default_str();
+    command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
+    command->add_flag("--force", options->force, "replace an existing non-empty output folder");
+    command->add_option(
+        "--reference-out", reference->output,
+        "also write mixgpt's token ids, logits and greedy continuation here, on the CPU in FP32, "
+        "for scripts/hf_transformers_check.py");
+    command
+        ->add_option("--reference-tokens", reference->logits_tokens,
+                     "validation tokens whose logits go into --reference-out")
+        ->capture_default_str();
+    command->add_option("--prompt", reference->prompt, "the greedy continuation's prompt")
+        ->capture_default_str();
+    command->add_option("--new-tokens", reference->new_tokens, "the greedy continuation's length")
+        ->capture_default_str();
+    command->add_option("--threads", reference->threads,
+                        "CPU threads for --reference-out (0: OpenMP's default)");
+    command->callback([options, reference] {
+        const interop::ExportResult result = interop::export_hf(*options);
+        std::cout << format("exported %s (step %lld) to %s: %d tensors, model.safetensors %.1f MB (%s)\n",
+                            result.checkpoint.c_str(), static_cast<long long>(result.step),
+                            options->output.c_str(), result.tensors,
+                            static_cast<double>(result.safetensors_bytes) / 1e6, options->dtype.c_str());
+        if (!reference->output.empty()) {
+            reference->source = result.checkpoint;
+            interop::write_reference_outputs(*reference);
+            std::cout << "wrote mixgpt's reference outputs to " << reference->output << "\n";
+        }
+    });
+}
+
+}  // namespace mixgpt::cli

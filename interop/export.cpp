@@ -1,0 +1,118 @@
+#include "interop/export.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/build_info.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "eval/checkpoint_model.h"
+#include "interop/gpt2_layout.h"
+#include "interop/hf_config.h"
+#include "interop/hf_tokenizer.h"
+#include "interop/model_card.h"
+#include "interop/safetensors_file.h"
+#include "interop/staging_directory.h"
+#include "kernels/precision.h"
+
+namespace mixgpt::interop {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ExportDtype {
+    DType dtype;
+    const char* safetensors_name;
+};
+
+ExportDtype parse_export_dtype(const std::string& name) {
+    if (name == "fp32") return {DType::f32, "F32"};
+    if (name == "bf16") return {DType::bf16, "BF16"};
+    if (name == "fp16") return {DType::f16, "F16"};
+    throw Error("dtype: '" + name + "' is not one of fp32, bf16, fp16");
+}
+
+// The run directory a checkpoint belongs to (for eval.json and metrics.jsonl).
+std::string run_directory_of(const std::string& source, const std::string& checkpoint_path) {
+    if (fs::is_directory(source)) return source;
+    fs::path directory = fs::path(checkpoint_path).parent_path();
+    if (directory.filename() == "checkpoints") directory = directory.parent_path();
+    return directory.empty() ? "." : directory.string();
+}
+
+std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype) {
+    std::vector<unsigned char> bytes(values.size() * dtype_size(dtype));
+    if (dtype == DType::f32) {
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+    } else {
+        convert_from_float(values.data(), bytes.data(), dtype, values.size());
+    }
+    return bytes;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file << text;
+    file.flush();
+    MIXGPT_REQUIRE(file.good(), path.string() + ": cannot write");
+}
+
+}  // namespace
+
+ExportResult export_hf(const ExportOptions& options) {
+    MIXGPT_REQUIRE(!options.output.empty(), "output: no folder given (-o DIR)");
+    const ExportDtype dtype = parse_export_dtype(options.dtype);
+    const CheckpointModel loaded = CheckpointModel::read(options.source);
+    const Checkpoint& checkpoint = loaded.checkpoint;
+    const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
+    MIXGPT_REQUIRE(
+        tokenizer.vocab_size() == checkpoint.config.vocab_size,
+        format("%s: the model's vocab_size is %d, its tokenizer %s has %d tokens", loaded.path.c_str(),
+               checkpoint.config.vocab_size, tokenizer.path().c_str(), tokenizer.vocab_size()));
+
+    StagingDirectory staging(options.output, options.force);
+    const fs::path folder(staging.path());
+    const ParameterLayout layout(checkpoint.config);
+    std::vector<TensorToWrite> tensors;
+    for (const Gpt2Tensor& tensor : gpt2_tensors(checkpoint.config, layout))
+        tensors.push_back({tensor.hf_name, dtype.safetensors_name, tensor.hf_shape,
+                           encode(to_gpt2(tensor, checkpoint.parameters.data()), dtype.dtype)});
+    const std::map<std::string, std::string> metadata = {
+        {"format", "pt"},  // transformers refuses safetensors files without it
+        {"mixgpt_version", build_version()},
+        {"mixgpt_commit", build_commit()},
+        {kMetadataStep, std::to_string(checkpoint.step)},
+        {kMetadataTokensSeen, std::to_string(checkpoint.tokens_seen)},
+        {kMetadataPrecision, precision_name(checkpoint.precision)},
+        {kMetadataDataset, checkpoint_option(checkpoint, "dataset")},
+        {kMetadataBatchSize, checkpoint_option(checkpoint, "batch_size")},
+        {"mixgpt_tokenizer_sha256", checkpoint.tokenizer_sha256}};
+    const fs::path weights = folder / "model.safetensors";
+    write_safetensors(weights.string(), tensors, metadata);
+
+    HfModelConfig config;
+    config.model = checkpoint.config;
+    config.eos_token_id = tokenizer.eot_id();
+    write_text(folder / "config.json", hf_config_json(config));
+    write_text(folder / "generation_config.json", hf_generation_config_json(config));
+    write_hf_tokenizer(tokenizer, checkpoint.config.max_seq_len, folder.string());
+    ModelCardFacts facts;
+    facts.checkpoint_path = loaded.path;
+    facts.checkpoint = &checkpoint;
+    facts.run_directory = run_directory_of(options.source, loaded.path);
+    facts.dtype = options.dtype;
+    facts.commit = build_commit();
+    write_text(folder / "README.md", model_card(facts));
+
+    ExportResult result;
+    result.checkpoint = loaded.path;
+    result.step = checkpoint.step;
+    result.tensors = static_cast<int>(tensors.size());
+    result.safetensors_bytes = fs::file_size(weights);
+    staging.commit();
+    return result;
+}
+
+}  // namespace mixgpt::interop

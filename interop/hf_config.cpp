@@ -1,0 +1,110 @@
+#include "interop/hf_config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace mixgpt::interop {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr double kLayerNormEpsilon = 1e-5;  // kernels/cpu/layernorm.cpp and the CUDA kernels
+
+// A positive integer up to `limit` (limits far above any real model, so that the parameter
+// count cannot overflow and a hostile config cannot ask for an absurd allocation).
+int required_int(const Json& config, const char* field, int64_t limit, const std::string& path) {
+    MIXGPT_REQUIRE(config.contains(field), path + ": " + field + ": missing");
+    const Json& value = config[field];
+    MIXGPT_REQUIRE(value.is_number_integer() && value.get<int64_t>() > 0 && value.get<int64_t>() <= limit,
+                   path + ": " + field + ": expected an integer in [1, " + std::to_string(limit) +
+                       "], found " + value.dump());
+    return value.get<int>();
+}
+
+// `field` must be absent (transformers' default applies) or equal `expected`.
+void require_default(const Json& config, const char* field, const Json& expected, const std::string& path,
+                     const std::string& reason) {
+    if (!config.contains(field) || config[field].is_null() || config[field] == expected) return;
+    throw Error(path + ": " + field + ": " + config[field].dump() + " is not supported (" + reason + ")");
+}
+
+}  // namespace
+
+std::string hf_config_json(const HfModelConfig& config) {
+    const GPTConfig& model = config.model;
+    const Json json = {{"architectures", {"GPT2LMHeadModel"}},
+                       {"model_type", "gpt2"},
+                       {"vocab_size", model.vocab_size},
+                       {"n_positions", model.max_seq_len},
+                       {"n_ctx", model.max_seq_len},
+                       {"n_embd", model.n_embd},
+                       {"n_layer", model.n_layer},
+                       {"n_head", model.n_head},
+                       {"n_inner", nullptr},
+                       {"activation_function", "gelu_new"},
+                       {"layer_norm_epsilon", kLayerNormEpsilon},
+                       {"resid_pdrop", 0.0},
+                       {"embd_pdrop", 0.0},
+                       {"attn_pdrop", 0.0},
+                       {"initializer_range", 0.02},
+                       {"scale_attn_weights", true},
+                       {"scale_attn_by_inverse_layer_idx", false},
+                       {"reorder_and_upcast_attn", false},
+                       {"tie_word_embeddings", true},
+                       {"use_cache", true},
+                       {"bos_token_id", config.eos_token_id},
+                       {"eos_token_id", config.eos_token_id},
+                       {"torch_dtype", "float32"}};
+    return json.dump(2) + "\n";
+}
+
+std::string hf_generation_config_json(const HfModelConfig& config) {
+    const Json json = {{"bos_token_id", config.eos_token_id},
+                       {"eos_token_id", config.eos_token_id},
+                       {"pad_token_id", config.eos_token_id},
+                       {"do_sample", false},
+                       {"max_length", config.model.max_seq_len}};
+    return json.dump(2) + "\n";
+}
+
+HfModelConfig parse_hf_config(const std::string& text, const std::string& path) {
+    const Json config = Json::parse(text, nullptr, false);
+    MIXGPT_REQUIRE(!config.is_discarded() && config.is_object(), path + ": not a JSON object");
+    MIXGPT_REQUIRE(
+        config.contains("model_type") && config["model_type"] == "gpt2",
+        path + ": model_type: " + (config.contains("model_type") ? config["model_type"].dump() : "missing") +
+            ", mixgpt imports only \"gpt2\" (GPT2LMHeadModel)");
+    HfModelConfig result;
+    result.model.n_layer = required_int(config, "n_layer", 1024, path);
+    result.model.n_head = required_int(config, "n_head", 1024, path);
+    result.model.n_embd = required_int(config, "n_embd", 65536, path);
+    result.model.vocab_size = required_int(config, "vocab_size", 1 << 24, path);
+    result.model.max_seq_len = required_int(config, "n_positions", 1 << 20, path);
+    MIXGPT_REQUIRE(
+        result.model.n_embd % result.model.n_head == 0,
+        path + ": n_embd: " + std::to_string(result.model.n_embd) + " is not a multiple of n_head");
+    MIXGPT_REQUIRE(
+        config.contains("activation_function") && (config["activation_function"] == "gelu_new" ||
+                                                   config["activation_function"] == "gelu_pytorch_tanh"),
+        path + ": activation_function: " +
+            (config.contains("activation_function") ? config["activation_function"].dump() : "missing") +
+            " is not supported (mixgpt's GELU is the tanh approximation, gelu_new)");
+    MIXGPT_REQUIRE(
+        config.contains("layer_norm_epsilon") && config["layer_norm_epsilon"].is_number() &&
+            std::fabs(config["layer_norm_epsilon"].get<double>() - kLayerNormEpsilon) <= 1e-12,
+        path + ": layer_norm_epsilon: " +
+            (config.contains("layer_norm_epsilon") ? config["layer_norm_epsilon"].dump() : "missing") +
+            " is not supported (mixgpt's LayerNorm uses 1e-05)");
+    require_default(config, "tie_word_embeddings", true, path, "mixgpt ties lm_head to wte");
+    require_default(config, "n_inner", 4 * result.model.n_embd, path, "mixgpt's MLP is 4 n_embd wide");
+    require_default(config, "scale_attn_weights", true, path, "mixgpt scales attention by 1/sqrt(head_dim)");
+    require_default(config, "scale_attn_by_inverse_layer_idx", false, path, "not in mixgpt's attention");
+    require_default(config, "add_cross_attention", false, path, "mixgpt is decoder-only");
+    if (config.contains("eos_token_id") && config["eos_token_id"].is_number_integer())
+        result.eos_token_id = config["eos_token_id"].get<int>();
+    return result;
+}
+
+}  // namespace mixgpt::interop

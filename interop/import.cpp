@@ -1,0 +1,180 @@
+#include "interop/import.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "interop/export.h"
+#include "interop/gpt2_layout.h"
+#include "interop/hf_config.h"
+#include "interop/hf_tokenizer.h"
+#include "interop/safetensors_file.h"
+#include "interop/staging_directory.h"
+#include "model/checkpoint.h"
+#include "model/parameters.h"
+#include "tokenizer/loader.h"
+
+namespace mixgpt::interop {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+    std::ifstream file(path, std::ios::binary);
+    MIXGPT_REQUIRE(file.good(), path.string() + ": missing or unreadable");
+    return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+}
+
+// The tensor's values as fp32, after checking its dtype and shape.
+std::vector<float> float_values(const SafetensorsFile& file, const SafetensorsTensor& tensor,
+                                const std::vector<int64_t>& expected_shape) {
+    MIXGPT_REQUIRE(tensor.shape == expected_shape, file.path + ": tensor '" + tensor.name + "' has shape " +
+                                                       shape_text(tensor.shape) + ", config.json gives " +
+                                                       shape_text(expected_shape));
+    const size_t count = (tensor.end - tensor.begin) / safetensors_dtype_size(tensor.dtype);
+    std::vector<float> values(count);
+    if (tensor.dtype == "F32") {
+        std::memcpy(values.data(), file.bytes_of(tensor), count * sizeof(float));
+    } else if (tensor.dtype == "BF16" || tensor.dtype == "F16") {
+        convert_to_float(file.bytes_of(tensor), tensor.dtype == "BF16" ? DType::bf16 : DType::f16,
+                         values.data(), count);
+    } else {
+        throw Error(file.path + ": tensor '" + tensor.name + "' has dtype " + tensor.dtype +
+                    ", expected F32, BF16 or F16");
+    }
+    return values;
+}
+
+// GPT2LMHeadModel.save_pretrained writes "transformer.h.0...."; the original GPT-2 files omit the prefix.
+const SafetensorsTensor* find_tensor(const SafetensorsHeader& header, const std::string& hf_name) {
+    if (const SafetensorsTensor* found = header.find(hf_name)) return found;
+    return header.find(hf_name.substr(std::strlen("transformer.")));
+}
+
+bool is_attention_mask_buffer(const std::string& name) {
+    const auto ends_with = [&](const std::string& suffix) {
+        return name.size() >= suffix.size() &&
+               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+}
+
+int64_t metadata_int(const SafetensorsFile& file, const char* key) {
+    const auto found = file.header.metadata.find(key);
+    if (found == file.header.metadata.end()) return 0;
+    try {
+        size_t used = 0;
+        const long long value = std::stoll(found->second, &used);
+        if (used == found->second.size() && value >= 0) return value;
+    } catch (const std::exception&) {
+    }
+    throw Error(file.path + ": __metadata__ " + key + ": '" + found->second +
+                "' is not a non-negative integer");
+}
+
+std::string metadata_text(const SafetensorsFile& file, const char* key) {
+    const auto found = file.header.metadata.find(key);
+    return found == file.header.metadata.end() ? "" : found->second;
+}
+
+// Fills `parameters` from the file; every tensor of the file must be used, be a mask buffer, or be
+// an lm_head identical to wte.
+void read_parameters(const SafetensorsFile& file, const GPTConfig& config, std::vector<float>& parameters) {
+    const ParameterLayout layout(config);
+    parameters.assign(static_cast<size_t>(layout.total()), 0.f);
+    std::set<std::string> used;
+    std::vector<float> wte;
+    for (const Gpt2Tensor& tensor : gpt2_tensors(config, layout)) {
+        const SafetensorsTensor* found = find_tensor(file.header, tensor.hf_name);
+        MIXGPT_REQUIRE(found != nullptr, file.path + ": missing tensor '" + tensor.hf_name + "'");
+        const std::vector<float> values = float_values(file, *found, tensor.hf_shape);
+        from_gpt2(tensor, values.data(), parameters.data());
+        used.insert(found->name);
+        if (tensor.view->name == "wte") wte = values;
+    }
+    for (const SafetensorsTensor& tensor : file.header.tensors) {
+        if (used.count(tensor.name) || is_attention_mask_buffer(tensor.name)) continue;
+        MIXGPT_REQUIRE(tensor.name == "lm_head.weight",
+                       file.path + ": unexpected tensor '" + tensor.name + "' (not part of GPT2LMHeadModel)");
+        const std::vector<float> head = float_values(file, tensor, {config.vocab_size, config.n_embd});
+        MIXGPT_REQUIRE(std::memcmp(head.data(), wte.data(), head.size() * sizeof(float)) == 0,
+                       file.path + ": lm_head.weight differs from wte (mixgpt ties them)");
+    }
+}
+
+}  // namespace
+
+ImportResult import_hf(const ImportOptions& options) {
+    MIXGPT_REQUIRE(!options.output.empty(), "output: no run directory given (-o RUN)");
+    const fs::path folder(options.directory);
+    MIXGPT_REQUIRE(fs::is_directory(folder), options.directory + ": not a folder");
+    const std::string config_path = (folder / "config.json").string();
+    const HfModelConfig config = parse_hf_config(read_text(config_path), config_path);
+    const Tokenizer tokenizer = load_hf_tokenizer(options.directory);
+    MIXGPT_REQUIRE(tokenizer.vocab_size() == config.model.vocab_size,
+                   format("%s: vocab_size: %d, but %s has %d tokens", config_path.c_str(),
+                          config.model.vocab_size, tokenizer.path().c_str(), tokenizer.vocab_size()));
+    if (config.eos_token_id >= 0 && config.eos_token_id != tokenizer.eot_id())
+        log_warning(format("%s: eos_token_id is %d, mixgpt separates documents with %s's <|endoftext|> (%d)",
+                           config_path.c_str(), config.eos_token_id, tokenizer.path().c_str(),
+                           tokenizer.eot_id()));
+    const fs::path weights = folder / "model.safetensors";
+    MIXGPT_REQUIRE(
+        fs::exists(weights) || !fs::exists(folder / "model.safetensors.index.json"),
+        options.directory + ": sharded safetensors (model.safetensors.index.json) are not supported");
+    MIXGPT_REQUIRE(fs::exists(weights), options.directory + ": no model.safetensors");
+    const SafetensorsFile file = read_safetensors(weights.string());
+
+    uint64_t stored = 0;  // elements in the file
+    for (const SafetensorsTensor& tensor : file.header.tensors)
+        stored += (tensor.end - tensor.begin) / safetensors_dtype_size(tensor.dtype);
+    MIXGPT_REQUIRE(static_cast<uint64_t>(config.model.num_parameters()) <= stored,
+                   format("%s: config.json describes %lld parameters, %s holds %llu values",
+                          config_path.c_str(), static_cast<long long>(config.model.num_parameters()),
+                          weights.c_str(), static_cast<unsigned long long>(stored)));
+    Checkpoint checkpoint;
+    checkpoint.config = config.model;
+    read_parameters(file, config.model, checkpoint.parameters);
+    const std::string precision = metadata_text(file, kMetadataPrecision);
+    checkpoint.precision = precision.empty() ? Precision::fp32 : parse_precision(precision);
+    checkpoint.step = metadata_int(file, kMetadataStep);
+    checkpoint.tokens_seen = metadata_int(file, kMetadataTokensSeen);
+    checkpoint.tokenizer_path = (fs::path(options.output) / kTokenizerModelFile).string();
+    checkpoint.tokenizer_sha256 = tokenizer.sha256();
+    checkpoint.adam_m.assign(checkpoint.parameters.size(), 0.f);
+    checkpoint.adam_v.assign(checkpoint.parameters.size(), 0.f);
+    checkpoint.loader_state = LoaderState().to_vector();  // global_batch 0: no data position
+    checkpoint.options = {{"imported_from", options.directory}};
+    for (const auto& [key, option] :
+         {std::pair{kMetadataDataset, "dataset"}, {kMetadataBatchSize, "batch_size"}})
+        if (!metadata_text(file, key).empty())
+            checkpoint.options.emplace_back(option, metadata_text(file, key));
+
+    StagingDirectory staging(options.output, options.force);
+    std::error_code error;
+    fs::copy_file(tokenizer.path(), fs::path(staging.path()) / kTokenizerModelFile, error);
+    MIXGPT_REQUIRE(!error, tokenizer.path() + ": cannot copy (" + error.message() + ")");
+    const std::string staged =
+        checkpoint_path((fs::path(staging.path()) / "checkpoints").string(), checkpoint.step);
+    write_checkpoint(staged, checkpoint);
+    staging.commit();
+
+    ImportResult result;
+    result.checkpoint = checkpoint_path((fs::path(options.output) / "checkpoints").string(), checkpoint.step);
+    result.config = config.model;
+    result.step = checkpoint.step;
+    return result;
+}
+
+}  // namespace mixgpt::interop

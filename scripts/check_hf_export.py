@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""Independent check of a `mixgpt export` folder: NumPy, sentencepiece and the standard library
+only, no mixgpt code.
+
+1. Parses model.safetensors by the format's specification (8-byte little-endian header length,
+   JSON header, data offsets that tile the data area) and checks that it holds exactly the
+   tensors of GPT2LMHeadModel for config.json's shape, with GPT-2's names, shapes and one float
+   dtype (F32, BF16 or F16).
+2. Tokenizes a text file with tokenizer.model (one document: its tokens, then end of text, as
+   `mixgpt eval --text` does) or reads a split of a prepared dataset (needs h5py), and computes
+   the mean loss over the non-overlapping windows of n_positions + 1 tokens with its own float64
+   GPT-2 forward pass (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
+   embeddings).
+3. Compares it with `mixgpt eval --json`'s mean_loss (and token count): exit 0 when the relative
+   difference is at most --tolerance (1e-5), 1 otherwise.
+4. With --reference, checks the files of `mixgpt export --reference-out` (what
+   scripts/hf_transformers_check.py holds transformers to): the logits against its own forward
+   pass (relative norm error <= --tolerance), the greedy continuation, and every document's ids
+   against SentencePiece's encoding of the document's text.
+
+  build/mixgpt export runs/demo -o hf/demo
+  build/mixgpt eval runs/demo --json > eval.json
+  /usr/bin/python3 scripts/check_hf_export.py hf/demo --dataset data/kjv/dataset.h5 --eval-json eval.json
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+DTYPES = {"F32": (np.dtype("<f4"), 4), "BF16": (np.dtype("<u2"), 2), "F16": (np.dtype("<f2"), 2)}
+
+
+def fail(message):
+    print(f"check_hf_export: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def read_safetensors(path):
+    """{name: float64 array}, the dtype shared by all tensors, and the metadata."""
+    with open(path, "rb") as file:
+        blob = file.read()
+    if len(blob) < 8:
+        fail(f"{path}: shorter than the 8-byte header length")
+    (header_length,) = struct.unpack("<Q", blob[:8])
+    if header_length > len(blob) - 8:
+        fail(f"{path}: header length {header_length} is past the end of the file")
+    header_text = blob[8:8 + header_length]
+    if not header_text.startswith(b"{"):
+        fail(f"{path}: header does not start with '{{'")
+    header = json.loads(header_text.decode("utf-8"))
+    data = memoryview(blob)[8 + header_length:]
+    if (8 + header_length) % 8 != 0:
+        fail(f"{path}: the data area starts at byte {8 + header_length}, not a multiple of 8")
+    metadata = header.pop("__metadata__", {})
+    spans, tensors, dtypes = [], {}, set()
+    for name, entry in header.items():
+        if set(entry) != {"dtype", "shape", "data_offsets"}:
+            fail(f"{path}: tensor {name} has fields {sorted(entry)}")
+        if entry["dtype"] not in DTYPES:
+            fail(f"{path}: tensor {name} has dtype {entry['dtype']}, expected F32, BF16 or F16")
+        storage, size = DTYPES[entry["dtype"]]
+        begin, end = entry["data_offsets"]
+        shape = tuple(entry["shape"])
+        if end - begin != size * math.prod(shape) or end > len(data):
+            fail(f"{path}: tensor {name} data_offsets {begin}, {end} do not fit its shape {shape}")
+        raw = np.frombuffer(data[begin:end], dtype=storage)
+        if entry["dtype"] == "BF16":
+            raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        tensors[name] = raw.astype(np.float64).reshape(shape)
+        spans.append((begin, end, name))
+        dtypes.add(entry["dtype"])
+    covered = 0
+    for begin, end, name in sorted(spans):
+        if begin != covered:
+            fail(f"{path}: tensor {name} starts at {begin}, expected {covered} (overlap or hole)")
+        covered = end
+    if covered != len(data):
+        fail(f"{path}: tensors cover {covered} of {len(data)} data bytes")
+    if len(dtypes) != 1:
+        fail(f"{path}: expected one dtype for all tensors, found {sorted(dtypes)}")
+    return tensors, dtypes.pop(), metadata
+
+
+def expected_shapes(config):
+    V, P, C, L = config["vocab_size"], config["n_positions"], config["n_embd"], config["n_layer"]
+    shapes = {"transformer.wte.weight": (V, C), "transformer.wpe.weight": (P, C),
+              "transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,)}
+    for layer in range(L):
+        h = f"transformer.h.{layer}."
+        shapes.update({h + "ln_1.weight": (C,), h + "ln_1.bias": (C,),
+                       h + "attn.c_attn.weight": (C, 3 * C), h + "attn.c_attn.bias": (3 * C,),
+                       h + "attn.c_proj.weight": (C, C), h + "attn.c_proj.bias": (C,),
+                       h + "ln_2.weight": (C,), h + "ln_2.bias": (C,),
+                       h + "mlp.c_fc.weight": (C, 4 * C), h + "mlp.c_fc.bias": (4 * C,),
+                       h + "mlp.c_proj.weight": (4 * C, C), h + "mlp.c_proj.bias": (C,)})
+    return shapes
+
+
+def check_config(config):
+    wanted = {"model_type": "gpt2", "activation_function": "gelu_new", "tie_word_embeddings": True}
+    for key, value in wanted.items():
+        if config.get(key) != value:
+            fail(f"config.json: {key} is {config.get(key)!r}, expected {value!r}")
+    if config.get("n_inner") not in (None, 4 * config["n_embd"]):
+        fail(f"config.json: n_inner is {config['n_inner']}")
+
+
+def layer_norm(x, weight, bias, eps):
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + eps) * weight + bias
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def forward_logits(tensors, config, inputs):
+    """Logits (B, T, V) of inputs (B, T), float64."""
+    eps = config["layer_norm_epsilon"]
+    H, C = config["n_head"], config["n_embd"]
+    B, T = inputs.shape
+    wte = tensors["transformer.wte.weight"]
+    x = wte[inputs] + tensors["transformer.wpe.weight"][:T]
+    mask = np.triu(np.full((T, T), -np.inf), k=1)
+    for layer in range(config["n_layer"]):
+        p = lambda name: tensors[f"transformer.h.{layer}.{name}"]  # noqa: E731
+        qkv = layer_norm(x, p("ln_1.weight"), p("ln_1.bias"), eps) @ p("attn.c_attn.weight") + p("attn.c_attn.bias")
+        q, k, v = (qkv[..., i * C:(i + 1) * C].reshape(B, T, H, C // H).transpose(0, 2, 1, 3) for i in range(3))
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(C // H) + mask
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        attention = (scores / scores.sum(axis=-1, keepdims=True)) @ v
+        x = x + attention.transpose(0, 2, 1, 3).reshape(B, T, C) @ p("attn.c_proj.weight") + p("attn.c_proj.bias")
+        hidden = gelu_tanh(layer_norm(x, p("ln_2.weight"), p("ln_2.bias"), eps) @ p("mlp.c_fc.weight") + p("mlp.c_fc.bias"))
+        x = x + hidden @ p("mlp.c_proj.weight") + p("mlp.c_proj.bias")
+    return layer_norm(x, tensors["transformer.ln_f.weight"], tensors["transformer.ln_f.bias"], eps) @ wte.T
+
+
+def window_losses(tensors, config, windows):
+    """Per-target losses (B, T) of windows (B, T + 1), float64."""
+    logits = forward_logits(tensors, config, windows[:, :-1])
+    top = logits.max(axis=-1, keepdims=True)
+    log_sum = np.log(np.exp(logits - top).sum(axis=-1)) + top[..., 0]
+    return log_sum - np.take_along_axis(logits, windows[:, 1:, None], axis=-1)[..., 0]
+
+
+def check_reference(tensors, config, folder, reference_folder, tolerance):
+    """`mixgpt export --reference-out`'s files (what scripts/hf_transformers_check.py compares
+    transformers with) against this script's own forward pass and SentencePiece: failures as text."""
+    import sentencepiece
+    with open(os.path.join(reference_folder, "reference.json")) as file:
+        reference = json.load(file)
+    T, V, W = reference["seq_len"], reference["vocab_size"], reference["logits_windows"]
+    tokens = np.fromfile(os.path.join(reference_folder, "val_tokens.i32"), dtype="<i4").astype(np.int64)
+    offsets = np.fromfile(os.path.join(reference_folder, "val_doc_offsets.i64"), dtype="<i8")
+    logits = np.fromfile(os.path.join(reference_folder, "logits.f32"), dtype="<f4").reshape(W, T, V)
+    failures = []
+    ours = forward_logits(tensors, config, tokens[:W * T].reshape(W, T))
+    relative = np.linalg.norm(ours - logits) / np.linalg.norm(logits.astype(np.float64))
+    print(f"reference logits: {W * T} tokens, relative norm error {relative:.2e} (limit {tolerance:g})")
+    if not relative <= tolerance:
+        failures.append(f"reference logits differ by {relative:.2e} relative")
+    ids = list(reference["prompt_ids"])
+    for _ in reference["greedy_ids"]:
+        ids.append(int(np.argmax(forward_logits(tensors, config, np.array([ids[-T:]]))[0, -1])))
+        if ids[-1] == reference["eot_id"]:
+            break
+    greedy = ids[len(reference["prompt_ids"]):]
+    print(f"reference greedy continuation: {len(reference['greedy_ids'])} tokens, "
+          f"{'identical' if greedy == reference['greedy_ids'] else 'different'}")
+    if greedy != reference["greedy_ids"]:
+        failures.append(f"greedy continuation: mixgpt {reference['greedy_ids']}, NumPy {greedy}")
+    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
+    differing = 0
+    for d in range(len(offsets) - 1):
+        document = tokens[offsets[d]:offsets[d + 1]].tolist()
+        if document and document[-1] == reference["eot_id"]:
+            document = document[:-1]
+        differing += processor.encode(processor.decode(document)) != document
+    print(f"reference token ids: {len(offsets) - 1} documents re-encoded by SentencePiece, {differing} differ")
+    if differing:
+        failures.append(f"{differing} documents' ids differ from SentencePiece's encoding of their text")
+    return failures
+
+
+def read_tokens(args, folder, config):
+    if args.text:
+        import sentencepiece
+        processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
+        with open(args.text, encoding="utf-8") as file:
+            text = file.read()
+        return np.array(processor.encode(text) + [config["eos_token_id"]], dtype=np.int64)
+    import h5py  # only for --dataset
+    with h5py.File(args.dataset, "r") as dataset:
+        return dataset[f"/{args.split}/tokens"][:].astype(np.int64)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", help="the exported Hugging Face folder")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", help="a UTF-8 text file, one document (as `mixgpt eval --text`)")
+    source.add_argument("--dataset", help="a prepared dataset.h5 (needs h5py)")
+    parser.add_argument("--split", default="val")
+    parser.add_argument("--eval-json", required=True, help="`mixgpt eval --json` output for the same tokens")
+    parser.add_argument("--batch", type=int, default=16, help="windows per NumPy forward pass")
+    parser.add_argument("--tolerance", type=float, default=1e-5, help="relative, on the mean loss and the logits")
+    parser.add_argument("--reference", help="also check `mixgpt export --reference-out`'s files")
+    args = parser.parse_args()
+
+    with open(os.path.join(args.folder, "config.json")) as file:
+        config = json.load(file)
+    check_config(config)
+    tensors, dtype, metadata = read_safetensors(os.path.join(args.folder, "model.safetensors"))
+    shapes = expected_shapes(config)
+    if set(tensors) != set(shapes):
+        fail(f"tensor names: missing {sorted(set(shapes) - set(tensors))}, unexpected {sorted(set(tensors) - set(shapes))}")
+    for name, shape in shapes.items():
+        if tensors[name].shape != shape:
+            fail(f"{name}: shape {tensors[name].shape}, GPT-2 expects {shape}")
+    if metadata.get("format") != "pt":
+        fail("model.safetensors: __metadata__ has no \"format\": \"pt\" (transformers requires it)")
+
+    with open(args.eval_json) as file:
+        reference = json.load(file)
+    tokens = read_tokens(args, args.folder, config)
+    T = reference.get("seq_len", config["n_positions"])
+    count = (len(tokens) - 1) // T
+    total = 0.0
+    for first in range(0, count, args.batch):
+        rows = range(first, min(first + args.batch, count))
+        windows = np.stack([tokens[r * T:r * T + T + 1] for r in rows])
+        total += window_losses(tensors, config, windows).sum()
+    scored = count * T
+    mean_loss = total / scored
+    relative = abs(mean_loss - reference["mean_loss"]) / abs(reference["mean_loss"])
+    print(f"{len(tensors)} tensors ({dtype}) match GPT-2's names and shapes; {scored} tokens scored "
+          f"(mixgpt: {reference['tokens']}); mean loss {mean_loss:.9f} (NumPy float64) vs {reference['mean_loss']:.9f} "
+          f"(mixgpt eval): relative difference {relative:.2e} (tolerance {args.tolerance:g})")
+    if scored != reference["tokens"]:
+        fail(f"scored {scored} tokens, mixgpt eval scored {reference['tokens']} (tokenization differs)")
+    if not relative <= args.tolerance:
+        fail(f"mean loss differs from mixgpt eval's by {relative:.2e} relative, more than {args.tolerance:g}")
+    if args.reference:
+        failures = check_reference(tensors, config, args.folder, args.reference, args.tolerance)
+        if failures:
+            fail("; ".join(failures))
+
+
+if __name__ == "__main__":
+    main()

@@ -75,7 +75,8 @@ void write_dataset(FuzzedDataProvider& input) {
         file.set_attribute("/", "format_version", small_or_any(input, mixgpt::kDatasetFormatVersion));
     if (input.ConsumeBool()) file.set_attribute("/", "vocab_size", static_cast<int64_t>(vocab));
     for (const char* id : {"eot_id", "unk_id"})
-        if (input.ConsumeBool()) file.set_attribute("/", id, small_or_any(input, vocab - 1));
+        if (input.ConsumeBool())
+            file.set_attribute("/", id, small_or_any(input, static_cast<int64_t>(vocab) - 1));
     for (const char* text : {"tokenizer_sha256", "tokenizer_file", "command"})
         if (input.ConsumeBool()) file.set_attribute("/", text, input.ConsumeRandomLengthString(80));
     if (input.ConsumeBool()) file.set_attribute("/", "invalid_utf8_bytes", input.ConsumeIntegral<int64_t>());

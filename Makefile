@@ -252,7 +252,7 @@ fuzz: fuzz-build
 	  $(BUILD)/fuzz/$$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/$$target- \
 	    $(BUILD)/fuzz/corpus/$$target fuzz/corpus/$$target > $(BUILD)/fuzz/$$target.log 2>&1 || \
 	    { tail -n 40 $(BUILD)/fuzz/$$target.log; echo "fuzz $$target: FAILED (log: $(BUILD)/fuzz/$$target.log)"; exit 1; }; \
-	  grep -E "^stat::number_of_executed_runs|^stat::peak_rss_mb|^#[0-9]+.*DONE" $(BUILD)/fuzz/$$target.log | tr '\n' ' '; echo; \
+	  grep -E "^#[0-9]+.*DONE|^stat::peak_rss_mb" $(BUILD)/fuzz/$$target.log | tr '\n' ' '; echo; \
 	done
 
 test-gpu: all

@@ -94,7 +94,31 @@ SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) 
 SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS)) $(SIM_KERNEL_LAB_OBJS)
 CONFIG_STAMP := $(BUILD)/config.stamp
 
-.PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config
+# ---- fuzzing (fuzz/README.md): libFuzzer targets built with Debian's clang ----
+# A target is fuzz/<name>.cpp defining LLVMFuzzerTestOneInput, seeded from fuzz/corpus/<name>/.
+# Adding one is one line here: FUZZ_SOURCES_<name> := the library sources it links (only those:
+# the library is not compiled with clang).
+FUZZ_SOURCES_toml_config := cli/toml_config.cpp
+FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.cpp tokenizer/input_stream.cpp \
+                               tokenizer/segment_builder.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
+                               core/error.cpp core/log.cpp
+FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
+FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/token_store.cpp core/h5.cpp core/error.cpp \
+                               core/log.cpp
+FUZZ_SOURCES_safetensors_header := interop/safetensors_header.cpp core/error.cpp
+FUZZ_TARGETS := $(sort $(patsubst FUZZ_SOURCES_%,%,$(filter FUZZ_SOURCES_%,$(.VARIABLES))))
+FUZZ_CXX ?= clang++-14
+# Seconds each target runs in `make fuzz` (make test: TEST_FUZZ_SECONDS each).
+FUZZ_SECONDS ?= 60
+TEST_FUZZ_SECONDS ?= 4
+# -fno-sanitize=unreachable: toml++ 3.3 (Debian's) reaches a TOML_UNREACHABLE on non-ASCII
+# characters outside strings (fuzz/README.md, "Findings"); our sources use no unreachable marker.
+FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
+                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
+FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lpthread
+
+.PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
+        fuzz-build test-sanitize
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
@@ -118,6 +142,8 @@ help:
 	@echo "make bundle     self-contained folder build/bundle to run on a GPU host"
 	@echo "make fixtures   regenerate the PyTorch reference fixtures and compare (needs python3-torch)"
 	@echo "make sass       dump SASS of the CUDA kernels and count tensor-core instructions"
+	@echo "make fuzz       build the libFuzzer targets (fuzz/) and run each FUZZ_SECONDS=$(FUZZ_SECONDS) s on its corpus"
+	@echo "make test-sanitize  the whole suite built with ASan+UBSan in build/asan (slow: not part of make test)"
 	@echo "make format     clang-format every source file"
 	@echo "make clean      remove build/"
 
@@ -225,6 +251,27 @@ setup:
 test: setup
 	@$(MAKE) --no-print-directory all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
 	@scripts/run_tests.sh $(BUILD)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+
+# The suite under AddressSanitizer and UndefinedBehaviorSanitizer: a full rebuild in build/asan
+# (tens of minutes on 2 cores), so a weekly or on-demand job rather than every CI run.
+test-sanitize:
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory SANITIZE=address,undefined BUILD=build/asan test
+
+fuzz-build: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+
+# Each target runs on a scratch copy of its corpus (new inputs go there, not into fuzz/corpus/);
+# a crash leaves its input in $(BUILD)/fuzz/ and fails the make.
+fuzz: fuzz-build
+	@for target in $(FUZZ_TARGETS); do \
+	  mkdir -p $(BUILD)/fuzz/corpus/$$target; \
+	  echo "fuzz $$target: $(FUZZ_SECONDS) s"; \
+	  dictionary=$$([[ -f fuzz/$$target.dict ]] && echo -dict=fuzz/$$target.dict); \
+	  $(BUILD)/fuzz/$$target $$dictionary -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/$$target- \
+	    $(BUILD)/fuzz/corpus/$$target fuzz/corpus/$$target > $(BUILD)/fuzz/$$target.log 2>&1 || \
+	    { tail -n 40 $(BUILD)/fuzz/$$target.log; echo "fuzz $$target: FAILED (log: $(BUILD)/fuzz/$$target.log)"; exit 1; }; \
+	  grep -E "^#[0-9]+.*DONE|^stat::peak_rss_mb" $(BUILD)/fuzz/$$target.log | tr '\n' ' '; echo; \
+	done
 
 test-gpu: all
 	MIXGPT_REQUIRE_GPU=1 $(BUILD)/mixgpt_tests --gtest_filter='Gpu*'
@@ -253,5 +300,13 @@ clean:
 
 print-config:
 	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
+
+# A fuzz target: its file and its library sources, compiled together with clang (headers are not
+# tracked per target: any header change rebuilds them).
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: fuzz/%.cpp $$(FUZZ_SOURCES_$$*) $(wildcard */*.h) Makefile
+	@mkdir -p $(dir $@)
+	@echo "FUZZ $@"
+	$(QUIET)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) fuzz/$*.cpp $(FUZZ_SOURCES_$*) -o $@ $(FUZZ_LDLIBS)
 
 -include $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

@@ -1,11 +1,11 @@
 // `mixgpt bench`: flags (or a TOML file) onto BenchOptions; prints a table or JSON.
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
 #include "cli/toml_config.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "kernels/device_choice.h"
 #include "train/benchmark.h"
@@ -52,8 +52,10 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--warmup-steps", o.warmup_steps, "untimed steps first")->capture_default_str();
     command->add_option("--steps", o.steps, "timed steps")->capture_default_str();
-    command->add_option("--peak-tflops", o.peak_tflops,
-                        "peak TFLOP/s for MFU (default: looked up by device name)");
+    command
+        ->add_option("--peak-tflops", o.peak_tflops,
+                     "peak TFLOP/s for MFU (default: looked up by device name)")
+        ->check(CLI::PositiveNumber);
     add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     command
@@ -83,11 +85,7 @@ void add_bench_command(CLI::App& app) {
         const std::vector<BenchResult> results = run_benchmark(options);
         const std::string json = bench_json(options, results) + "\n";
         std::cout << (arguments->json ? json : bench_table(options, results));
-        if (!arguments->json_out.empty()) {
-            std::ofstream file(arguments->json_out);
-            file << json;
-            if (!file.good()) throw Error(arguments->json_out + ": cannot write");
-        }
+        if (!arguments->json_out.empty()) write_whole_file(arguments->json_out, json);
     });
 }
 

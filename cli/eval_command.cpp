@@ -23,13 +23,18 @@ void add_eval_command(CLI::App& app) {
     command->add_option("--text", options->text_inputs,
                         "raw text instead of a dataset: files, directories or globs (.txt, .jsonl, .gz)");
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
-    command->add_option("--batch-size,-b", options->batch_size,
-                        "windows per forward pass (default: training's)");
-    command->add_option("--seq-len,-t", options->seq_len, "window length T (default: the model's context)");
-    command->add_option(
-        "--stride", options->stride,
-        "sliding windows: advance by this many tokens, scoring only the new ones (default: T)");
-    command->add_option("--max-tokens", options->max_tokens, "evaluate only this many leading tokens");
+    // 0 is the library's "default" for these: given on the command line, a value must be >= 1.
+    command
+        ->add_option("--batch-size,-b", options->batch_size, "windows per forward pass (default: training's)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--seq-len,-t", options->seq_len, "window length T (default: the model's context)")
+        ->check(CLI::PositiveNumber);
+    command
+        ->add_option("--stride", options->stride,
+                     "sliding windows: advance by this many tokens, scoring only the new ones (default: T)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--max-tokens", options->max_tokens, "evaluate only this many leading tokens")
+        ->check(CLI::PositiveNumber);
     add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
     command->add_option("--threads", options->device.threads, "CPU threads (0: OpenMP's default)");

@@ -1,13 +1,38 @@
 // mixgpt: one binary, subcommands as in git. Every exception ends here as one
-// line on stderr and a non-zero exit status.
+// line on stderr and a non-zero exit status; one that would end the process as
+// std::terminate (thrown on another thread, or out of a noexcept function) too.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "core/error.h"
 
+namespace {
+
+// The last resort: one line and status 1 instead of "terminate called ..." and SIGABRT.
+[[noreturn]] void report_and_exit() {
+    const char* what = "std::terminate without an exception";
+    try {
+        if (const std::exception_ptr current = std::current_exception()) std::rethrow_exception(current);
+    } catch (const std::bad_alloc&) {
+        what = "out of memory (std::bad_alloc)";
+    } catch (const std::exception& error) {
+        what = error.what();
+    } catch (...) {
+        what = "an exception of unknown type";
+    }
+    std::fprintf(stderr, "mixgpt: fatal error: %s\n", what);
+    std::fflush(stderr);
+    std::_Exit(1);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    std::set_terminate(report_and_exit);
     CLI::App app{
         "mixgpt: pretrain, evaluate and benchmark GPT language models in mixed precision "
         "(FP32, TF32, BF16, FP16) on CPUs and NVIDIA GPUs.",
@@ -32,8 +57,16 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& error) {
         std::fprintf(stderr, "mixgpt: %s (see --help)\n", error.what());
         return 2;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr,
+                     "mixgpt: error: out of memory (std::bad_alloc): use a smaller --batch-size/-b or "
+                     "--seq-len/-t\n");
+        return 1;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt: error: %s\n", error.what());
+        return 1;
+    } catch (...) {
+        std::fprintf(stderr, "mixgpt: error: an exception of unknown type\n");
         return 1;
     }
     return 0;

@@ -87,6 +87,7 @@ void add_prepare_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--seed", options.seed, "Seed of the document split")->capture_default_str();
     command->add_option("--threads", options.threads, "Threads for training and encoding (0: all cores)")
+        ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     command->add_flag("--force", options.force, "Overwrite existing outputs");
     command->callback([arguments] { run(*arguments); });

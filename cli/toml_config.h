@@ -15,12 +15,18 @@ namespace mixgpt::cli {
 
 class TomlConfig : public CLI::Config {
 public:
+    // `source` names the input in syntax errors: "<source>:<line>:<column>: <what is wrong>".
+    explicit TomlConfig(std::string source = "config") : source_(std::move(source)) {}
     std::string to_config(const CLI::App* app, bool default_also, bool write_description,
                           std::string prefix) const override;
     std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
+
+private:
+    std::string source_;
 };
 
-// Adds `--config FILE` to `command`, read with TomlConfig; unknown keys are errors.
+// Adds `--config FILE` to `command`, read with TomlConfig; unknown keys, a directory and a file
+// that cannot be read are errors.
 void add_config_option(CLI::App& command);
 
 }  // namespace mixgpt::cli

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mixgpt {
 
@@ -28,6 +29,15 @@ private:
     std::string temporary_path_;
     bool committed_ = false;
 };
+
+// Removes the temporaries ("<name>.tmp-<pid>") in `directory` whose writer is gone: no process
+// <pid> exists, and it is not this one. Returns the paths removed. A writer on another machine
+// sharing the directory is not seen: do not share a run directory between machines.
+std::vector<std::string> remove_stale_temporaries(const std::string& directory);
+
+// Writes `content` to `path` through an AtomicOutput: the file appears complete or not at all;
+// throws Error naming the path and the reason ("No space left on device") when it cannot.
+void write_whole_file(const std::string& path, const std::string& content);
 
 bool file_exists(const std::string& path);
 // Creates `directory` and its parents; throws Error when that fails.

@@ -1,5 +1,10 @@
 #include "core/h5.h"
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 #include <mutex>
 
 #include "core/hdf5_check.h"
@@ -23,12 +28,37 @@ std::string hdf5_error_message() {
 namespace h5 {
 namespace {
 
+// Also keeps HDF5 from closing, at exit, files it failed to close: HDF5 1.10 cannot close a file
+// whose metadata flush failed (a full disk) and crashes retrying at exit. Every file mixgpt opens
+// is closed by its File; one that cannot be is dropped with the process.
 void silence_hdf5_once() {
     static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+    std::call_once(once, [] {
+        H5dont_atexit();
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    });
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw Error(path + ": " + what); }
+
+// True when the file system holding `path` has no block left for an ordinary user.
+bool disk_is_full(const std::string& path) {
+    std::string directory = std::filesystem::path(path).parent_path().string();
+    if (directory.empty()) directory = ".";
+    struct statvfs status {};
+    return ::statvfs(directory.c_str(), &status) == 0 && status.f_bavail == 0;
+}
+
+// A failed write names the file and, when the disk is full, says so instead of HDF5's text.
+// `what` completes "cannot ...": "write dataset '/train/tokens'".
+void check_write(int64_t status, const std::string& path, const std::string& what) {
+    if (status >= 0) return;
+    const int saved_errno = errno;
+    const std::string message = hdf5_error_message();
+    if (saved_errno == ENOSPC || disk_is_full(path))
+        fail(path, "no space left on device (cannot " + what + ")");
+    fail(path, "cannot " + what + " (" + message + ")");
+}
 
 std::vector<hsize_t> to_dims(const std::vector<int64_t>& shape) {
     return std::vector<hsize_t>(shape.begin(), shape.end());
@@ -57,6 +87,12 @@ Handle& Handle::operator=(Handle&& other) noexcept {
 
 Handle::~Handle() {
     if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+}
+
+hid_t Handle::release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
 }
 
 hid_t native_type(Type type) {
@@ -96,14 +132,17 @@ size_t type_size(Type type) {
     return 1;
 }
 
-File File::create(const std::string& path) {
+File File::create(const std::string& path, size_t user_block_bytes) {
     silence_hdf5_once();
-    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    Handle properties(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    H5_CHECK(properties.id());
+    if (user_block_bytes > 0) H5_CHECK(H5Pset_userblock(properties.id(), user_block_bytes));
+    const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, properties.id(), H5P_DEFAULT);
     if (id < 0) {
         H5Eclear2(H5E_DEFAULT);
         fail(path, "cannot create HDF5 file");
     }
-    return File(Handle(id, H5Fclose), path);
+    return File(Handle(id, H5Fclose), path, true);
 }
 
 File File::open_read(const std::string& path) {
@@ -122,7 +161,7 @@ File File::open_read(const std::string& path) {
         H5Eclear2(H5E_DEFAULT);
         fail(path, "cannot open HDF5 file (truncated or corrupt)");
     }
-    return File(Handle(id, H5Fclose), path);
+    return File(Handle(id, H5Fclose), path, false);
 }
 
 File File::open_write(const std::string& path) {
@@ -132,7 +171,21 @@ File File::open_write(const std::string& path) {
         H5Eclear2(H5E_DEFAULT);
         fail(path, "cannot open HDF5 file for writing");
     }
-    return File(Handle(id, H5Fclose), path);
+    return File(Handle(id, H5Fclose), path, true);
+}
+
+File::~File() {
+    if (id() < 0) return;
+    // A writable file destroyed on a full disk is being abandoned (close() was not reached or
+    // failed): its content is truncated, so its blocks are free at once even if HDF5 keeps it open.
+    if (writable_ && disk_is_full(path_)) static_cast<void>(::truncate(path_.c_str(), 0));
+    if (H5Fclose(handle_.release()) < 0) H5Eclear2(H5E_DEFAULT);
+}
+
+void File::close() {
+    if (id() < 0) return;
+    if (writable_) check_write(H5Fflush(id(), H5F_SCOPE_GLOBAL), path_, "write");
+    check_write(H5Fclose(handle_.release()), path_, "close");
 }
 
 bool File::exists(const std::string& object_path) const {
@@ -153,7 +206,7 @@ bool File::exists(const std::string& object_path) const {
 
 void File::create_group(const std::string& group_path) {
     const hid_t id_group = H5Gcreate2(id(), group_path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5_CHECK(id_group);
+    check_write(id_group, path_, "create group '" + group_path + "'");
     H5_CHECK(H5Gclose(id_group));
 }
 
@@ -169,8 +222,9 @@ void File::write(const std::string& name, Type type, const void* data, const std
     Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT, properties.id(),
                               H5P_DEFAULT),
                    H5Dclose);
-    H5_CHECK(dataset.id());
-    H5_CHECK(H5Dwrite(dataset.id(), native_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    check_write(dataset.id(), path_, "create dataset '" + name + "'");
+    check_write(H5Dwrite(dataset.id(), native_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path_,
+                "write dataset '" + name + "'");
 }
 
 Handle File::open_dataset(const std::string& name) const {
@@ -239,7 +293,7 @@ void File::create_extendible(const std::string& name, Type type, int64_t chunk_e
     Handle dataset(H5Dcreate2(id(), name.c_str(), native_type(type), space.id(), H5P_DEFAULT, properties.id(),
                               H5P_DEFAULT),
                    H5Dclose);
-    H5_CHECK(dataset.id());
+    check_write(dataset.id(), path_, "create dataset '" + name + "'");
 }
 
 void File::append(const std::string& name, Type type, const void* data, int64_t count) {
@@ -250,13 +304,14 @@ void File::append(const std::string& name, Type type, const void* data, int64_t 
     hsize_t old_size = 0;
     H5_CHECK(H5Sget_simple_extent_dims(old_space.id(), &old_size, nullptr));
     const hsize_t new_size = old_size + static_cast<hsize_t>(count), length = static_cast<hsize_t>(count);
-    H5_CHECK(H5Dset_extent(dataset.id(), &new_size));
+    check_write(H5Dset_extent(dataset.id(), &new_size), path_, "extend dataset '" + name + "'");
     Handle space(H5Dget_space(dataset.id()), H5Sclose);
     H5_CHECK(space.id());
     H5_CHECK(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, &old_size, nullptr, &length, nullptr));
     Handle memory(H5Screate_simple(1, &length, nullptr), H5Sclose);
     H5_CHECK(memory.id());
-    H5_CHECK(H5Dwrite(dataset.id(), native_type(type), memory.id(), space.id(), H5P_DEFAULT, data));
+    check_write(H5Dwrite(dataset.id(), native_type(type), memory.id(), space.id(), H5P_DEFAULT, data), path_,
+                "write dataset '" + name + "'");
 }
 
 namespace {
@@ -269,8 +324,8 @@ void write_attribute(hid_t file, const std::string& path, const std::string& obj
     H5_CHECK(space.id());
     Handle attribute(H5Acreate2(object.id(), name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT),
                      H5Aclose);
-    H5_CHECK(attribute.id());
-    H5_CHECK(H5Awrite(attribute.id(), type, value));
+    check_write(attribute.id(), path, "create attribute '" + name + "'");
+    check_write(H5Awrite(attribute.id(), type, value), path, "write attribute '" + name + "'");
 }
 
 Handle open_attribute(hid_t file, const std::string& path, const std::string& object_path,
@@ -340,8 +395,6 @@ std::string File::attribute_string(const std::string& object_path, const std::st
     while (!value.empty() && value.back() == '\0') value.pop_back();
     return value;
 }
-
-void File::flush() { H5_CHECK(H5Fflush(id(), H5F_SCOPE_GLOBAL)); }
 
 }  // namespace h5
 }  // namespace mixgpt

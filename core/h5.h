@@ -23,6 +23,8 @@ public:
     Handle& operator=(Handle&& other) noexcept;
     ~Handle();
     hid_t id() const { return id_; }
+    // Gives up ownership without closing; returns the id.
+    hid_t release();
 
 private:
     hid_t id_ = -1;
@@ -34,14 +36,25 @@ enum class Type { u16, u32, i32, i64, f32, f64, u8 };
 hid_t native_type(Type type);
 size_t type_size(Type type);
 
+// A writable file destroyed on a full disk is being abandoned (an error path): its content is
+// truncated, so that its blocks are free at once (HDF5 1.10 cannot close a file whose flush failed).
 class File {
 public:
-    static File create(const std::string& path);     // truncates
+    // Truncates. user_block_bytes > 0 reserves that many bytes at the start for the caller's header
+    // (a power of two >= 512).
+    static File create(const std::string& path, size_t user_block_bytes = 0);
     static File open_read(const std::string& path);  // throws "<path>: not an HDF5 file" etc.
     static File open_write(const std::string& path);
 
+    File(File&&) noexcept = default;
+    File& operator=(File&&) = delete;
+    ~File();
+
     const std::string& path() const { return path_; }
     hid_t id() const { return handle_.id(); }
+    // Flushes and closes now; throws Error naming the file ("no space left on device" when the
+    // disk is full). Writers call it before they commit: a destructor cannot report a failure.
+    void close();
 
     bool exists(const std::string& object_path) const;
     void create_group(const std::string& group_path);
@@ -68,14 +81,14 @@ public:
     double attribute_double(const std::string& object_path, const std::string& name) const;
     std::string attribute_string(const std::string& object_path, const std::string& name) const;
 
-    void flush();
-
 private:
-    File(Handle handle, std::string path) : handle_(std::move(handle)), path_(std::move(path)) {}
+    File(Handle handle, std::string path, bool writable)
+        : handle_(std::move(handle)), path_(std::move(path)), writable_(writable) {}
     Handle open_dataset(const std::string& name) const;
 
     Handle handle_;
     std::string path_;
+    bool writable_ = false;
 };
 
 }  // namespace mixgpt::h5

@@ -1,6 +1,7 @@
 #include "eval/run_sample.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "eval/generate.h"
 
 namespace mixgpt {
@@ -14,6 +15,13 @@ std::vector<std::string> run_sampling(const SampleOptions& options) {
 
     std::vector<int32_t> prompt = tokenizer.encode(options.prompt);
     if (prompt.empty()) prompt.push_back(tokenizer.eot_id());
+    const int context = loaded.model->config().max_seq_len;
+    const int64_t room = context - static_cast<int64_t>(prompt.size());
+    if (room > 0 && options.max_new_tokens > room)
+        log_warning(
+            format("max-new-tokens %d: the prompt's %zu tokens leave room for %lld new tokens in the "
+                   "model's context of %d; generation stops there",
+                   options.max_new_tokens, prompt.size(), static_cast<long long>(room), context));
     GenerationOptions generation;
     generation.max_new_tokens = options.max_new_tokens;
     generation.sampling = options.sampling;

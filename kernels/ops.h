@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "core/available_memory.h"
 #include "core/memory.h"
 #include "core/tensor.h"
 #include "kernels/precision.h"
@@ -92,6 +93,12 @@ public:
     virtual void* cuda_stream() const { return nullptr; }
     // Peak backend memory allocated so far (device memory on CUDA, 0 if unknown).
     virtual size_t peak_memory_bytes() const = 0;
+    // Backend memory this process can still allocate (host limits on the CPU, cudaMemGetInfo's free
+    // device memory on CUDA), for the check of a memory plan before a run allocates.
+    virtual AvailableMemory available_memory() const = 0;
+    // Bytes the backend allocates outside its Buffers while an attention op of length `seq_len`
+    // runs (the CPU's per-thread (T, T) score matrices); 0 when none or not counted.
+    virtual size_t attention_scratch_bytes(int64_t seq_len) const = 0;
 
     // ---- embeddings ----
     // out (B,T,C) act = wte[tokens] + wpe[t]; tokens (B,T) i32; wte (Vp,C) act; wpe (maxT,C) act

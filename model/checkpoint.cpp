@@ -11,16 +11,12 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/h5.h"
-#include "core/hdf5_check.h"
 #include "core/log.h"
+#include "model/checkpoint_header.h"
 #include "model/parameters.h"
 
 namespace mixgpt {
 namespace {
-
-constexpr size_t kUserBlockBytes = 512;
-constexpr const char* kMagic = "mixgpt checkpoint";
-constexpr int64_t kFormatVersion = 1;
 
 using FileHandle = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
@@ -33,7 +29,7 @@ FileHandle open_file(const std::string& path, const char* mode) {
 // CRC-32 (zlib) of the bytes after the user block, read in 1 MiB chunks.
 uint32_t payload_crc32(const std::string& path) {
     FileHandle file = open_file(path, "rb");
-    MIXGPT_REQUIRE(std::fseek(file.get(), static_cast<long>(kUserBlockBytes), SEEK_SET) == 0,
+    MIXGPT_REQUIRE(std::fseek(file.get(), static_cast<long>(kCheckpointHeaderBytes), SEEK_SET) == 0,
                    path + ": cannot seek");
     std::vector<unsigned char> chunk(1 << 20);
     uLong crc = crc32(0L, Z_NULL, 0);
@@ -44,60 +40,19 @@ uint32_t payload_crc32(const std::string& path) {
     return static_cast<uint32_t>(crc);
 }
 
-struct Header {
-    int64_t version = 0;
-    uint64_t payload_bytes = 0;
-    uint32_t payload_crc32 = 0;
-};
-
-std::string header_text(const Header& header) {
-    return format("%s\nversion %lld\npayload_bytes %llu\npayload_crc32 %08x\n", kMagic,
-                  static_cast<long long>(header.version),
-                  static_cast<unsigned long long>(header.payload_bytes), header.payload_crc32);
-}
-
-Header read_header(const std::string& path) {
-    std::vector<char> block(kUserBlockBytes + 1, '\0');
-    {
-        FileHandle file = open_file(path, "rb");
-        const size_t got = std::fread(block.data(), 1, kUserBlockBytes, file.get());
-        MIXGPT_REQUIRE(got == kUserBlockBytes, path + ": truncated checkpoint (shorter than its header)");
-    }
-    std::istringstream text(std::string(block.data()));
-    std::string magic, key;
-    Header header;
-    std::getline(text, magic);
-    MIXGPT_REQUIRE(magic == kMagic, path + ": not a mixgpt checkpoint (header missing)");
-    text >> key >> header.version;
-    MIXGPT_REQUIRE(text && key == "version", path + ": corrupt checkpoint header (version)");
-    MIXGPT_REQUIRE(header.version == kFormatVersion,
-                   path + ": checkpoint format version " + std::to_string(header.version) +
-                       ", this build reads " + std::to_string(kFormatVersion));
-    text >> key >> header.payload_bytes;
-    MIXGPT_REQUIRE(text && key == "payload_bytes", path + ": corrupt checkpoint header (payload_bytes)");
-    text >> key >> std::hex >> header.payload_crc32;
-    MIXGPT_REQUIRE(text && key == "payload_crc32", path + ": corrupt checkpoint header (payload_crc32)");
-    return header;
-}
-
-void create_with_user_block(const std::string& path) {
-    h5::Handle properties(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
-    H5_CHECK(properties.id());
-    H5_CHECK(H5Pset_userblock(properties.id(), kUserBlockBytes));
-    h5::Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, properties.id(), H5P_DEFAULT), H5Fclose);
-    if (file.id() < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        throw Error(path + ": cannot create the checkpoint file");
-    }
+CheckpointHeader read_header(const std::string& path) {
+    std::vector<char> block(kCheckpointHeaderBytes);
+    FileHandle file = open_file(path, "rb");
+    const size_t got = std::fread(block.data(), 1, block.size(), file.get());
+    return parse_checkpoint_header(block.data(), got, path);
 }
 
 void write_header(const std::string& path) {
-    Header header;
-    header.version = kFormatVersion;
-    header.payload_bytes = std::filesystem::file_size(path) - kUserBlockBytes;
+    CheckpointHeader header;
+    header.version = kCheckpointFormatVersion;
+    header.payload_bytes = std::filesystem::file_size(path) - kCheckpointHeaderBytes;
     header.payload_crc32 = payload_crc32(path);
-    std::string block = header_text(header);
-    block.resize(kUserBlockBytes, '\0');
+    const std::string block = checkpoint_header_block(header);
     FileHandle file = open_file(path, "r+b");
     const bool written = std::fwrite(block.data(), 1, block.size(), file.get()) == block.size() &&
                          std::fflush(file.get()) == 0;
@@ -140,7 +95,7 @@ std::vector<std::pair<std::string, std::string>> read_options(const h5::File& fi
 void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     const int64_t n = static_cast<int64_t>(checkpoint.parameters.size());
     const GPTConfig& config = checkpoint.config;
-    file.set_attribute("/", "format_version", kFormatVersion);
+    file.set_attribute("/", "format_version", kCheckpointFormatVersion);
     file.set_attribute("/", "n_layer", static_cast<int64_t>(config.n_layer));
     file.set_attribute("/", "n_head", static_cast<int64_t>(config.n_head));
     file.set_attribute("/", "n_embd", static_cast<int64_t>(config.n_embd));
@@ -228,11 +183,10 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     make_directories(directory);
     AtomicOutput output(path);
     try {
-        create_with_user_block(output.temporary_path());
         {
-            h5::File file = h5::File::open_write(output.temporary_path());
+            h5::File file = h5::File::create(output.temporary_path(), kCheckpointHeaderBytes);
             write_contents(file, checkpoint);
-            file.flush();
+            file.close();
         }
         write_header(output.temporary_path());
     } catch (const Error& error) {
@@ -243,9 +197,9 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 
 void verify_checkpoint_file(const std::string& path) {
     MIXGPT_REQUIRE(file_exists(path), path + ": no such checkpoint");
-    const Header header = read_header(path);
+    const CheckpointHeader header = read_header(path);
     const uint64_t size = std::filesystem::file_size(path);
-    const uint64_t expected = kUserBlockBytes + header.payload_bytes;
+    const uint64_t expected = kCheckpointHeaderBytes + header.payload_bytes;
     MIXGPT_REQUIRE(size >= expected,
                    format("%s: truncated checkpoint (%llu of %llu bytes)", path.c_str(),
                           static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));

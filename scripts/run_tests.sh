@@ -3,7 +3,8 @@
 # data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
 # simulator (kernels/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
 # CUDA/NCCL tests and the kernel lab's command at its smoke sizes; and the check of the
-# kernels' PTX (scripts/check_kernel_instructions.sh). Ends with one line
+# kernels' PTX (scripts/check_kernel_instructions.sh); a 3-trial crash campaign
+# (scripts/crash_campaign.py). Ends with one line
 # "N passed, N failed, N skipped" summing GoogleTest's reports of all.
 set -uo pipefail
 build="${1:-build}"
@@ -39,6 +40,12 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
   sim_status=$((sim_status | $?))
 fi
 
+# The crash campaign, 3 trials: kill -9 a small run (once inside a checkpoint write), resume,
+# compare with the uninterrupted run (scripts/crash_campaign.py runs more).
+echo "crash campaign, 3 trials"
+"$(dirname "$0")/crash_campaign.py" --build "$build" --trials 3 --steps 12 | tail -n 4
+crash_status=${PIPESTATUS[0]}
+
 # CUDA builds: the kernels' PTX holds the instructions they claim (tensor cores, 16-byte accesses).
 ptx_status=0
 if [[ -d "$build/ptx" ]]; then
@@ -55,8 +62,9 @@ count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
 count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0)); then
+if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || crash_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
-    "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status)" >&2
+    "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status," \
+    "crash campaign exit $crash_status)" >&2
   exit 1
 fi

@@ -13,6 +13,7 @@ packages=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev  # command line, config, JSON
   libssl-dev zlib1g-dev                     # SHA-256 of tokenizers, .gz corpora
   patchelf                                  # $ORIGIN rpaths in `make bundle`
+  clang-14 libclang-rt-14-dev               # libFuzzer and sanitizers for `make fuzz` (fuzz/)
   bible-kjv                                 # the default corpus
   python3-numpy python3-h5py python3-matplotlib python3-sentencepiece  # scripts/
 )

@@ -3,22 +3,18 @@
 // status 0, and resuming it in a new process gives exactly the straight run's weights and losses;
 // --dry-run, eval --json, sample, bench --json, export and import work end to end, and training
 // says which device --device auto chose and why; info describes the build and the devices.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "kernels/device_discovery.h"
 #include "kernels/ops.h"
 #include "model/checkpoint.h"
+#include "tests/test_process_support.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "train/trainer.h"
@@ -27,60 +23,7 @@ namespace mixgpt {
 namespace {
 
 using namespace testing_support;
-using test::TempDirectory;
-
-std::string mixgpt_binary() {
-    return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mixgpt").string();
-}
-
-std::string read_text(const std::string& path) {
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    return text.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream stream(text);
-    for (std::string line; std::getline(stream, line);) lines.push_back(line);
-    return lines;
-}
-
-// Starts `mixgpt arguments...` with stdout and stderr going to files.
-pid_t spawn(const std::vector<std::string>& arguments, const std::string& out_path,
-            const std::string& err_path) {
-    std::vector<std::string> argv_storage = {mixgpt_binary()};
-    argv_storage.insert(argv_storage.end(), arguments.begin(), arguments.end());
-    std::vector<char*> argv;
-    for (std::string& argument : argv_storage) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(out, STDOUT_FILENO);
-        dup2(err, STDERR_FILENO);
-        execv(argv[0], argv.data());
-        _exit(127);
-    }
-    return pid;
-}
-
-struct Outcome {
-    int exit_status = -1;
-    std::string out, err;
-};
-
-Outcome wait_for(pid_t pid, const std::string& out_path, const std::string& err_path) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Outcome outcome;
-    outcome.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    outcome.out = read_text(out_path);
-    outcome.err = read_text(err_path);
-    return outcome;
-}
+using namespace test;
 
 class CliTest : public ::testing::Test {
 protected:
@@ -207,6 +150,13 @@ TEST_F(CliTest, DryRunEvalSampleAndBench) {
                                 "3", "--num-samples", "2", "--threads", "1"});
     ASSERT_EQ(sample.exit_status, 0) << sample.err;
     EXPECT_NE(sample.out.find("--- sample 2 ---\nthe cat"), std::string::npos) << sample.out;
+    // More tokens than the context of 16 holds: generated up to it, and said why it stopped.
+    const Outcome long_sample = run({"sample", directory_.file("run"), "--prompt", "the cat", "-n", "100",
+                                     "--no-stop", "--threads", "1"});
+    ASSERT_EQ(long_sample.exit_status, 0) << long_sample.err;
+    EXPECT_NE(long_sample.err.find("max-new-tokens 100: the prompt's"), std::string::npos) << long_sample.err;
+    EXPECT_NE(long_sample.err.find("in the model's context of 16; generation stops there"), std::string::npos)
+        << long_sample.err;
 
     const Outcome bench =
         run({"bench", "--model", "d2", "--n-embd", "32", "--vocab-size", "100", "-b", "2", "-t", "16",

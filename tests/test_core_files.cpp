@@ -1,5 +1,7 @@
 // HDF5 helpers, write-then-rename outputs and SHA-256 (core/).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -108,6 +110,34 @@ TEST(AtomicOutput, CommitRenamesAndAbandonRemovesTemporary) {
     std::string content;
     input >> content;
     EXPECT_EQ(content, "complete");
+}
+
+// A temporary is stale when no process has its pid; this process's own and a live one's stay.
+TEST(AtomicOutput, RemovesOnlyTemporariesWhoseWriterIsGone) {
+    TempDirectory dir;
+    const pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    waitpid(gone, nullptr, 0);  // reaped: no process has this pid now
+    const std::string stale = dir.write("step_00000004.h5.tmp-" + std::to_string(gone), "partial");
+    const std::string own = dir.write("step_00000006.h5.tmp-" + std::to_string(getpid()), "being written");
+    const std::string live = dir.write("metrics.jsonl.tmp-1", "pid 1 is init");
+    const std::string not_temporary = dir.write("step_00000002.h5", "complete");
+    const std::string odd = dir.write("notes.tmp-abc", "not a pid");
+    EXPECT_EQ(remove_stale_temporaries(dir.path()), std::vector<std::string>{stale});
+    EXPECT_FALSE(file_exists(stale));
+    for (const std::string& kept : {own, live, not_temporary, odd}) EXPECT_TRUE(file_exists(kept)) << kept;
+}
+
+TEST(AtomicOutput, WriteWholeFileIsCompleteOrAbsent) {
+    TempDirectory dir;
+    write_whole_file(dir.file("a.json"), "{}\n");
+    std::ifstream input(dir.file("a.json"));
+    std::string content;
+    input >> content;
+    EXPECT_EQ(content, "{}");
+    const std::string message = test::error_of([&] { write_whole_file(dir.file("missing/a.json"), "{}"); });
+    EXPECT_NE(message.find(dir.file("missing/a.json")), std::string::npos) << message;
+    EXPECT_FALSE(file_exists(dir.file("missing")));
 }
 
 TEST(Sha256, MatchesKnownVectorsAndFiles) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -71,6 +73,26 @@ TEST(TrainMetricsTest, WritesOneObjectPerLine) {
         EXPECT_NE(std::string(error.what()).find("missing/dir/metrics.jsonl: cannot open"),
                   std::string::npos);
     }
+}
+
+// A run killed after its checkpoint at step 2 wrote steps 3 and 4 and half a line; resuming at 2
+// keeps steps <= 2 only, so that the resumed run's lines follow without a repeated step.
+TEST(TrainMetricsTest, ResumeRewritesTheFileWithoutTheLinesPastTheStep) {
+    test::TempDirectory directory;
+    const std::string kept =
+        "{\"type\":\"train\",\"step\":1,\"loss\":5.0}\n{\"type\":\"train\",\"step\":2,\"loss\":4.0}\n"
+        "{\"type\":\"eval\",\"step\":2,\"val_loss\":4.5}\n";
+    const std::string path = directory.write(
+        "metrics.jsonl", kept +
+                             "{\"type\":\"train\",\"step\":3,\"loss\":3.0}\n{\"type\":\"eval\",\"step\":4}\n"
+                             "{\"type\":\"train\",\"st");
+    EXPECT_EQ(truncate_metrics_after(path, 2), 3);
+    std::ifstream file(path);
+    const std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(content, kept);
+    EXPECT_EQ(truncate_metrics_after(path, 2), 0);  // nothing past step 2 any more
+    EXPECT_EQ(truncate_metrics_after(directory.file("absent.jsonl"), 2), 0);
+    EXPECT_FALSE(std::filesystem::exists(directory.file("absent.jsonl")));
 }
 
 }  // namespace

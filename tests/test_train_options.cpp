@@ -64,6 +64,8 @@ TEST(TrainOptionsTest, BadOptionsNameTheOption) {
     EXPECT_NE(
         message_for([](TrainOptions& o) { o.token_budget = 5; }).find("exactly one of --steps and --tokens"),
         std::string::npos);
+    EXPECT_EQ(message_for([](TrainOptions& o) { o.steps = 0; }),
+              "steps, tokens: give --steps N or --tokens N with N >= 1 (0 trains nothing)");
     EXPECT_EQ(message_for([](TrainOptions& o) { o.batch_size = 0; }).rfind("batch-size:", 0), 0u);
     EXPECT_EQ(message_for([](TrainOptions& o) { o.beta2 = 1.0; }).rfind("beta2:", 0), 0u);
     EXPECT_EQ(message_for([](TrainOptions& o) { o.warmup_steps = 11; }).rfind("warmup-steps:", 0), 0u);

@@ -152,6 +152,7 @@ bool Corpus::next(TextSegment& segment) {
 
 TrainingSample Corpus::sample(size_t budget) const {
     TrainingSample sample;
+    if (total_bytes_ == 0) return sample;  // empty inputs: no share to divide
     for (const Input& input : inputs_) {
         const size_t share =
             static_cast<size_t>(static_cast<long double>(budget) * input.bytes / total_bytes_);

@@ -105,7 +105,7 @@ void DatasetWriter::finish(int64_t invalid_utf8_bytes, int64_t skipped_lines) {
     file_.set_attribute("/", "val_fraction", metadata_.val_fraction);
     file_.set_attribute("/", "invalid_utf8_bytes", invalid_utf8_bytes);
     file_.set_attribute("/", "skipped_lines", skipped_lines);
-    file_.flush();
+    file_.close();
 }
 
 }  // namespace mixgpt

@@ -38,7 +38,7 @@ public:
     void end_document(int64_t bytes);
     void add_document(Split split, const std::vector<int32_t>& tokens, int64_t bytes);
 
-    // Writes what is buffered and the attributes, then flushes the file.
+    // Writes what is buffered and the attributes, then closes the file (throws when it cannot).
     void finish(int64_t invalid_utf8_bytes, int64_t skipped_lines);
 
     const SplitInfo& info(Split split) const { return splits_[static_cast<int>(split)].info; }

@@ -164,14 +164,25 @@ public:
     uint64_t bytes_read() const override { return stream_.file_position(); }
     int64_t skipped_lines() const override { return skipped_lines_; }
 
+    // A file whose sampled lines all lack the key says so, rather than leaving an empty sample.
     void sample(size_t budget, TrainingSample& sample) override {
         std::string text;
+        const char* problem = nullptr;
+        size_t added = 0;
         sample_lines(file_, kUnlimitedLine, budget, [&](const LineReader::Piece& piece) -> size_t {
-            if (extract_text(piece.text, text) != nullptr) return 0;
+            const char* line_problem = extract_text(piece.text, text);
+            if (line_problem != nullptr) {
+                problem = line_problem;
+                return 0;
+            }
             const size_t before = sample.bytes();
             sample.add_text(text);
+            added += sample.bytes() - before;
             return sample.bytes() - before;
         });
+        if (added == 0 && problem != nullptr)
+            throw Error(file_.path + ": no line read holds text: " + problem +
+                        " (--jsonl-key names the field holding the text)");
     }
 
 private:

@@ -38,6 +38,8 @@ void check_options(const PrepareOptions& options) {
     MIXGPT_REQUIRE(options.val_fraction >= 0 && options.val_fraction < 1,
                    format("--val-fraction %g must be in [0, 1)", options.val_fraction));
     MIXGPT_REQUIRE(options.tokenizer_sample_bytes > 0, "--tokenizer-sample-bytes must be positive");
+    MIXGPT_REQUIRE(options.threads >= 0,
+                   format("--threads %d: must be >= 0 (0: all cores)", options.threads));
 }
 
 void check_not_present(const std::string& path, bool force) {

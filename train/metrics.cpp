@@ -1,10 +1,39 @@
 #include "train/metrics.h"
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace mixgpt {
+
+int64_t truncate_metrics_after(const std::string& path, int64_t step) {
+    std::ifstream input(path);
+    if (!input) return 0;
+    std::vector<std::string> kept;
+    int64_t dropped = 0;
+    for (std::string line; std::getline(input, line);) {
+        const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+        const bool complete = !input.eof() && record.is_object() && record.contains("step") &&
+                              record["step"].is_number_integer();
+        if (complete && record["step"].get<int64_t>() <= step)
+            kept.push_back(line);
+        else
+            ++dropped;
+    }
+    if (dropped == 0) return 0;
+    AtomicOutput output(path);
+    {
+        std::ofstream file(output.temporary_path(), std::ios::trunc);
+        for (const std::string& line : kept) file << line << '\n';
+        file.close();
+        MIXGPT_REQUIRE(file.good(), output.temporary_path() + ": cannot write the metrics file");
+    }
+    output.commit();
+    return dropped;
+}
 
 MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
     file_ = std::fopen(path.c_str(), append ? "a" : "w");

@@ -5,7 +5,8 @@
 //    "memory_bytes":123456}
 //   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
 //   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
-//   {"type":"resume","step":50}                  (a resumed run appends after this line)
+//   {"type":"resume","step":50}                  (a resumed run appends after this line; the lines
+//                                                 past step 50 of the stopped run are removed)
 // Non-finite numbers are written as null.
 #pragma once
 
@@ -31,6 +32,11 @@ struct EvalMetrics {
     int64_t val_tokens = 0;
     double grad_zero_fraction = -1;  // of the last step's gradient elements; < 0: not measured
 };
+
+// Makes `path` tell one history when a run resumes at `step`: rewrites it atomically without the
+// lines past `step` (written after that checkpoint by the run that stopped) and without torn lines
+// (a process killed mid-write). Returns the number of lines dropped; 0 when the file is missing.
+int64_t truncate_metrics_after(const std::string& path, int64_t step);
 
 class MetricsWriter {
 public:

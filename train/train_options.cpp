@@ -63,8 +63,10 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(options.batch_size >= 1, "batch-size: must be at least 1");
     MIXGPT_REQUIRE(options.seq_len >= 1, "seq-len: must be at least 1");
     MIXGPT_REQUIRE(options.steps >= 0 && options.token_budget >= 0, "steps, tokens: must not be negative");
-    MIXGPT_REQUIRE((options.steps > 0) != (options.token_budget > 0),
-                   "steps, tokens: give exactly one of --steps and --tokens");
+    MIXGPT_REQUIRE(!(options.steps > 0 && options.token_budget > 0),
+                   "steps, tokens: give exactly one of --steps and --tokens, not both");
+    MIXGPT_REQUIRE(options.steps > 0 || options.token_budget > 0,
+                   "steps, tokens: give --steps N or --tokens N with N >= 1 (0 trains nothing)");
     MIXGPT_REQUIRE(options.eval_interval >= 0, "eval-interval: must not be negative");
     MIXGPT_REQUIRE(options.eval_batches >= 0, "eval-batches: must not be negative");
     MIXGPT_REQUIRE(options.checkpoint_interval >= 0, "checkpoint-interval: must not be negative");

@@ -23,6 +23,7 @@
 #include "train/checkpoint_broadcast.h"
 #include "train/communicator.h"
 #include "train/loader_rebatch.h"
+#include "train/memory_check.h"
 #include "train/mpi_launch.h"
 #include "train/process_communicator.h"
 #include "train/stop_signal.h"
@@ -44,7 +45,8 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
 // Options that may change between a run and its resumption without changing what is trained.
 bool is_run_mechanics(const std::string& name) {
     return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
-           name == "bucket_mb" || name == "collective_timeout" || name == "gradient_zero_stats";
+           name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
+           name == "gradient_zero_stats";
 }
 
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
@@ -103,6 +105,7 @@ private:
     int64_t tokens_seen_ = 0;
     StepStatus status_;  // host copy of the backend's StepStatus after the last step
     int bad_steps_in_a_row_ = 0;
+    std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
     bool evaluation_possible_ = true;
     TrainResult result_;
 };
@@ -132,6 +135,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
     const MasterSpan masters =
         TrainStep::master_span(ParameterLayout(plan_.model).total(), communicator(), parallel);
+    require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
+                        options.zero_optimizer ? masters.end - masters.begin : -1);
     model_ = std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len,
                                    options.recompute, masters);
 
@@ -215,6 +220,7 @@ void Trainer::resume_from(const std::string& path) {
     tokens_seen_ = checkpoint.tokens_seen;
     bad_steps_in_a_row_ = static_cast<int>(checkpoint.bad_steps_in_a_row);
     result_.last_checkpoint = path;
+    last_saved_path_ = path;
     log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
                     static_cast<long long>(step_), static_cast<double>(status_.loss_scale),
                     status_.skipped_steps));
@@ -237,8 +243,10 @@ void Trainer::save_checkpoint() {
     OptimizerMoments moments = train_step_->gather_moments(0);
     const std::string directory = checkpoint_directory(options_.output_dir);
     const std::string path = checkpoint_path(directory, step_);
-    result_.last_checkpoint = path;
-    if (!is_root()) return;
+    if (!is_root()) {
+        result_.last_checkpoint = path;
+        return;
+    }
     checkpoint.config = plan_.model;
     checkpoint.tokenizer_path = dataset_.tokenizer_path;
     checkpoint.tokenizer_sha256 = dataset_.tokenizer_sha256;
@@ -260,7 +268,16 @@ void Trainer::save_checkpoint() {
     checkpoint.loader_state = loader_->state().to_vector();
     checkpoint.options = describe_options(options_);
 
-    write_checkpoint(path, checkpoint);
+    try {
+        write_checkpoint(path, checkpoint);
+    } catch (const Error& error) {
+        const std::string& previous = last_saved_path_;
+        throw Error(std::string(error.what()) +
+                    (previous.empty() ? "; no earlier checkpoint of this run exists"
+                                      : "; the previous checkpoint " + previous + " is kept intact"));
+    }
+    last_saved_path_ = path;
+    result_.last_checkpoint = path;
     remove_old_checkpoints(directory, options_.keep_checkpoints);
     log_info("checkpoint " + path);
 }
@@ -381,6 +398,10 @@ void Trainer::check_divergence(const TrainMetrics& metrics) {
 TrainResult Trainer::run() {
     result_.rank = communicator().rank();
     log_ranks();
+    if (is_root())
+        for (const std::string& directory : {options_.output_dir, checkpoint_directory(options_.output_dir)})
+            for (const std::string& stale : remove_stale_temporaries(directory))
+                log_info("removed " + stale + " (a temporary whose writer is gone)");
     const std::string path = resume_path();
     const bool resumed = !path.empty();
     if (resumed) {
@@ -391,6 +412,13 @@ TrainResult Trainer::run() {
     }
     if (is_root()) {
         make_directories(options_.output_dir);
+        if (resumed) {
+            const int64_t dropped = truncate_metrics_after(result_.metrics_path, step_);
+            if (dropped > 0)
+                log_info(format("%s: removed %lld lines past step %lld (the stopped run's, redone now)",
+                                result_.metrics_path.c_str(), static_cast<long long>(dropped),
+                                static_cast<long long>(step_)));
+        }
         metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed);
         if (resumed) metrics_->write_resume(step_);
     }

@@ -26,6 +26,8 @@ public:
     void fill_zero(void* destination, size_t bytes) override;
     void synchronize() override {}
     size_t peak_memory_bytes() const override;
+    AvailableMemory available_memory() const override { return host_available_memory(); }
+    size_t attention_scratch_bytes(int64_t seq_len) const override;
 
     void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) override;
     void embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) override;

@@ -99,6 +99,12 @@ void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 size_t CudaBackend::peak_memory_bytes() const { return allocator_->peak_bytes(); }
 
+AvailableMemory CudaBackend::available_memory() const {
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    return {free_bytes, "free device memory (cudaMemGetInfo)"};
+}
+
 }  // namespace cuda
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {

@@ -39,6 +39,9 @@ public:
     void synchronize() override;
     void* cuda_stream() const override { return stream_; }
     size_t peak_memory_bytes() const override;
+    AvailableMemory available_memory() const override;
+    // Its attention scratch is a Buffer (kernels/cuda/scratch.h), not counted here.
+    size_t attention_scratch_bytes(int64_t) const override { return 0; }
 
     void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) override;
     void embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) override;

@@ -331,6 +331,14 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
     return cudaSuccess;
 }
 
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+    DeviceHeap& h = heap();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    *free_bytes = kDeviceMemoryBytes - h.used;
+    *total_bytes = kDeviceMemoryBytes;
+    return cudaSuccess;
+}
+
 cudaError_t cudaFree(void* pointer) {
     if (pointer == nullptr) return cudaSuccess;
     host_wait([] { drain_all(); });  // cudaFree waits for the device

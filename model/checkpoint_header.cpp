@@ -1,0 +1,44 @@
+#include "model/checkpoint_header.h"
+
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr const char* kMagic = "mixgpt checkpoint";
+
+}  // namespace
+
+std::string checkpoint_header_block(const CheckpointHeader& header) {
+    std::string block = format("%s\nversion %lld\npayload_bytes %llu\npayload_crc32 %08x\n", kMagic,
+                               static_cast<long long>(header.version),
+                               static_cast<unsigned long long>(header.payload_bytes), header.payload_crc32);
+    block.resize(kCheckpointHeaderBytes, '\0');
+    return block;
+}
+
+CheckpointHeader parse_checkpoint_header(const char* block, size_t size, const std::string& path) {
+    MIXGPT_REQUIRE(size >= kCheckpointHeaderBytes, path + ": truncated checkpoint (shorter than its header)");
+    // The text ends at the first NUL of the block, or at its end.
+    const std::string bytes(block, kCheckpointHeaderBytes);
+    std::istringstream text(bytes.substr(0, bytes.find('\0')));
+    std::string magic, key;
+    CheckpointHeader header;
+    std::getline(text, magic);
+    MIXGPT_REQUIRE(magic == kMagic, path + ": not a mixgpt checkpoint (header missing)");
+    text >> key >> header.version;
+    MIXGPT_REQUIRE(text && key == "version", path + ": corrupt checkpoint header (version)");
+    MIXGPT_REQUIRE(header.version == kCheckpointFormatVersion,
+                   path + ": checkpoint format version " + std::to_string(header.version) +
+                       ", this build reads " + std::to_string(kCheckpointFormatVersion));
+    text >> key >> header.payload_bytes;
+    MIXGPT_REQUIRE(text && key == "payload_bytes", path + ": corrupt checkpoint header (payload_bytes)");
+    text >> key >> std::hex >> header.payload_crc32;
+    MIXGPT_REQUIRE(text && key == "payload_crc32", path + ": corrupt checkpoint header (payload_crc32)");
+    return header;
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,17 @@
+// The check of a run's memory plan (model/memory_plan.h) against the memory its backend can still
+// allocate, made before the model is allocated: a run that cannot fit is refused with one line
+// (the plan's figure, the available figure and what to change) instead of being killed by the
+// kernel's OOM killer or ending in std::bad_alloc halfway through its allocations.
+#pragma once
+
+#include "kernels/ops.h"
+#include "model/config.h"
+
+namespace mixgpt {
+
+// Throws Error when plan_memory(config, batch_size, seq_len, precision, recompute,
+// optimizer_elements).total() + the backend's attention scratch exceeds its available memory.
+void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
+                         Recompute recompute, int64_t optimizer_elements);
+
+}  // namespace mixgpt

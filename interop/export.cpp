@@ -6,6 +6,7 @@
 
 #include "core/build_info.h"
 #include "core/dtype.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "eval/checkpoint_model.h"
@@ -52,13 +53,6 @@ std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype)
     return bytes;
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.flush();
-    MIXGPT_REQUIRE(file.good(), path.string() + ": cannot write");
-}
-
 }  // namespace
 
 ExportResult export_hf(const ExportOptions& options) {
@@ -95,8 +89,8 @@ ExportResult export_hf(const ExportOptions& options) {
     HfModelConfig config;
     config.model = checkpoint.config;
     config.eos_token_id = tokenizer.eot_id();
-    write_text(folder / "config.json", hf_config_json(config));
-    write_text(folder / "generation_config.json", hf_generation_config_json(config));
+    write_whole_file((folder / "config.json").string(), hf_config_json(config));
+    write_whole_file((folder / "generation_config.json").string(), hf_generation_config_json(config));
     write_hf_tokenizer(tokenizer, checkpoint.config.max_seq_len, folder.string());
     ModelCardFacts facts;
     facts.checkpoint_path = loaded.path;
@@ -104,7 +98,7 @@ ExportResult export_hf(const ExportOptions& options) {
     facts.run_directory = run_directory_of(options.source, loaded.path);
     facts.dtype = options.dtype;
     facts.commit = build_commit();
-    write_text(folder / "README.md", model_card(facts));
+    write_whole_file((folder / "README.md").string(), model_card(facts));
 
     ExportResult result;
     result.checkpoint = loaded.path;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace mixgpt::interop {
@@ -11,13 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.flush();
-    MIXGPT_REQUIRE(file.good(), path.string() + ": cannot write");
-}
 
 }  // namespace
 
@@ -44,9 +38,9 @@ void write_hf_tokenizer(const Tokenizer& tokenizer, int model_max_length, const 
                          {"use_default_system_prompt", false},
                          {"sp_model_kwargs", Json::object()},
                          {"model_max_length", model_max_length}};
-    write_text(folder / "tokenizer_config.json", config.dump(2) + "\n");
+    write_whole_file((folder / "tokenizer_config.json").string(), config.dump(2) + "\n");
     const Json special = {{"bos_token", eot}, {"eos_token", eot}, {"unk_token", unk}};
-    write_text(folder / "special_tokens_map.json", special.dump(2) + "\n");
+    write_whole_file((folder / "special_tokens_map.json").string(), special.dump(2) + "\n");
 }
 
 Tokenizer load_hf_tokenizer(const std::string& directory) {

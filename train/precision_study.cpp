@@ -20,17 +20,6 @@
 namespace mixgpt {
 namespace {
 
-void write_text_file(const std::string& path, const std::string& text) {
-    AtomicOutput output(path);
-    {
-        std::ofstream file(output.temporary_path(), std::ios::binary);
-        file << text;
-        file.flush();
-        MIXGPT_REQUIRE(file.good(), path + ": cannot write");
-    }
-    output.commit();
-}
-
 // The steps a complete run recorded in its study_run.json; -1 when it has none.
 int64_t recorded_steps(const std::string& path) {
     std::ifstream file(path);
@@ -172,7 +161,7 @@ bool run_study(const StudyOptions& asked) {
         }
         log_info(format("study: bench of %s, %d timed steps", precision_name(variant.precision),
                         options.bench_steps));
-        write_text_file(record,
+        write_whole_file(record,
                         study_bench_json(bench_precision(options, variant.precision, dataset.vocab_size),
                                          result.steps_done));
     }
@@ -194,8 +183,8 @@ bool run_study(const StudyOptions& asked) {
     compare_with_fp32(report);
     const std::string json_path = (std::filesystem::path(options.output_dir) / "report.json").string();
     const std::string markdown_path = (std::filesystem::path(options.output_dir) / "report.md").string();
-    write_text_file(json_path, study_report_json(report));
-    write_text_file(markdown_path, study_report_markdown(report));
+    write_whole_file(json_path, study_report_json(report));
+    write_whole_file(markdown_path, study_report_markdown(report));
     plot_figures(json_path);
     log_info("study: report " + markdown_path + " and " + json_path);
     return true;

@@ -35,7 +35,9 @@ struct FlashCase {
 
 // Forward tiles are 128 (hd 64) or 64 (hd 128) queries by 64 keys; backward tiles 64 by 64 or 32.
 constexpr FlashCase kCases[] = {
-    {1, 3, 1, 64, 2.0, "T = 3: one tile, nearly all masked"},
+    // 16 heads of 3 rows: over one head the 2x rule's error ratio came from a handful of values
+    // and failed for some seeds (dq 3.5x the CPU error at MIXGPT_TEST_SEED=2511186790).
+    {4, 3, 4, 64, 2.0, "T = 3: one tile, nearly all masked"},
     {2, 77, 2, 64, 2.0, "hd 64, T = 77: one partial tile"},
     {1, 200, 2, 64, 2.0, "hd 64, T = 200: several tiles, the last partial"},
     {2, 128, 1, 128, 2.0, "hd 128, T = 128: whole tiles"},

@@ -155,6 +155,13 @@ std::vector<std::string> train_with(const std::vector<std::string>& extra,
     return arguments;
 }
 
+// A one-step bench of a tiny model that writes its JSON to `json_out`.
+std::vector<std::string> tiny_bench_writing(const std::string& json_out) {
+    return {"bench", "--model",   "d2", "--n-embd",   "32",    "--vocab-size",   "100", "-b",
+            "1",     "-t",        "8",  "--steps",    "1",     "--warmup-steps", "0",   "--precision",
+            "fp32",  "--threads", "1",  "--json-out", json_out};
+}
+
 std::vector<BadInput> bad_inputs() {
     const std::string ckpt = "{D}/run/checkpoints/step_00000002.h5";
     return {
@@ -335,27 +342,7 @@ std::vector<BadInput> bad_inputs() {
         {"bench: zero batch", {"bench", "-b", "0", "--steps", "1"}, 1, {"batch"}},
         {"bench: unknown model", {"bench", "--model", "d7"}, 1, {"d7"}},
         {"bench: JSON into a missing directory",
-         {"bench",
-          "--model",
-          "d2",
-          "--n-embd",
-          "32",
-          "--vocab-size",
-          "100",
-          "-b",
-          "1",
-          "-t",
-          "8",
-          "--steps",
-          "1",
-          "--warmup-steps",
-          "0",
-          "--precision",
-          "fp32",
-          "--threads",
-          "1",
-          "--json-out",
-          "{D}/absent/out.json"},
+         tiny_bench_writing("{D}/absent/out.json"),
          1,
          {"{D}/absent/out.json"}},
         {"bench: unknown exchange", {"bench", "--gradient-exchange", "sideways"}, 2, {"sideways"}},
@@ -461,27 +448,7 @@ TEST_F(BadInputTest, FullDiskForBenchJsonLeavesNoFile) {
         }
     }
     check({"bench --json-out: disk full",
-           {"bench",
-            "--model",
-            "d2",
-            "--n-embd",
-            "32",
-            "--vocab-size",
-            "100",
-            "-b",
-            "1",
-            "-t",
-            "8",
-            "--steps",
-            "1",
-            "--warmup-steps",
-            "0",
-            "--precision",
-            "fp32",
-            "--threads",
-            "1",
-            "--json-out",
-            "{D}/full/bench.json"},
+           tiny_bench_writing("{D}/full/bench.json"),
            1,
            {"{D}/full/bench.json", "No space left on device"}});
     EXPECT_FALSE(std::filesystem::exists(fixture_->file("full/bench.json")));

@@ -7,20 +7,28 @@
 namespace mixgpt {
 namespace {
 
-uint32_t float_bits(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return bits;
-}
-
-float bits_float(uint32_t bits) {
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
-}
-
 [[noreturn]] void not_a_float_format(const char* function) {
     throw Error(std::string(function) + ": int32 is not a float format");
+}
+
+// The array loops, compiled for AVX2 as well as the baseline (the loader picks one): the
+// branch-free conversions of core/float16_bits.h vectorize with AVX2's variable shifts and blends.
+#define MIXGPT_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+
+MIXGPT_AVX2_CLONES void bf16_to_float_array(const uint16_t* source, float* destination, size_t count) {
+    for (size_t i = 0; i < count; ++i) destination[i] = bf16_bits_to_float(source[i]);
+}
+
+MIXGPT_AVX2_CLONES void fp16_to_float_array(const uint16_t* source, float* destination, size_t count) {
+    for (size_t i = 0; i < count; ++i) destination[i] = fp16_bits_to_float(source[i]);
+}
+
+MIXGPT_AVX2_CLONES void float_to_bf16_array(const float* source, uint16_t* destination, size_t count) {
+    for (size_t i = 0; i < count; ++i) destination[i] = float_to_bf16_bits(source[i]);
+}
+
+MIXGPT_AVX2_CLONES void float_to_fp16_array(const float* source, uint16_t* destination, size_t count) {
+    for (size_t i = 0; i < count; ++i) destination[i] = float_to_fp16_bits(source[i]);
 }
 
 }  // namespace
@@ -61,55 +69,6 @@ DType parse_dtype(const std::string& name) {
     throw Error("unknown dtype '" + name + "' (expected fp32, bf16, fp16 or int32)");
 }
 
-uint16_t float_to_bf16_bits(float value) {
-    const uint32_t bits = float_bits(value);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-    // Round to nearest even on the 16 discarded bits; a carry into the exponent
-    // correctly turns the largest values into infinity.
-    const uint32_t rounding_bias = 0x7fffu + ((bits >> 16) & 1u);
-    return static_cast<uint16_t>((bits + rounding_bias) >> 16);
-}
-
-float bf16_bits_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
-
-uint16_t float_to_fp16_bits(float value) {
-    const uint32_t bits = float_bits(value);
-    const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-    const uint32_t magnitude = bits & 0x7fffffffu;
-    if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
-    if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to Inf
-    const int exponent = static_cast<int>(magnitude >> 23) - 127;
-    if (exponent >= -14) {
-        // Normal half: keep 10 mantissa bits, round the other 13 to nearest even.
-        const uint32_t half_exponent = static_cast<uint32_t>(exponent + 15);
-        const uint32_t mantissa = magnitude & 0x7fffffu;
-        uint32_t result = (half_exponent << 10) | (mantissa >> 13);
-        const uint32_t remainder = mantissa & 0x1fffu;
-        if (remainder > 0x1000u || (remainder == 0x1000u && (result & 1u))) ++result;
-        return static_cast<uint16_t>(sign | result);
-    }
-    if (exponent < -25) return sign;  // below half the smallest subnormal: rounds to zero
-    // Subnormal half: value = m * 2^-24 with the implicit bit made explicit.
-    const uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
-    const int shift = -exponent - 1;  // 14..24: bits of the float mantissa to drop
-    uint32_t result = mantissa >> shift;
-    const uint32_t remainder = mantissa & ((1u << shift) - 1u);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (remainder > halfway || (remainder == halfway && (result & 1u))) ++result;
-    return static_cast<uint16_t>(sign | result);
-}
-
-float fp16_bits_to_float(uint16_t bits) {
-    const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-    const uint32_t exponent = (bits >> 10) & 0x1fu;
-    const uint32_t mantissa = bits & 0x3ffu;
-    if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));
-    if (exponent != 0) return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-    // Zero or subnormal: exactly mantissa * 2^-24.
-    const float magnitude = static_cast<float>(mantissa) * bits_float(0x33800000u);
-    return sign ? -magnitude : magnitude;
-}
-
 float round_to_dtype(float value, DType dtype) {
     switch (dtype) {
         case DType::f32:
@@ -132,9 +91,9 @@ void convert_to_float(const void* source, DType source_dtype, float* destination
     }
     const auto* bits = static_cast<const uint16_t*>(source);
     if (source_dtype == DType::bf16) {
-        for (size_t i = 0; i < count; ++i) destination[i] = bf16_bits_to_float(bits[i]);
+        bf16_to_float_array(bits, destination, count);
     } else {
-        for (size_t i = 0; i < count; ++i) destination[i] = fp16_bits_to_float(bits[i]);
+        fp16_to_float_array(bits, destination, count);
     }
 }
 
@@ -146,9 +105,9 @@ void convert_from_float(const float* source, void* destination, DType destinatio
     }
     auto* bits = static_cast<uint16_t*>(destination);
     if (destination_dtype == DType::bf16) {
-        for (size_t i = 0; i < count; ++i) bits[i] = float_to_bf16_bits(source[i]);
+        float_to_bf16_array(source, bits, count);
     } else {
-        for (size_t i = 0; i < count; ++i) bits[i] = float_to_fp16_bits(source[i]);
+        float_to_fp16_array(source, bits, count);
     }
 }
 

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/float16_bits.h"  // float_to_bf16_bits, bf16_bits_to_float, float_to_fp16_bits, fp16_bits_to_float
+
 namespace mixgpt {
 
 enum class DType : uint8_t { f32, bf16, f16, i32 };
@@ -21,11 +23,6 @@ enum class DType : uint8_t { f32, bf16, f16, i32 };
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);         // "fp32", "bf16", "fp16", "int32"
 DType parse_dtype(const std::string& name);  // throws Error on an unknown name
-
-uint16_t float_to_bf16_bits(float value);
-float bf16_bits_to_float(uint16_t bits);
-uint16_t float_to_fp16_bits(float value);
-float fp16_bits_to_float(uint16_t bits);
 
 // The value a tensor of `dtype` would hold after storing `value` (identity for f32).
 // Throws Error for i32.

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
@@ -75,12 +74,12 @@ void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qk
     const auto [B, T, C, H, hd] = check_qkv(op, act(), qkv, n_head);
     require_tensor(out, act(), {B, T, C}, op, "out");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
-    const FloatInput x(qkv);
-    FloatOutput y(out, false);
+    const FloatInput x(scratch_, qkv);
+    FloatOutput y(scratch_, out, false);
     float* l = lse.as<float>();
 #pragma omp parallel
     {
-        std::vector<float> p(static_cast<size_t>(T * T));
+        const ScratchLease p = scratch_.borrow(static_cast<size_t>(T * T));
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
             const int64_t b = bh / H, h = bh % H;
@@ -100,13 +99,14 @@ void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView
     require_tensor(dout, act(), {B, T, C}, op, "dout");
     require_tensor(out, act(), {B, T, C}, op, "out");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
-    const FloatInput x(qkv), dy(dout);
-    FloatOutput dx(dqkv, false);
+    const FloatInput x(scratch_, qkv), dy(scratch_, dout);
+    FloatOutput dx(scratch_, dqkv, false);
     const float* l = lse.as<const float>();
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
 #pragma omp parallel
     {
-        std::vector<float> p(static_cast<size_t>(T * T)), dp(static_cast<size_t>(T * T));
+        const ScratchLease p = scratch_.borrow(static_cast<size_t>(T * T));
+        const ScratchLease dp = scratch_.borrow(static_cast<size_t>(T * T));
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
             const int64_t b = bh / H, h = bh % H, row = 3 * C;
@@ -160,16 +160,17 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
             std::copy_n(qkv_bytes + (source + 2 * C) * element, C * element, v_bytes + target * element);
         }
 
-    const FloatInput q(qkv);
-    std::vector<float> keys(static_cast<size_t>(B * count * C)), values(keys.size());
+    const FloatInput q(scratch_, qkv);
+    const ScratchLease keys = scratch_.borrow(static_cast<size_t>(B * count * C));
+    const ScratchLease values = scratch_.borrow(static_cast<size_t>(B * count * C));
     for (int64_t b = 0; b < B; ++b) {
         parallel_to_float(k_bytes + b * max_T * C * element, act(), keys.data() + b * count * C, count * C);
         parallel_to_float(v_bytes + b * max_T * C * element, act(), values.data() + b * count * C, count * C);
     }
-    FloatOutput y(out, false);
+    FloatOutput y(scratch_, out, false);
 #pragma omp parallel
     {
-        std::vector<float> p(static_cast<size_t>(Tn * count));
+        const ScratchLease p = scratch_.borrow(static_cast<size_t>(Tn * count));
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
             const int64_t b = bh / H, h = bh % H;

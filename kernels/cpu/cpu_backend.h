@@ -7,6 +7,7 @@
 #pragma once
 
 #include "kernels/cpu/memory_tracker.h"
+#include "kernels/cpu/scratch_pool.h"
 #include "kernels/ops.h"
 
 namespace mixgpt::cpu {
@@ -72,6 +73,7 @@ private:
 
     Precision precision_;
     MemoryTracker memory_;
+    ScratchPool scratch_{memory_};  // the ops' float temporaries, reused between ops
 };
 
 }  // namespace mixgpt::cpu

@@ -8,7 +8,7 @@ namespace mixgpt::cpu {
 void CpuBackend::cast(TensorView out, TensorView in) {
     require(out.valid() && in.valid(), "cast", "out and in must be valid");
     require(out.numel() == in.numel(), "cast", "out and in differ in element count");
-    const FloatInput values(in);
+    const FloatInput values(scratch_, in);
     parallel_from_float(values.data(), out.data, out.dtype, out.numel());
 }
 

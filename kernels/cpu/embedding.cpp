@@ -32,9 +32,9 @@ void CpuBackend::embedding_forward(TensorView out, TensorView tokens, TensorView
     const int32_t* token = tokens.as<const int32_t>();
     require_tokens_in_range(token, B * T, wte.dim(0), op);
 
-    const FloatInput token_table(wte);
-    const FloatInput position_table(TensorView(wpe.data, wpe.dtype, {T, C}));
-    FloatOutput result(out, false);
+    const FloatInput token_table(scratch_, wte);
+    const FloatInput position_table(scratch_, TensorView(wpe.data, wpe.dtype, {T, C}));
+    FloatOutput result(scratch_, out, false);
     float* y = result.data();
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < B * T; ++row) {
@@ -58,7 +58,7 @@ void CpuBackend::embedding_backward(TensorView dwte, TensorView dwpe, TensorView
     const int32_t* token = tokens.as<const int32_t>();
     require_tokens_in_range(token, B * T, dwte.dim(0), op);
 
-    const FloatInput gradient(dout);
+    const FloatInput gradient(scratch_, dout);
     const float* dy = gradient.data();
     float* dtoken = dwte.as<float>();
     float* dposition = dwpe.as<float>();

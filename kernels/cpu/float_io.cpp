@@ -31,16 +31,17 @@ void parallel_from_float(const float* source, void* destination, DType destinati
     }
 }
 
-FloatInput::FloatInput(const TensorView& view) : data_(view.as<const float>()) {
+FloatInput::FloatInput(ScratchPool& scratch, const TensorView& view) : data_(view.as<const float>()) {
     if (view.dtype == DType::f32) return;
-    copy_.resize(static_cast<size_t>(view.numel()));
+    copy_ = scratch.borrow(static_cast<size_t>(view.numel()));
     parallel_to_float(view.data, view.dtype, copy_.data(), view.numel());
     data_ = copy_.data();
 }
 
-FloatOutput::FloatOutput(const TensorView& view, bool load_current) : view_(view), data_(view.as<float>()) {
+FloatOutput::FloatOutput(ScratchPool& scratch, const TensorView& view, bool load_current)
+    : view_(view), data_(view.as<float>()) {
     if (view.dtype == DType::f32) return;
-    copy_.resize(static_cast<size_t>(view.numel()));
+    copy_ = scratch.borrow(static_cast<size_t>(view.numel()));
     if (load_current) parallel_to_float(view.data, view.dtype, copy_.data(), view.numel());
     data_ = copy_.data();
 }

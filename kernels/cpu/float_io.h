@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "core/tensor.h"
+#include "kernels/cpu/scratch_pool.h"
 
 namespace mixgpt::cpu {
 
@@ -15,16 +15,16 @@ namespace mixgpt::cpu {
 void parallel_to_float(const void* source, DType source_dtype, float* destination, int64_t count);
 void parallel_from_float(const float* source, void* destination, DType destination_dtype, int64_t count);
 
-// The tensor's values as floats: its own memory when it is f32, else a converted copy.
+// The tensor's values as floats: its own memory when it is f32, else a converted copy in scratch.
 class FloatInput {
 public:
-    explicit FloatInput(const TensorView& view);
+    FloatInput(ScratchPool& scratch, const TensorView& view);
     FloatInput(const FloatInput&) = delete;
     FloatInput& operator=(const FloatInput&) = delete;
     const float* data() const { return data_; }
 
 private:
-    std::vector<float> copy_;
+    ScratchLease copy_;
     const float* data_;
 };
 
@@ -33,7 +33,7 @@ private:
 // store() rounds back into the tensor.
 class FloatOutput {
 public:
-    FloatOutput(const TensorView& view, bool load_current);
+    FloatOutput(ScratchPool& scratch, const TensorView& view, bool load_current);
     FloatOutput(const FloatOutput&) = delete;
     FloatOutput& operator=(const FloatOutput&) = delete;
     float* data() { return data_; }
@@ -41,7 +41,7 @@ public:
 
 private:
     TensorView view_;
-    std::vector<float> copy_;
+    ScratchLease copy_;
     float* data_;
 };
 

@@ -47,8 +47,8 @@ void CpuBackend::layernorm_forward(TensorView out, TensorView mean, TensorView r
                                    TensorView weight, TensorView bias) {
     const auto [N, C] = check_forward("layernorm_forward", act(), out, mean, rstd, weight, bias);
     require_tensor(inp, act(), {N, C}, "layernorm_forward", "inp");
-    const FloatInput x(inp), w(weight), b(bias);
-    FloatOutput y(out, false);
+    const FloatInput x(scratch_, inp), w(scratch_, weight), b(scratch_, bias);
+    FloatOutput y(scratch_, out, false);
     float* m = mean.as<float>();
     float* r = rstd.as<float>();
 #pragma omp parallel for schedule(static)
@@ -65,9 +65,9 @@ void CpuBackend::residual_layernorm_forward(TensorView residual_out, TensorView 
     require_tensor(residual_out, act(), {N, C}, op, "residual_out");
     require_tensor(residual_in, act(), {N, C}, op, "residual_in");
     require_tensor(branch, act(), {N, C}, op, "branch");
-    const FloatInput a(residual_in), d(branch), w(weight), b(bias);
-    FloatOutput sum(residual_out, false);
-    FloatOutput y(out, false);
+    const FloatInput a(scratch_, residual_in), d(scratch_, branch), w(scratch_, weight), b(scratch_, bias);
+    FloatOutput sum(scratch_, residual_out, false);
+    FloatOutput y(scratch_, out, false);
     float* m = mean.as<float>();
     float* r = rstd.as<float>();
     const DType dtype = act();
@@ -95,10 +95,10 @@ void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorV
     require_tensor(weight, act(), {C}, op, "weight");
     require_tensor(mean, DType::f32, {N}, op, "mean");
     require_tensor(rstd, DType::f32, {N}, op, "rstd");
-    const FloatInput dy(dout), x(inp), w(weight);
+    const FloatInput dy(scratch_, dout), x(scratch_, inp), w(scratch_, weight);
     const float* m = mean.as<const float>();
     const float* r = rstd.as<const float>();
-    FloatOutput dx(dinp, true);
+    FloatOutput dx(scratch_, dinp, true);
 
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < N; ++n) {

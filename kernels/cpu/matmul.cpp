@@ -1,8 +1,6 @@
 // Matrix products through OpenBLAS sgemm in fixed tiles (tiled_gemm.h), with bias and GELU epilogue.
 // Under Precision::tf32 both operands are rounded to TF32 first, so TF32's error
 // is reproduced; bf16/fp16 operands are exact in float and products accumulate in float.
-#include <vector>
-
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
 #include "kernels/cpu/gelu_math.h"
@@ -17,19 +15,21 @@ constexpr int64_t kColumnBlock = 16;  // columns one thread owns in the bias-gra
 // A matmul operand as floats, rounded to TF32 when the run's precision is tf32.
 class Operand {
 public:
-    Operand(const TensorView& view, Precision precision) : values_(view), data_(values_.data()) {
+    Operand(ScratchPool& scratch, const TensorView& view, Precision precision)
+        : values_(scratch, view), data_(values_.data()) {
         if (precision != Precision::tf32) return;
         const int64_t n = view.numel();
-        rounded_.resize(static_cast<size_t>(n));
+        rounded_ = scratch.borrow(static_cast<size_t>(n));
+        float* rounded = rounded_.data();
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; ++i) rounded_[static_cast<size_t>(i)] = round_to_tf32(values_.data()[i]);
-        data_ = rounded_.data();
+        for (int64_t i = 0; i < n; ++i) rounded[i] = round_to_tf32(values_.data()[i]);
+        data_ = rounded;
     }
     const float* data() const { return data_; }
 
 private:
     FloatInput values_;
-    std::vector<float> rounded_;
+    ScratchLease rounded_;
     const float* data_;
 };
 
@@ -46,12 +46,12 @@ void CpuBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView 
     if (pre_gelu.valid()) require_tensor(pre_gelu, act(), {M, N}, op, "pre_gelu");
     if (bias.valid()) require_tensor(bias, act(), {N}, op, "bias");
 
-    const Operand a(inp, precision_), w(weight, precision_);
-    FloatOutput y(out, false);
+    const Operand a(scratch_, inp, precision_), w(scratch_, weight, precision_);
+    FloatOutput y(scratch_, out, false);
     tiled_sgemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, y.data(), N);
     if (bias.valid() || pre_gelu.valid()) {
-        const FloatInput b(bias.valid() ? bias : TensorView());
-        FloatOutput pre(pre_gelu, false);
+        const FloatInput b(scratch_, bias.valid() ? bias : TensorView());
+        FloatOutput pre(scratch_, pre_gelu, false);
         const DType dtype = act();
         const bool with_gelu = pre_gelu.valid();
 #pragma omp parallel for schedule(static)
@@ -78,8 +78,8 @@ void CpuBackend::matmul_backward_input(TensorView dinp, TensorView dout, TensorV
     const int64_t M = dout.dim(0), N = dout.dim(1), K = weight.dim(1);
     require_tensor(weight, act(), {N, K}, op, "weight");
     require_tensor(dinp, act(), {M, K}, op, "dinp");
-    const Operand dy(dout, precision_), w(weight, precision_);
-    FloatOutput dx(dinp, accumulate);
+    const Operand dy(scratch_, dout, precision_), w(scratch_, weight, precision_);
+    FloatOutput dx(scratch_, dinp, accumulate);
     tiled_sgemm(false, false, M, K, N, dy.data(), N, w.data(), K, accumulate ? 1.f : 0.f, dx.data(), K);
     dx.store();
 }
@@ -93,11 +93,11 @@ void CpuBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, Te
     require_tensor(inp, act(), {M, K}, op, "inp");
     require_tensor(dweight, DType::f32, {N, K}, op, "dweight");
     if (dbias.valid()) require_tensor(dbias, DType::f32, {N}, op, "dbias");
-    const Operand dy(dout, precision_), x(inp, precision_);
+    const Operand dy(scratch_, dout, precision_), x(scratch_, inp, precision_);
     tiled_sgemm(true, false, N, K, M, dy.data(), N, x.data(), K, 1.f, dweight.as<float>(), K);
     if (!dbias.valid()) return;
     // Column sums of dout in float (not TF32-rounded): each thread owns whole column blocks.
-    const FloatInput g(dout);
+    const FloatInput g(scratch_, dout);
     float* db = dbias.as<float>();
 #pragma omp parallel for schedule(static)
     for (int64_t begin = 0; begin < N; begin += kColumnBlock) {

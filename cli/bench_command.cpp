@@ -73,6 +73,9 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
+    command->add_flag("--profile", o.profile,
+                      "also print where each precision's step goes, per op (on CUDA every op is "
+                      "synchronized, so the profiled step is slower)");
     command->add_flag("--json", arguments->json, "print one JSON object");
     command->add_option("--json-out", arguments->json_out, "also write the JSON object to this file");
     command->callback([arguments] {

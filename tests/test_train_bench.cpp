@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "core/error.h"
@@ -68,6 +69,51 @@ TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
     narrow.n_embd = 32;
     EXPECT_DOUBLE_EQ(results[0].achieved_tflops,
                      training_flops_per_token(narrow, 16) * results[0].tokens_per_second / 1e12);
+}
+
+// --profile: every op of a step is counted as the model calls it (d2: two blocks of four matrix
+// products, two LayerNorm backwards each plus the final one, one classifier and one AdamW step), and
+// the ops' times add up to no more than the step.
+TEST(TrainBenchTest, ProfileCountsEachOpOfAStep) {
+    BenchOptions options;
+    options.model = "d2";
+    options.n_embd = 32;       // C; the block's weights are (3C, C), (C, C), (4C, C) and (C, 4C)
+    options.vocab_size = 300;  // padded to 384 rows: the output projection's label differs from the block's
+    options.batch_size = 2;
+    options.seq_len = 16;
+    options.precisions = {Precision::bf16};
+    options.warmup_steps = 1;
+    options.steps = 2;
+    options.threads = 1;
+    EXPECT_TRUE(run_benchmark(options)[0].profile.empty());
+    options.profile = true;
+    const BenchResult result = run_benchmark(options)[0];
+    std::map<std::string, double> calls;
+    double milliseconds = 0;
+    for (const OpTime& time : result.profile) {
+        calls[time.op] = static_cast<double>(time.calls) / options.steps;
+        milliseconds += time.seconds * 1e3 / options.steps;
+    }
+    const std::map<std::string, double> expected = {{"matmul_forward 96x32", 2},
+                                                    {"matmul_forward 32x32", 2},
+                                                    {"matmul_forward 128x32", 2},
+                                                    {"matmul_forward 32x128", 2},
+                                                    {"matmul_forward 384x32", 1},
+                                                    {"matmul_backward_weight 96x32", 2},
+                                                    {"matmul_backward_input 384x32", 1},
+                                                    {"layernorm_backward", 5},
+                                                    {"attention_forward", 2},
+                                                    {"attention_backward", 2},
+                                                    {"classifier", 1},
+                                                    {"adamw_step", 1},
+                                                    {"embedding_forward", 1},
+                                                    {"embedding_backward", 1}};
+    for (const auto& [op, count] : expected) EXPECT_EQ(calls[op], count) << op;
+    EXPECT_GT(milliseconds, 0);
+    EXPECT_LE(milliseconds, result.ms_per_step * (1 + 1e-9));
+    const std::string table = bench_table(options, {result});
+    EXPECT_NE(table.find("where a bf16 step goes"), std::string::npos) << table;
+    EXPECT_NE(table.find("outside the ops"), std::string::npos) << table;
 }
 
 TEST(TrainBenchTest, GradientExchangeIsNamedAndNeedsCuda) {

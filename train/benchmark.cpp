@@ -52,7 +52,13 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     backend_options.precision = precision;
     backend_options.threads = options.threads;
     backend_options.flash_attention = options.flash_attention;
-    const std::unique_ptr<Backend> backend = make_backend(backend_options);
+    std::unique_ptr<Backend> backend = make_backend(backend_options);
+    OpProfiler* profiler = nullptr;
+    if (options.profile) {
+        auto wrapped = std::make_unique<OpProfiler>(std::move(backend));
+        profiler = wrapped.get();
+        backend = std::move(wrapped);
+    }
     require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, -1);
     GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
     const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
@@ -78,6 +84,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     };
     run_steps(options.warmup_steps);
     backend->synchronize();
+    if (profiler != nullptr) profiler->reset();
     const auto start = std::chrono::steady_clock::now();
     run_steps(options.steps);
     backend->synchronize();
@@ -98,7 +105,27 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
                                         : std::numeric_limits<double>::quiet_NaN();
     result.peak_memory_bytes = backend->peak_memory_bytes();
     result.last_loss = step.result().loss;
+    if (profiler != nullptr) result.profile = profiler->times();
     return result;
+}
+
+// Per op: calls and milliseconds per step, share of the step; then what the ops do not account for.
+std::string profile_table(const BenchResult& result, int steps) {
+    std::string text =
+        format("\nwhere a %s step goes (%d timed steps, per step%s)\n", precision_name(result.precision),
+               steps, result.device_name.rfind("cuda", 0) == 0 ? ", synchronized around every op" : "");
+    text += format("%-40s %8s %10s %7s\n", "op", "calls", "ms", "share");
+    double in_ops = 0;
+    for (const OpTime& time : result.profile) {
+        const double ms = time.seconds * 1e3 / steps;
+        in_ops += ms;
+        text += format("%-40s %8.1f %10.2f %6.1f%%\n", time.op.c_str(),
+                       static_cast<double>(time.calls) / steps, ms, 100 * ms / result.ms_per_step);
+    }
+    const double outside = result.ms_per_step - in_ops;
+    text += format("%-40s %8s %10.2f %6.1f%%\n", "(outside the ops: trainer, host work)", "", outside,
+                   100 * outside / result.ms_per_step);
+    return text;
 }
 
 }  // namespace
@@ -177,6 +204,8 @@ std::string bench_table(const BenchOptions& options, const std::vector<BenchResu
             "the rounding's cost, not hardware support\n";
     if (results.empty() || results.front().peak_tflops <= 0)
         text += "MFU needs a peak: unknown for this device; give --peak-tflops\n";
+    for (const BenchResult& r : results)
+        if (!r.profile.empty()) text += profile_table(r, options.steps);
     return text;
 }
 
@@ -195,6 +224,14 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
              {"mfu", std::isnan(r.mfu) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.mfu)},
              {"peak_memory_bytes", r.peak_memory_bytes},
              {"last_loss", r.last_loss}});
+        if (!r.profile.empty()) {
+            nlohmann::ordered_json profile = nlohmann::ordered_json::array();
+            for (const OpTime& time : r.profile)
+                profile.push_back({{"op", time.op},
+                                   {"calls_per_step", static_cast<double>(time.calls) / options.steps},
+                                   {"ms_per_step", time.seconds * 1e3 / options.steps}});
+            rows.back()["profile"] = profile;
+        }
     }
     const nlohmann::ordered_json json = {
         {"model", options.model},

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/op_profiler.h"
 #include "kernels/precision.h"
 #include "model/config.h"
 
@@ -40,6 +41,7 @@ struct BenchOptions {
     double bucket_mb = 25;                               // MiB of fp32 gradients per collective
     int threads = 0;
     uint64_t seed = 1;
+    bool profile = false;  // time every op of the timed steps (kernels/op_profiler.h)
 };
 
 struct BenchResult {
@@ -53,6 +55,7 @@ struct BenchResult {
     double mfu = 0;              // achieved / peak; NaN when the peak is unknown
     size_t peak_memory_bytes = 0;
     double last_loss = 0;
+    std::vector<OpTime> profile;  // with BenchOptions::profile: the timed steps' ops, largest first
 };
 
 std::vector<BenchResult> run_benchmark(const BenchOptions& options);

@@ -10,13 +10,19 @@ set -uo pipefail
 build="${1:-build}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
+# Wall seconds of each stage, printed at the end (make test must stay under 15 minutes on 2 cores).
+timings=""
+stage_start=$SECONDS
+end_stage() { timings+="$(printf '%6d s  %s' $((SECONDS - stage_start)) "$1")"$'\n'; stage_start=$SECONDS; }
 
 "$build/mixgpt_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
 unit_status=${PIPESTATUS[0]}
+end_stage "unit tests"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
 mpi_status=${PIPESTATUS[0]}
+end_stage "2-rank tests"
 
 # The backward schedule (races that the forward one hides) reruns every op-level test and the
 # block checks; the training and bench runs, which add no kernel, run once. The 2-rank run
@@ -31,17 +37,21 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='Gpu*:Sim*' 2>&1 | tee -a "$log"
   sim_status=${PIPESTATUS[0]}
+  end_stage "simulated GPU tests, forward schedule"
   echo "GPU tests on the CUDA simulator, backward schedule"
   MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*' 2>&1 | tee -a "$log"
   sim_status=$((sim_status | PIPESTATUS[0]))
+  end_stage "simulated GPU tests, backward schedule"
   echo "2-rank tests with the CUDA backend and NCCL on the CUDA simulator"
   MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='*cuda*' 2>&1 | tee -a "$log"
   sim_status=$((sim_status | PIPESTATUS[0]))
+  end_stage "simulated 2-rank CUDA tests"
   echo "the kernel lab's command on the CUDA simulator, smoke sizes (exit 0: every kernel validated)"
   "$build/mixgpt_kernel_lab_sim" --sizes smoke --precision fp16 2>&1
   sim_status=$((sim_status | $?))
+  end_stage "kernel lab on the simulator"
 fi
 
 # The crash campaign, 3 trials: kill -9 a small run (once inside a checkpoint write), resume,
@@ -49,12 +59,14 @@ fi
 echo "crash campaign, 3 trials"
 "$(dirname "$0")/crash_campaign.py" --build "$build" --trials 3 --steps 12 | tail -n 4
 crash_status=${PIPESTATUS[0]}
+end_stage "crash campaign"
 
 # CUDA builds: the kernels' PTX holds the instructions they claim (tensor cores, 16-byte accesses).
 ptx_status=0
 if [[ -d "$build/ptx" ]]; then
   "$(dirname "$0")/check_kernel_instructions.sh" "$build/ptx" | tail -n 1
   ptx_status=${PIPESTATUS[0]}
+  end_stage "PTX instruction check"
 fi
 
 count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
@@ -65,6 +77,7 @@ count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
 # failed test; those are counted.
 count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
+printf "time per stage:\n%s" "$timings"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || crash_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \

@@ -10,7 +10,8 @@
 namespace mixgpt::cpu {
 namespace {
 
-constexpr int64_t kNormChunk = 65536;  // fixed partition of the norm's sum, whatever the thread count
+constexpr int64_t kNormChunk = 65536;    // fixed partition of the norm's sum, whatever the thread count
+constexpr int64_t kUpdateChunk = 16384;  // elements of one AdamW work item
 
 uint64_t splitmix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
@@ -84,20 +85,29 @@ void CpuBackend::adamw_step(TensorView params, TensorView grads, TensorView m, T
     float* m2 = v.as<float>();
     const DType working_dtype = act();
     const bool stochastic = separate_working && hyper.stochastic_rounding && working_dtype == DType::bf16;
+    const size_t working_element = dtype_size(working_dtype);
+    const int64_t chunks = (n + kUpdateChunk - 1) / kUpdateChunk;
+    // Whole chunks per thread: the update loop has no branch and vectorizes; the chunk's working
+    // copy is then written by one (vectorized) conversion instead of a call per element.
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-        const float gi = g[i] * gradient_factor;
-        m1[i] = beta1 * m1[i] + (1.f - beta1) * gi;
-        m2[i] = beta2 * m2[i] + (1.f - beta2) * gi * gi;
-        const float update = (m1[i] / correction1) / (std::sqrt(m2[i] / correction2) + hyper.epsilon);
-        const float decay = i < decay_count ? hyper.weight_decay : 0.f;
-        p[i] -= hyper.learning_rate * (update + decay * p[i]);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t begin = chunk * kUpdateChunk, end = std::min(n, begin + kUpdateChunk);
+        for (int64_t i = begin; i < end; ++i) {
+            const float gi = g[i] * gradient_factor;
+            m1[i] = beta1 * m1[i] + (1.f - beta1) * gi;
+            m2[i] = beta2 * m2[i] + (1.f - beta2) * gi * gi;
+            const float update = (m1[i] / correction1) / (std::sqrt(m2[i] / correction2) + hyper.epsilon);
+            const float decay = i < decay_count ? hyper.weight_decay : 0.f;
+            p[i] -= hyper.learning_rate * (update + decay * p[i]);
+        }
         if (!separate_working) continue;
-        if (stochastic)
-            working.as<uint16_t>()[i] = stochastic_bf16_bits(p[i], hyper.seed, i);
-        else
-            convert_from_float(p + i, working.as<char>() + static_cast<size_t>(i) * dtype_size(working_dtype),
-                               working_dtype, 1);
+        if (stochastic) {
+            for (int64_t i = begin; i < end; ++i)
+                working.as<uint16_t>()[i] = stochastic_bf16_bits(p[i], hyper.seed, i);
+        } else {
+            convert_from_float(p + begin, working.as<char>() + static_cast<size_t>(begin) * working_element,
+                               working_dtype, static_cast<size_t>(end - begin));
+        }
     }
 }
 

@@ -27,10 +27,18 @@ std::string value_text(const toml::node& node) {
     throw CLI::ConversionError("config value of unsupported type (use strings, numbers, booleans or arrays)");
 }
 
-void flatten(const toml::table& table, std::vector<CLI::ConfigItem>& items) {
+// Options by name from a TOML table; nested tables are flattened into their keys. An empty key
+// ('' = 1 is valid TOML) names no option: refused with its position (source:line:column).
+void flatten(const toml::table& table, const std::string& source, std::vector<CLI::ConfigItem>& items) {
     for (const auto& [key, node] : table) {
+        if (key.str().empty()) {
+            std::ostringstream message;
+            message << source << ':' << key.source().begin.line << ':' << key.source().begin.column
+                    << ": an empty key names no option";
+            throw CLI::ParseError(message.str(), CLI::ExitCodes::ConversionError);
+        }
         if (const toml::table* nested = node.as_table()) {
-            flatten(*nested, items);
+            flatten(*nested, source, items);
             continue;
         }
         CLI::ConfigItem item;
@@ -83,7 +91,7 @@ std::vector<CLI::ConfigItem> TomlConfig::from_config(std::istream& input) const 
     try {
         toml::table table = toml::parse(text.str());
         std::vector<CLI::ConfigItem> items;
-        flatten(table, items);
+        flatten(table, source_, items);
         return items;
     } catch (const toml::parse_error& error) {
         std::ostringstream message;

@@ -26,6 +26,7 @@ def toml_config():
         "syntax_error": 'model = \n[unterminated\n',
         "duplicate": 'a = 1\na = 2\n',
         "comments": '# a comment\nkey = "value" # trailing\n\n',
+        "empty_quoted_key": "''='.'",  # found by a 10-minute run: an item with an empty name
     }
     for name, text in seeds.items():
         write("toml_config", name, text)

@@ -53,7 +53,8 @@ NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(N
 PTX_ARCH := $(lastword $(GPU_ARCHS))
 PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
                  --expt-relaxed-constexpr -Werror all-warnings -MMD -MP
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lnccl -lcudart_static -ldl -lrt
+# cuBLASLt is not linked: kernels/cuda/cublaslt_library.cpp loads it on first use (dlopen).
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lnccl -lcudart_static -ldl -lrt
 
 # ---- sources ----
 LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
@@ -89,7 +90,7 @@ BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
 KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
 sim_object_of = $(patsubst %,$(BUILD)/sim/obj/%.o,$(1))
 # The library's host objects are shared with the real build; its kernels are not.
-SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS)),$(LIB_OBJS)) \
+SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS) kernels/cuda/cublaslt_library.cpp),$(LIB_OBJS)) \
                 $(call sim_object_of,$(SIM_CU_SRCS) $(SIM_SRCS))
 SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) \
                        $(call sim_object_of,$(filter %.cu,$(SIM_KERNEL_LAB_SRCS)))

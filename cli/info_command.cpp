@@ -3,6 +3,9 @@
 // (the libraries as loaded now, not as built against); each device, or the runtime's reason
 // there is none.
 #include <dlfcn.h>
+#ifdef MIXGPT_WITH_CUDA
+#include <cublas_api.h>  // CUBLAS_VER_MAJOR: the cuBLASLt this binary was built against
+#endif
 
 #include <iostream>
 
@@ -24,10 +27,20 @@ std::string loaded_library_version(const char* symbol, Function read_code) {
     return format("%ld.%ld.%ld", code / 10000, code / 100 % 100, code % 100);
 }
 
+// cuBLASLt is loaded on first use (kernels/cuda/cublaslt_library.cpp), not at start: ask the copy
+// the loader would give the backend, or say why there is none.
 std::string cublaslt_version() {
-    return loaded_library_version("cublasLtGetVersion", [](void* function) {
-        return static_cast<long>(reinterpret_cast<size_t (*)()>(function)());
-    });
+#ifdef MIXGPT_WITH_CUDA
+    const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return "cannot load " + name + " (" + dlerror() + ")";
+    void* function = dlsym(library, "cublasLtGetVersion");
+    if (function == nullptr) return name + " has no cublasLtGetVersion";
+    const auto code = static_cast<long>(reinterpret_cast<size_t (*)()>(function)());
+    return format("%ld.%ld.%ld (%s)", code / 10000, code / 100 % 100, code % 100, name.c_str());
+#else
+    return "not built";
+#endif
 }
 
 std::string nccl_version() {

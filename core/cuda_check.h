@@ -12,7 +12,7 @@
 #define CUDA_CHECK_LAST_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #define MIXGPT_CUBLAS_OK(status) ((status) == CUBLAS_STATUS_SUCCESS)
-#define CUBLAS_CHECK(call) MIXGPT_CHECK_GEN(call, "cuBLAS", MIXGPT_CUBLAS_OK, cublasGetStatusString)
+#define CUBLAS_CHECK(call) MIXGPT_CHECK_GEN(call, "cuBLAS", MIXGPT_CUBLAS_OK, cublasLtGetStatusString)
 
 #ifdef MIXGPT_WITH_NCCL
 #include <nccl.h>

@@ -123,7 +123,7 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
             log_debug(format("cuBLASLt heuristic: no algorithm for m=%lld n=%lld k=%lld epilogue %d (%s)",
                              static_cast<long long>(p.m), static_cast<long long>(p.n),
                              static_cast<long long>(p.k), static_cast<int>(epilogue_of(p)),
-                             cublasGetStatusString(status)));
+                             cublasLtGetStatusString(status)));
         if (plan.has_algorithm) plan.algorithm = result.algo;
         CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
     } catch (...) {

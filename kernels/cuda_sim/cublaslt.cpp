@@ -224,7 +224,7 @@ cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) 
 
 extern "C" {
 
-const char* cublasGetStatusString(cublasStatus_t status) {
+const char* cublasLtGetStatusString(cublasStatus_t status) {
     switch (status) {
         case CUBLAS_STATUS_SUCCESS:
             return "success (cuda_sim cuBLASLt)";

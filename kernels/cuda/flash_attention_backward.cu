@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
     T* warp_q = q_tile + warp * kWarpRows * kPitch;
     const T* warp_dout = dout_tile + warp * kWarpRows * kPitch;
     float dq[kHeadDim / 8][4] = {};   // (16 queries, hd), unscaled
-    float row_lse[2], row_delta[2];   // the lane's two rows: lse in the log2 domain, D
+    float row_lse[2] = {}, row_delta[2] = {};  // the lane's two rows (read at tile 0): lse in log2 domain, D
     float delta_sum[2] = {0.f, 0.f};  // delta pass: the lane's columns of rowsum(P ∘ dP)
     for (int tile = 0; tile < key_tiles; ++tile) {
         if (tile + 1 < key_tiles) load_key_tile(tile + 1);

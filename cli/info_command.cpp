@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/openmp_waits.h"
 #include "core/build_info.h"
 #include "core/log.h"
 #include "kernels/device_discovery.h"
@@ -58,6 +59,7 @@ std::string info_text() {
                    cuda.built_with_cuda ? ("CUDA (GPU_ARCHS " + std::string(build_gpu_archs()) + ")").c_str()
                                         : "CPU only (no CUDA toolkit)",
                    build_options());
+    text += "OpenMP waits: " + openmp_waits_description() + "\n";
     if (cuda.built_with_cuda) {
         text += "CUDA runtime: " + cuda_version_text(cuda.runtime_version) + "\n";
         text += "cuBLASLt: " + cublaslt_version() + "\n";

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "cli/openmp_waits.h"
 #include "core/error.h"
 
 namespace {
@@ -32,6 +33,7 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
+    mixgpt::cli::settle_openmp_waits(argv);
     std::set_terminate(report_and_exit);
     CLI::App app{
         "mixgpt: pretrain, evaluate and benchmark GPT language models in mixed precision "

@@ -10,6 +10,11 @@ rounds, the spread (min-max), and the peak resident memory of the process (ru_ma
 mixgpt's own count of what it allocated beside it). It ends with the ratios the CPU issue asks
 for: mixgpt fp32 speed over PyTorch's, and each emulated precision's step time over fp32's.
 
+Both get the same OpenMP wait: GOMP_SPINCOUNT=3000, mixgpt's own default (kernels/cpu/README.md,
+"Threads under load"), unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already; PyTorch's libgomp
+would otherwise spin 100 times longer at each barrier, which costs it dearly when the machine is
+shared.
+
 Needs Debian's python3-torch for the PyTorch rows (they are skipped, said so, without it).
 Usage: cpu_vs_torch.py [--mixgpt build/mixgpt] [--shapes d6:8192:4:64,d6:8192:8:256] [--rounds 5]
 """
@@ -93,11 +98,14 @@ def main():
     arguments = parser.parse_args()
     if not os.access(arguments.mixgpt, os.X_OK):
         sys.exit(f"cpu_vs_torch: {arguments.mixgpt}: not an executable (build it with make, or give --mixgpt)")
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", "3000")
     with_torch = torch_available()
     load = open("/proc/loadavg").read().split()[:3]
     print(f"cpu_vs_torch {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}, "
           f"{os.cpu_count()} processors, {arguments.threads} threads, load average {' '.join(load)} at start; "
-          f"{arguments.rounds} alternating rounds of {arguments.steps} timed steps (+{arguments.warmup_steps})")
+          f"{arguments.rounds} alternating rounds of {arguments.steps} timed steps (+{arguments.warmup_steps}); "
+          f"OpenMP waits: {os.environ.get('OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=' + os.environ.get('GOMP_SPINCOUNT', ''))}")
     if not with_torch:
         print("PyTorch is not installed for this interpreter (Debian: apt install python3-torch): "
               "its rows are skipped")

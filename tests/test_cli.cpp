@@ -186,6 +186,25 @@ TEST_F(CliTest, InfoSaysWhatThisBuildIsAndWhatItSees) {
             << info.out;
 }
 
+// The OpenMP wait (cli/openmp_waits.h): mixgpt's spin count of 3000 when the environment chose
+// none (set before libgomp starts, by executing itself again), the user's choice otherwise.
+TEST_F(CliTest, InfoSaysHowOpenmpThreadsWait) {
+    const auto waits_line = [this] {
+        const Outcome info = run({"info"});
+        for (const std::string& line : lines_of(info.out))
+            if (line.rfind("OpenMP waits: ", 0) == 0) return line;
+        return "(no OpenMP line in) " + info.out;
+    };
+    const test::ScopedEnvironment unset({{"GOMP_SPINCOUNT", nullptr}, {"OMP_WAIT_POLICY", nullptr}});
+    EXPECT_EQ(waits_line(), "OpenMP waits: GOMP_SPINCOUNT=3000 (mixgpt's default)");
+    {
+        const test::ScopedEnvironment chosen({{"GOMP_SPINCOUNT", "77"}, {"OMP_WAIT_POLICY", nullptr}});
+        EXPECT_EQ(waits_line(), "OpenMP waits: GOMP_SPINCOUNT=77 (from the environment)");
+    }
+    const test::ScopedEnvironment passive({{"OMP_WAIT_POLICY", "passive"}, {"GOMP_SPINCOUNT", nullptr}});
+    EXPECT_EQ(waits_line(), "OpenMP waits: OMP_WAIT_POLICY=passive (from the environment)");
+}
+
 TEST_F(CliTest, UnknownDeviceIsRefusedByName) {
     const Outcome outcome = run({"eval", "run", "--device", "gpu"});
     EXPECT_EQ(outcome.exit_status, 2);

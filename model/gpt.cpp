@@ -39,15 +39,13 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
     }
     if (master_pieces_.empty()) masters_count_ = n;
     const auto arena = static_cast<size_t>(arena_elements_);
-    // At least one element, so that no pieces still have a valid (unused) pointer.
+    // At least one element, so that a model keeping no masters still has a valid (unused) pointer.
     masters_ = backend_.allocate(static_cast<size_t>(std::max<int64_t>(masters_count_, 1)) * sizeof(float));
     gradients_ = backend_.allocate(arena * sizeof(float));
     if (act_ != DType::f32 || !keeps_all_masters()) {
         working_ = backend_.allocate(arena * dtype_size(act_));
         backend_.fill_zero(working_.data(), working_.bytes());  // the padding stays zero
     }
-    backend_.fill_zero(masters_.data(), masters_.bytes());
-    backend_.fill_zero(gradients_.data(), gradients_.bytes());
     activations_ = backend_.allocate(activation_layout_.total_bytes());
     weights_ = tensor_views(layout_, config_.n_layer, working_parameters().data, act_);
     grads_ = tensor_views(layout_, config_.n_layer, gradients_.data(), DType::f32);

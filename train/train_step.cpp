@@ -249,9 +249,10 @@ void TrainStep::upload_moments(const OptimizerMoments& moments) {
 
 std::vector<float> TrainStep::gather_kept(const TensorView& kept, int root) {
     const bool is_root = communicator_.rank() == root;
+    if (!sharded() && !is_root) return {};
     std::vector<float> part(static_cast<size_t>(kept_elements_));
     backend_.copy_to_host(part.data(), kept.data, part.size() * sizeof(float));
-    if (!sharded()) return is_root ? part : std::vector<float>();
+    if (!sharded()) return part;
     const int ranks = communicator_.world_size();
     std::vector<float> shards(is_root ? part.size() * static_cast<size_t>(ranks) : 0);
     communicator_.gather_host(part.data(), shards.data(),

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "model/parameters.h"
 #include "train/shard_layout.h"
 
 namespace mixgpt {
@@ -19,9 +20,11 @@ TEST(TrainShardLayoutTest, PadsToAMultipleOfWorldSizeTimesTheAlignment) {
     EXPECT_EQ(padded_elements(0, 8), 0);
     EXPECT_EQ(padded_elements(1, 8), 128);
     // GPT-2 124M (padded vocabulary 50304): every tensor is a multiple of 768 = 3 * 256, so
-    // W = 2 and 8 need no padding at all.
-    EXPECT_EQ(padded_elements(124475904, 2), 124475904);
-    EXPECT_EQ(padded_elements(124475904, 8), 124475904);
+    // W = 2 and 8 need no padding at all (train/README.md quotes this).
+    const int64_t d12 = ParameterLayout(GPTConfig::preset("d12", 50257, 1024)).total();
+    EXPECT_EQ(d12, 124475904);
+    EXPECT_EQ(padded_elements(d12, 2), d12);
+    EXPECT_EQ(padded_elements(d12, 8), d12);
 }
 
 // n = 1000, W = 3: arena 1008, units [0, 96), [96, 144), [144, 1008) (given out of order).

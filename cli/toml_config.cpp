@@ -27,12 +27,15 @@ std::string value_text(const toml::node& node) {
     throw CLI::ConversionError("config value of unsupported type (use strings, numbers, booleans or arrays)");
 }
 
-void flatten(const toml::table& table, std::vector<CLI::ConfigItem>& items) {
+void flatten(const toml::table& table, std::vector<CLI::ConfigItem>& items, const std::string& source) {
     for (const auto& [key, node] : table) {
         if (const toml::table* nested = node.as_table()) {
-            flatten(*nested, items);
+            flatten(*nested, items, source);
             continue;
         }
+        // TOML allows '' = ...; no option has an empty name.
+        if (key.str().empty())
+            throw CLI::ParseError(source + ": an empty key names no option", CLI::ExitCodes::ExtrasError);
         CLI::ConfigItem item;
         item.name = std::string(key.str());
         for (char& c : item.name)
@@ -83,7 +86,7 @@ std::vector<CLI::ConfigItem> TomlConfig::from_config(std::istream& input) const 
     try {
         toml::table table = toml::parse(text.str());
         std::vector<CLI::ConfigItem> items;
-        flatten(table, items);
+        flatten(table, items, source_);
         return items;
     } catch (const toml::parse_error& error) {
         std::ostringstream message;

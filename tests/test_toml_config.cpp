@@ -1,7 +1,8 @@
 // `--config FILE.toml` through CLI11 + toml++: file values apply, the command line wins,
-// unknown keys and malformed files are errors.
+// unknown keys, empty keys and malformed files are errors.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ TEST(TomlConfig, UnknownKeysAndMalformedFilesAreErrors) {
     const std::string malformed = directory.write("malformed.toml", "batch_size = = 8\n");
     EXPECT_THROW(parse({"--config", malformed}), CLI::ParseError);
     EXPECT_THROW(parse({"--config", "/nonexistent/run.toml"}), CLI::ParseError);
+}
+
+// TOML allows an empty quoted key; it names no option (found by fuzz/toml_config).
+TEST(TomlConfig, EmptyKeysAreErrors) {
+    std::istringstream input("batch_size = 8\n'' = '''x'''\n");
+    try {
+        TomlConfig("run.toml").from_config(input);
+        FAIL() << "no error";
+    } catch (const CLI::ParseError& error) {
+        EXPECT_STREQ(error.what(), "run.toml: an empty key names no option");
+    }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // The suite's name holds "cuda" for `make test`'s 2-rank simulator run (scripts/run_tests.sh).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 
 #include "kernels/cuda_sim/nccl_log.h"
@@ -72,6 +73,12 @@ TEST(cudaSimNcclZero, StepUsesReduceScatterAndAllGatherOnEqualPieces) {
         per_rank += count;
     }
     EXPECT_EQ(per_rank * kRanks, static_cast<size_t>(arena));  // each piece of the padded arena once
+    if (world_rank() == 0)
+        std::printf(
+            "NCCL call log of one ZeRO-1 step: %d ncclReduceScatter (fp32), %d ncclAllGather (bf16), "
+            "%d ncclAllReduce; %zu elements per rank, %lld parameters padded to %lld\n",
+            counted["ncclReduceScatter"], counted["ncclAllGather"], counted["ncclAllReduce"], per_rank,
+            static_cast<long long>(n), static_cast<long long>(arena));
 }
 
 }  // namespace

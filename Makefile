@@ -63,6 +63,8 @@ CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
 NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
 TEST_SRCS := $(wildcard tests/*.cpp tests/gpu/*.cpp)
 MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
+# Multi-rank tests that read the simulator's own state (its NCCL call log): simulator only.
+SIM_MPI_TEST_SRCS := $(wildcard tests/mpi/sim/*.cpp)
 BENCH_SRCS := $(wildcard bench/*.cpp)
 KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 # The CUDA simulator (kernels/cuda_sim/, CUDA builds only): kernels/cuda/*.cu compiled by g++ and
@@ -86,6 +88,7 @@ LIB_OBJS := $(call object_of,$(LIB_SRCS))
 MAIN_OBJ := $(call object_of,cli/main.cpp)
 TEST_OBJS := $(call object_of,$(TEST_SRCS))
 MPI_TEST_OBJS := $(call object_of,$(MPI_TEST_SRCS))
+SIM_MPI_TEST_OBJS := $(call object_of,$(SIM_MPI_TEST_SRCS))
 BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
 KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
 sim_object_of = $(patsubst %,$(BUILD)/sim/obj/%.o,$(1))
@@ -228,7 +231,7 @@ $(BUILD)/mixgpt_kernel_lab_sim: $(call object_of,bench/kernel_lab/main.cpp) $(SI
 	$(QUIET)$(CXX) -o $@ $^ $(SIM_LDLIBS)
 
 # The multi-rank tests with the CUDA backend on the simulator, one simulated device per rank.
-$(BUILD)/mixgpt_sim_mpi_tests: $(MPI_TEST_OBJS) $(SIM_LIB_OBJS)
+$(BUILD)/mixgpt_sim_mpi_tests: $(MPI_TEST_OBJS) $(SIM_MPI_TEST_OBJS) $(SIM_LIB_OBJS)
 	@echo "LINK $@"
 	$(QUIET)$(CXX) -o $@ $^ -lgtest $(SIM_LDLIBS)
 
@@ -315,4 +318,4 @@ $(BUILD)/fuzz/%: fuzz/%.cpp $$(FUZZ_SOURCES_$$*) $(wildcard */*.h) Makefile
 	@echo "FUZZ $@"
 	$(QUIET)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) fuzz/$*.cpp $(FUZZ_SOURCES_$*) -o $@ $(FUZZ_LDLIBS)
 
--include $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)
+-include $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(SIM_MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

@@ -42,4 +42,14 @@ struct TensorView {
     std::string shape_string() const;
 };
 
+// Elements [begin, end) of a 1-D array (an arena, a shard).
+struct ElementRange {
+    int64_t begin = 0, end = 0;
+    int64_t count() const { return end - begin; }
+    bool operator==(const ElementRange& other) const { return begin == other.begin && end == other.end; }
+};
+
+// Elements `range` of a 1-D view, as a 1-D view of the same memory.
+TensorView slice_elements(const TensorView& values, ElementRange range);
+
 }  // namespace mixgpt

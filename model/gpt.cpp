@@ -11,7 +11,7 @@
 namespace mixgpt {
 
 GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
-         MasterSpan masters)
+         ParameterSharding sharding)
     : backend_(backend),
       config_(config),
       layout_(config),
@@ -19,21 +19,33 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
       seq_len_(seq_len),
       recompute_(recompute),
       act_(activation_dtype(backend.precision())),
-      activation_layout_(config, batch_size, seq_len, backend.precision(), recompute) {
+      activation_layout_(config, batch_size, seq_len, backend.precision(), recompute),
+      master_pieces_(std::move(sharding.master_pieces)) {
     const int64_t n = layout_.total();
-    const auto count = static_cast<size_t>(n);
-    const int64_t span_end = masters.end < 0 ? n : masters.end;
-    MIXGPT_REQUIRE(masters.begin >= 0 && masters.begin <= span_end && span_end <= n,
-                   format("GPT: master span [%lld, %lld) outside the %lld parameters",
-                          static_cast<long long>(masters.begin), static_cast<long long>(span_end),
-                          static_cast<long long>(n)));
-    const bool span_honoured = act_ != DType::f32;
-    masters_begin_ = span_honoured ? masters.begin : 0;
-    masters_count_ = span_honoured ? span_end - masters.begin : n;
-    // At least one element, so that an empty span still has a valid (unused) pointer.
+    arena_elements_ = sharding.arena_elements == 0 ? n : sharding.arena_elements;
+    MIXGPT_REQUIRE(
+        arena_elements_ >= n && (arena_elements_ == n || !master_pieces_.empty()),
+        format("GPT: an arena of %lld elements for %lld parameters (padding comes with master pieces)",
+               static_cast<long long>(arena_elements_), static_cast<long long>(n)));
+    int64_t previous_end = 0;
+    for (const ElementRange& piece : master_pieces_) {
+        MIXGPT_REQUIRE(
+            piece.begin >= previous_end && piece.begin <= piece.end && piece.end <= arena_elements_,
+            format("GPT: master piece [%lld, %lld) not ascending inside the %lld-element arena",
+                   static_cast<long long>(piece.begin), static_cast<long long>(piece.end),
+                   static_cast<long long>(arena_elements_)));
+        previous_end = piece.end;
+        masters_count_ += piece.count();
+    }
+    if (master_pieces_.empty()) masters_count_ = n;
+    const auto arena = static_cast<size_t>(arena_elements_);
+    // At least one element, so that a model keeping no masters still has a valid (unused) pointer.
     masters_ = backend_.allocate(static_cast<size_t>(std::max<int64_t>(masters_count_, 1)) * sizeof(float));
-    gradients_ = backend_.allocate(count * sizeof(float));
-    if (act_ != DType::f32) working_ = backend_.allocate(count * dtype_size(act_));
+    gradients_ = backend_.allocate(arena * sizeof(float));
+    if (act_ != DType::f32 || !keeps_all_masters()) {
+        working_ = backend_.allocate(arena * dtype_size(act_));
+        backend_.fill_zero(working_.data(), working_.bytes());  // the padding stays zero
+    }
     activations_ = backend_.allocate(activation_layout_.total_bytes());
     weights_ = tensor_views(layout_, config_.n_layer, working_parameters().data, act_);
     grads_ = tensor_views(layout_, config_.n_layer, gradients_.data(), DType::f32);
@@ -44,15 +56,15 @@ TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::
 TensorView GPT::gradients() { return TensorView(gradients_.data(), DType::f32, {layout_.total()}); }
 
 TensorView GPT::working_parameters() {
-    if (act_ == DType::f32) return master_parameters();
-    return TensorView(working_.data(), act_, {layout_.total()});
+    const TensorView arena = working_arena();
+    return TensorView(arena.data, act_, {layout_.total()});
 }
 
-TensorView GPT::working_of_masters() {
-    const TensorView working = working_parameters();
-    return TensorView(
-        static_cast<char*>(working.data) + static_cast<size_t>(masters_begin_) * dtype_size(act_), act_,
-        {masters_count_});
+TensorView GPT::gradient_arena() { return TensorView(gradients_.data(), DType::f32, {arena_elements_}); }
+
+TensorView GPT::working_arena() {
+    if (working_.data() == nullptr) return TensorView(masters_.data(), DType::f32, {arena_elements_});
+    return TensorView(working_.data(), act_, {arena_elements_});
 }
 
 void GPT::load_master_parameters(const float* host_values, int64_t count) {
@@ -63,21 +75,41 @@ void GPT::load_master_parameters(const float* host_values, int64_t count) {
     for (int64_t i = int64_t{config_.vocab_size} * config_.n_embd; i < wte.numel; ++i)
         MIXGPT_REQUIRE(host_values[wte.offset + i] == 0.f,
                        "load_master_parameters: wte's padding rows (vocab_size and above) must be zero");
-    backend_.copy_to_backend(masters_.data(), host_values + masters_begin_,
-                             static_cast<size_t>(masters_count_) * sizeof(float));
     if (keeps_all_masters()) {
+        backend_.copy_to_backend(masters_.data(), host_values, static_cast<size_t>(count) * sizeof(float));
         refresh_working_copy();
         return;
     }
-    // The masters outside the span are not on this backend: round them on the host (to nearest
-    // even, as Backend::cast does).
+    // The pieces' masters one after another, zero in the padding; the working copy whole, rounded
+    // on the host (to nearest even, as Backend::cast does).
+    std::vector<float> kept(static_cast<size_t>(masters_count_), 0.f);
+    size_t stored = 0;
+    for (const ElementRange& piece : master_pieces_) {
+        const int64_t real_end = std::min(piece.end, count);
+        if (real_end > piece.begin)
+            std::copy(host_values + piece.begin, host_values + real_end, kept.begin() + stored);
+        stored += static_cast<size_t>(piece.count());
+    }
+    backend_.copy_to_backend(masters_.data(), kept.data(), kept.size() * sizeof(float));
     std::vector<char> working(static_cast<size_t>(count) * dtype_size(act_));
     convert_from_float(host_values, working.data(), act_, static_cast<size_t>(count));
     backend_.copy_to_backend(working_.data(), working.data(), working.size());
 }
 
 void GPT::refresh_working_copy() {
-    if (act_ != DType::f32) backend_.cast(working_of_masters(), master_parameters());
+    if (keeps_all_masters()) {
+        if (act_ != DType::f32) backend_.cast(working_parameters(), master_parameters());
+        return;
+    }
+    const TensorView arena = working_arena();
+    const TensorView masters = master_parameters();
+    int64_t stored = 0;
+    for (const ElementRange& piece : master_pieces_) {
+        if (piece.count() == 0) continue;
+        backend_.cast(slice_elements(arena, piece),
+                      slice_elements(masters, {stored, stored + piece.count()}));
+        stored += piece.count();
+    }
 }
 
 void GPT::zero_gradients() { backend_.fill_zero(gradients_.data(), gradients_.bytes()); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <vector>
 
 #include "core/memory.h"
 #include "kernels/ops.h"
@@ -16,18 +17,24 @@
 
 namespace mixgpt {
 
-// The elements [begin, end) of the parameter arena whose fp32 masters a model keeps (end < 0: to
-// the end of the arena). Under ZeRO-1 a 16-bit run keeps only its rank's shard of them; fp32 and
-// tf32 runs always keep every master, as the masters are their working copy.
-struct MasterSpan {
-    int64_t begin = 0, end = -1;
+// How the parameter memory is laid out for ZeRO-1 (train/shard_layout.h plans it). Default: the
+// arenas hold the n parameters, and every fp32 master is kept (in fp32/tf32 the masters are the
+// working copy).
+// - arena_elements (0: n): the size of the gradient and working-copy arenas; the elements past n
+//   are zero padding, so that collectives can cut their ranges into equal pieces.
+// - master_pieces: ranges of that arena, ascending and disjoint (they may reach into the padding),
+//   whose fp32 masters the model keeps, stored one after another (a rank's ZeRO-1 shard); the
+//   working copy is then an arena of its own in every precision. Empty: every master.
+struct ParameterSharding {
+    int64_t arena_elements = 0;
+    std::vector<ElementRange> master_pieces;
 };
 
 class GPT {
 public:
     // Allocates everything for batches of up to (batch_size, seq_len); parameters start at zero.
     GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
-        MasterSpan masters = {});
+        ParameterSharding sharding = {});
     GPT(const GPT&) = delete;
     GPT& operator=(const GPT&) = delete;
 
@@ -38,12 +45,16 @@ public:
     Recompute recompute() const { return recompute_; }
     Backend& backend() const { return backend_; }
 
-    // The masters kept: elements [masters_begin(), masters_begin() + numel) of the arena.
-    TensorView master_parameters();  // (n, or the span's count) f32, backend memory
-    int64_t masters_begin() const { return masters_begin_; }
-    bool keeps_all_masters() const { return masters_count_ == layout_.total(); }
-    TensorView gradients();           // (n) f32, backend memory
-    TensorView working_parameters();  // (n) act; the masters' memory for fp32/tf32
+    // The masters kept: every one, or those of master_pieces() one after another.
+    TensorView master_parameters();  // (n, or the pieces' total count) f32, backend memory
+    const std::vector<ElementRange>& master_pieces() const { return master_pieces_; }
+    bool keeps_all_masters() const { return master_pieces_.empty(); }
+    int64_t arena_elements() const { return arena_elements_; }  // n and the padding
+    TensorView gradients();                                     // (n) f32, backend memory
+    TensorView working_parameters();  // (n) act; the masters' memory when they are all kept in fp32/tf32
+    // The same arenas with their padding: (arena_elements()) f32 and act.
+    TensorView gradient_arena();
+    TensorView working_arena();
     // Takes `count` (== layout().total()) fp32 values: the masters kept, and the whole working copy.
     // Throws Error when wte's padding rows are not zero.
     void load_master_parameters(const float* host_values, int64_t count);
@@ -85,7 +96,6 @@ private:
         TensorView out, mean, rstd, weight, bias;
     };
 
-    TensorView working_of_masters();  // the part of the working copy the masters kept cover
     TensorView activation(const char* name, int layer, std::initializer_list<int64_t> dims) const;
     BlockActivations block_activations(int layer, int64_t b, int64_t t) const;
     NextNorm next_norm(int layer, int64_t b, int64_t t) const;
@@ -112,7 +122,8 @@ private:
     Recompute recompute_;
     DType act_;
     ActivationLayout activation_layout_;
-    int64_t masters_begin_ = 0, masters_count_ = 0;
+    int64_t arena_elements_ = 0, masters_count_ = 0;
+    std::vector<ElementRange> master_pieces_;
     Buffer masters_, gradients_, working_, activations_;
     GPTTensors weights_;                       // views of the working copy
     GPTTensors grads_;                         // views of the gradients

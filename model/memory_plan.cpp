@@ -10,25 +10,29 @@
 namespace mixgpt {
 
 MemoryPlan plan_memory(const GPTConfig& config, int batch_size, int seq_len, Precision precision,
-                       Recompute recompute, int64_t optimizer_elements) {
+                       Recompute recompute, const ShardSizes* shards) {
     const auto count = static_cast<size_t>(ParameterLayout(config).total());
-    const size_t kept = optimizer_elements < 0 ? count : static_cast<size_t>(optimizer_elements);
+    const size_t kept = shards == nullptr ? count : static_cast<size_t>(shards->shard_elements);
+    const size_t arena = shards == nullptr ? count : static_cast<size_t>(shards->arena_elements);
     const DType act = activation_dtype(precision);
+    const size_t act_bytes = dtype_size(act);
     MemoryPlan plan;
-    plan.parameters = (act == DType::f32 ? count : kept) * sizeof(float);
-    plan.gradients = count * sizeof(float);
+    plan.parameters = kept * sizeof(float);
+    plan.gradients = arena * sizeof(float);
     plan.optimizer_state = 2 * kept * sizeof(float);
-    plan.working_copy = act == DType::f32 ? 0 : count * dtype_size(act);
+    plan.working_copy = act == DType::f32 && shards == nullptr ? 0 : arena * act_bytes;
     plan.activations = ActivationLayout(config, batch_size, seq_len, precision, recompute).total_bytes();
+    if (shards != nullptr) plan.shard_exchange = kept * (sizeof(float) + (act == DType::f32 ? 0 : act_bytes));
     return plan;
 }
 
 std::string format_memory_plan(const MemoryPlan& plan) {
-    const std::vector<std::pair<const char*, size_t>> parts = {{"parameters (fp32)", plan.parameters},
-                                                               {"gradients (fp32)", plan.gradients},
-                                                               {"optimizer state", plan.optimizer_state},
-                                                               {"working copy", plan.working_copy},
-                                                               {"activations", plan.activations}};
+    std::vector<std::pair<const char*, size_t>> parts = {{"parameters (fp32)", plan.parameters},
+                                                         {"gradients (fp32)", plan.gradients},
+                                                         {"optimizer state", plan.optimizer_state},
+                                                         {"working copy", plan.working_copy},
+                                                         {"activations", plan.activations}};
+    if (plan.shard_exchange > 0) parts.emplace_back("shard exchange", plan.shard_exchange);
     const double total = static_cast<double>(plan.total());
     constexpr double kMiB = 1024.0 * 1024.0;
     std::string table;

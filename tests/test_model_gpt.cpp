@@ -102,28 +102,27 @@ TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
     }
 }
 
-// ZeRO-1's master span: a 16-bit model keeps the fp32 masters of the span only (any bounds), with
-// the same whole working copy as a model keeping all; fp32 and tf32 keep all (they are the working
-// copy). The host rounding of the masters outside the span equals the backend's cast bit for bit.
-TEST_P(ModelPrecisions, KeepsTheMastersOfItsSpanOnlyIn16BitRuns) {
+// ZeRO-1's sharding: a model keeps the fp32 masters of its pieces only, one after another, zero
+// where a piece reaches into the arena's padding, in every precision, with the same working copy
+// as a model keeping all. The host rounding of the masters outside the pieces equals the
+// backend's cast bit for bit.
+TEST_P(ModelPrecisions, KeepsTheMastersOfItsPiecesOnly) {
     const GPTConfig config = test::tiny_config();
     ModelRun all = make_run(GetParam(), Recompute::none);
     const int64_t n = all.model->layout().total();
-    const MasterSpan span{1001, n - 77};
-    GPT part(*all.backend, config, kBatch, kLength, Recompute::none, span);
+    const ParameterSharding sharding{n + 64, {{1000, 1500}, {3000, n + 48}}};
+    GPT part(*all.backend, config, kBatch, kLength, Recompute::none, sharding);
     const std::vector<float> values = test::spread_parameters(config, part.layout(), 7);
     part.load_master_parameters(values.data(), n);
 
-    const bool sixteen_bit = activation_dtype(GetParam()) != DType::f32;
-    EXPECT_EQ(part.keeps_all_masters(), !sixteen_bit);
+    EXPECT_FALSE(part.keeps_all_masters());
+    EXPECT_EQ(part.arena_elements(), n + 64);
     const TensorView masters = part.master_parameters();
     const std::vector<float> kept(masters.as<float>(), masters.as<float>() + masters.numel());
-    if (sixteen_bit) {
-        EXPECT_EQ(part.masters_begin(), span.begin);
-        EXPECT_EQ(kept, std::vector<float>(values.begin() + span.begin, values.begin() + span.end));
-    } else {
-        EXPECT_EQ(kept, values);
-    }
+    std::vector<float> expected(values.begin() + 1000, values.begin() + 1500);
+    expected.insert(expected.end(), values.begin() + 3000, values.end());
+    expected.resize(expected.size() + 48, 0.f);
+    EXPECT_EQ(kept, expected);
     const auto bytes = [](const TensorView& view) {
         const char* data = static_cast<const char*>(view.data);
         return std::vector<char>(data, data + view.bytes());
@@ -131,7 +130,15 @@ TEST_P(ModelPrecisions, KeepsTheMastersOfItsSpanOnlyIn16BitRuns) {
     EXPECT_EQ(bytes(part.working_parameters()), bytes(all.model->working_parameters()));
     part.refresh_working_copy();
     EXPECT_EQ(bytes(part.working_parameters()), bytes(all.model->working_parameters()));
-    EXPECT_THROW(GPT(*all.backend, config, kBatch, kLength, Recompute::none, MasterSpan{5, n + 1}), Error);
+    const TensorView padding = slice_elements(part.working_arena(), {n, n + 64});
+    EXPECT_EQ(bytes(padding), std::vector<char>(padding.bytes(), 0));
+    const auto make = [&](const ParameterSharding& bad) {
+        GPT(*all.backend, config, kBatch, kLength, Recompute::none, bad);
+    };
+    EXPECT_THROW(make({n + 64, {{3000, 3100}, {1000, 1500}}}), Error);  // not ascending
+    EXPECT_THROW(make({n + 64, {{5, n + 65}}}), Error);                 // outside the arena
+    EXPECT_THROW(make({n - 1, {{5, 10}}}), Error);                      // an arena smaller than n
+    EXPECT_THROW(make({n + 64, {}}), Error);                            // padding without pieces
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelPrecisions,
@@ -265,15 +272,22 @@ TEST(ModelMemoryPlan, PlanMatchesAllocationsAndRecomputeSaves) {
             previous = plan.activations;
         }
     }
-    // ZeRO-1: a model keeping the masters of a span allocates what the plan for that span says.
+    // ZeRO-1: a model keeping the masters of its pieces, in a padded arena, allocates what the
+    // plan for those sizes says (the shard exchange belongs to the trainer).
     for (Precision precision : {Precision::fp32, Precision::bf16}) {
         auto backend = make_backend({"cpu", 0, precision, 0});
-        const int64_t n = ParameterLayout(config).total(), kept = n / 3;
-        const GPT model(*backend, config, kBatch, kLength, Recompute::none, MasterSpan{kept, 2 * kept});
-        const MemoryPlan plan = plan_memory(config, kBatch, kLength, precision, Recompute::none, kept);
-        EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state)
+        const int64_t n = ParameterLayout(config).total(), kept = n / 3, arena = n + 32;
+        const GPT model(*backend, config, kBatch, kLength, Recompute::none,
+                        ParameterSharding{arena, {{kept, 2 * kept}}});
+        const ShardSizes sizes{kept, arena};
+        const MemoryPlan plan = plan_memory(config, kBatch, kLength, precision, Recompute::none, &sizes);
+        EXPECT_EQ(backend->peak_memory_bytes(), plan.total() - plan.optimizer_state - plan.shard_exchange)
             << precision_name(precision);
         EXPECT_EQ(plan.optimizer_state, 2 * static_cast<size_t>(kept) * sizeof(float));
+        EXPECT_EQ(plan.gradients, static_cast<size_t>(arena) * sizeof(float));
+        const size_t act_bytes = precision == Precision::fp32 ? 4 : 2;
+        EXPECT_EQ(plan.shard_exchange,
+                  static_cast<size_t>(kept) * (4 + (precision == Precision::fp32 ? 0 : act_bytes)));
     }
     const std::string table =
         format_memory_plan(plan_memory(config, kBatch, kLength, Precision::bf16, Recompute::none));

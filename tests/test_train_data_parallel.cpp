@@ -33,19 +33,24 @@ public:
     };
     std::map<std::string, int> calls;
     std::vector<GradientCollective> gradient_collectives;
+    std::vector<int64_t> all_gather_counts;
 
-    explicit RecordingCommunicator(const TensorView& gradients)
-        : gradients_(gradients.as<float>()), n_(gradients.numel()) {}
+    // Collectives on `gradients` (the whole arena) are gradient collectives.
+    void watch(const TensorView& gradients) {
+        gradients_ = gradients.as<float>();
+        n_ = gradients.numel();
+    }
 
     int rank() const override { return 0; }
     int world_size() const override { return 2; }
     int local_rank() const override { return 0; }
     std::string describe() const override { return "recording"; }
     void all_reduce(TensorView values, Reduction) override { record("all_reduce", values); }
-    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>&) override {
-        record("reduce_scatter", values);
+    void reduce_scatter_mean(TensorView values) override { record("reduce_scatter", values); }
+    void all_gather(TensorView values) override {
+        ++calls["all_gather"];
+        all_gather_counts.push_back(values.numel());
     }
-    void all_gather(TensorView, const std::vector<int64_t>&) override { ++calls["all_gather"]; }
     void join() override { ++calls["join"]; }
     void wait() override { ++calls["wait"]; }
     void broadcast_host(void*, size_t, int) override { ++calls["broadcast_host"]; }
@@ -67,8 +72,8 @@ private:
                                         std::vector<float>(gradients_, gradients_ + n_)});
     }
 
-    const float* gradients_;
-    int64_t n_;
+    const float* gradients_ = nullptr;
+    int64_t n_ = 0;
 };
 
 struct ExchangeCase {
@@ -82,16 +87,17 @@ class TrainDataParallelStepTest : public ::testing::TestWithParam<ExchangeCase> 
 // gradients to compute, without it only after the backward pass.
 TEST_P(TrainDataParallelStepTest, ExchangesEveryGradientOnceWhenFinal) {
     const ExchangeCase exchange = GetParam();
-    const GPTConfig config = tiny_config();
+    const GPTConfig config = unaligned_tiny_config();
     const std::unique_ptr<Backend> backend = cpu_backend(Precision::bf16);
-    GPT model(*backend, config, 2, 16, Recompute::none);
-    load_initial_parameters(model, 5);
-    RecordingCommunicator communicator(model.gradients());
-    const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::bf16);
+    RecordingCommunicator communicator;
     DataParallelConfig parallel;
     parallel.shard_optimizer = exchange.sharded;
     parallel.overlap = exchange.overlap;
     parallel.bucket_bytes = 4096;
+    GPT model(*backend, config, 2, 16, Recompute::none, TrainStep::sharding(config, communicator, parallel));
+    load_initial_parameters(model, 5);
+    communicator.watch(model.gradient_arena());
+    const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::bf16);
     const int64_t capacity = 4096 / sizeof(float);
     TrainStep step(model, communicator, 3, no_scaling.config(), no_scaling.initial_status(), parallel);
     step.begin();
@@ -102,11 +108,15 @@ TEST_P(TrainDataParallelStepTest, ExchangesEveryGradientOnceWhenFinal) {
     step.finish(AdamWHyper{});
     step.result();
 
-    const std::vector<float> final_gradients = read_floats(*backend, model.gradients());
-    const int64_t n = model.layout().total();
+    const std::vector<float> final_gradients = read_floats(*backend, model.gradient_arena());
+    const int64_t n = model.arena_elements();  // the parameters, and under ZeRO-1 the padding
+    EXPECT_EQ(n > model.layout().total(), exchange.sharded) << "the tiny model's arena needs padding";
     std::vector<int> exchanged(static_cast<size_t>(n), 0);
     for (const auto& collective : communicator.gradient_collectives) {
         EXPECT_LE(collective.range.count(), capacity);
+        if (exchange.sharded) {
+            EXPECT_EQ(collective.range.count() % shard_granule(2), 0) << "2 equal pieces";
+        }
         for (int64_t i = collective.range.begin; i < collective.range.end; ++i)
             ++exchanged[static_cast<size_t>(i)];
         const std::vector<float> final_values(final_gradients.begin() + collective.range.begin,
@@ -123,8 +133,11 @@ TEST_P(TrainDataParallelStepTest, ExchangesEveryGradientOnceWhenFinal) {
     EXPECT_EQ(communicator.calls[gradient_collective],
               static_cast<int>(communicator.gradient_collectives.size()));
     if (exchange.sharded) {
-        EXPECT_EQ(communicator.calls["all_reduce"], 1);                                    // the squared norm
-        EXPECT_EQ(communicator.calls["all_gather"], static_cast<int>((n + 2047) / 2048));  // 4 KiB of bf16
+        EXPECT_EQ(communicator.calls["all_reduce"], 1);  // the squared norm
+        std::vector<int64_t> gradient_counts;            // the working copy is gathered over the same ranges
+        for (const auto& collective : communicator.gradient_collectives)
+            gradient_counts.push_back(collective.range.count());
+        EXPECT_EQ(communicator.all_gather_counts, gradient_counts);
         EXPECT_EQ(communicator.calls["join"], 3);  // gradients, norm, working copy
     } else {
         EXPECT_EQ(communicator.calls["join"], 1);
@@ -143,14 +156,14 @@ INSTANTIATE_TEST_SUITE_P(Exchanges, TrainDataParallelStepTest,
 TEST(TrainDataParallelTest, ShardedOnOneRankEqualsReplicatedBitForBit) {
     const GPTConfig config = tiny_config();
     const std::unique_ptr<Backend> backend = cpu_backend(Precision::bf16);
-    GPT replicated(*backend, config, 2, 16, Recompute::none),
-        sharded(*backend, config, 2, 16, Recompute::none);
-    load_initial_parameters(replicated, 5);
-    load_initial_parameters(sharded, 5);
     SingleProcessCommunicator alone;
-    const LossScalePolicy scaling = parse_loss_scale("dynamic", Precision::bf16);
     DataParallelConfig parallel;
     parallel.shard_optimizer = true;
+    GPT replicated(*backend, config, 2, 16, Recompute::none),
+        sharded(*backend, config, 2, 16, Recompute::none, TrainStep::sharding(config, alone, parallel));
+    load_initial_parameters(replicated, 5);
+    load_initial_parameters(sharded, 5);
+    const LossScalePolicy scaling = parse_loss_scale("dynamic", Precision::bf16);
     TrainStep replicated_step(replicated, alone, 1, scaling.config(), scaling.initial_status());
     TrainStep sharded_step(sharded, alone, 1, scaling.config(), scaling.initial_status(), parallel);
     AdamWHyper hyper;
@@ -166,8 +179,14 @@ TEST(TrainDataParallelTest, ShardedOnOneRankEqualsReplicatedBitForBit) {
         }
         EXPECT_EQ(sharded_step.result().loss, replicated_step.result().loss);
     }
-    EXPECT_EQ(read_floats(*backend, sharded.master_parameters()),
-              read_floats(*backend, replicated.master_parameters()));
+    EXPECT_EQ(sharded_step.gather_masters(0), read_floats(*backend, replicated.master_parameters()));
+    const auto working_bytes = [&](GPT& model) {
+        const TensorView working = model.working_parameters();  // (n) bf16
+        std::vector<char> bytes(working.bytes());
+        backend->copy_to_host(bytes.data(), working.data, bytes.size());
+        return bytes;
+    };
+    EXPECT_EQ(working_bytes(sharded), working_bytes(replicated));
     EXPECT_EQ(sharded_step.gather_moments(0).v, replicated_step.gather_moments(0).v);
     const StepStatus a = sharded_step.read_status(), b = replicated_step.read_status();
     EXPECT_EQ(a.grad_norm_squared, b.grad_norm_squared);

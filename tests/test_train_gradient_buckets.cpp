@@ -2,8 +2,8 @@
 // completes in exactly one stage (ln_f first, the blocks from the last, the embeddings last);
 // buckets cover every element once, hold at most their capacity, become ready at the last stage
 // any of their elements comes from, and for GPT-2 124M most of them are ready before the
-// backward pass ends. That the stages are right for the backward pass itself is checked in
-// tests/test_train_data_parallel.cpp, against the gradients.
+// backward pass ends, also on ZeRO-1's grid of equal pieces. That the stages are right for the backward pass
+// itself is checked in tests/test_train_data_parallel.cpp, against the gradients.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +100,7 @@ TEST(TrainGradientBucketsTest, MostOfGpt2SmallIsReadyBeforeTheBackwardPassEnds) 
     const ParameterLayout layout(config);
     const std::vector<std::vector<ElementRange>> stages =
         stage_ranges(layout, gradient_stages(layout, config.n_layer));
-    const int64_t capacity = bucket_capacity(sizeof(float), size_t{25} << 20);
+    const int64_t capacity = bucket_capacity(sizeof(float), size_t{25} << 20, ShardLayout::kAlignment);
     const std::vector<GradientBucket> buckets = plan_gradient_buckets(stages, capacity);
     int64_t covered = 0, ready_early = 0;
     for (const GradientBucket& bucket : buckets) {
@@ -112,6 +112,41 @@ TEST(TrainGradientBucketsTest, MostOfGpt2SmallIsReadyBeforeTheBackwardPassEnds) 
     const int64_t embeddings = layout.find("wte").numel + layout.find("wpe").numel;
     EXPECT_GE(ready_early, layout.total() - embeddings - capacity);
     for (const GradientBucket& bucket : buckets) EXPECT_LE(bucket.ranges.size(), 3u);
+}
+
+// ZeRO-1's grid: each granule goes to the last stage that completes any of its elements.
+TEST(TrainGradientBucketsTest, AlignedStagesGiveEachGranuleToItsLastStage) {
+    EXPECT_EQ(align_stage_ranges({{{20, 40}}, {{0, 20}}}, 16, 48),
+              (std::vector<std::vector<ElementRange>>{{{32, 48}}, {{0, 32}}}));
+    EXPECT_EQ(align_stage_ranges({{{0, 10}, {30, 40}}, {{10, 30}}}, 16, 48),
+              (std::vector<std::vector<ElementRange>>{{{32, 48}}, {{0, 32}}}));
+    EXPECT_THROW(align_stage_ranges({{{0, 10}}}, 16, 48), Error);  // granules 1 and 2 hold nothing
+    EXPECT_THROW(align_stage_ranges({{{0, 10}}}, 16, 40), Error);  // not a whole number of granules
+}
+
+// GPT-2 124M under ZeRO-1 with 8 ranks: every bucket range splits into 8 equal, aligned pieces,
+// the padded arena is covered once, and as much overlaps the backward pass as without the grid.
+TEST(TrainGradientBucketsTest, ZeroBucketsOfGpt2SmallSplitEvenlyAndStillOverlap) {
+    const GPTConfig config = gpt2_small();
+    const ParameterLayout layout(config);
+    const int world_size = 8;
+    const int64_t granule = shard_granule(world_size), arena = padded_elements(layout.total(), world_size);
+    const int64_t capacity = bucket_capacity(sizeof(float), size_t{25} << 20, granule);
+    const std::vector<GradientBucket> buckets = plan_gradient_buckets(
+        align_stage_ranges(stage_ranges(layout, gradient_stages(layout, config.n_layer)), granule, arena),
+        capacity);
+    int64_t covered = 0, ready_early = 0;
+    for (const GradientBucket& bucket : buckets) {
+        covered += bucket.count();
+        if (bucket.ready_stage < config.n_layer + 1) ready_early += bucket.count();
+        for (const ElementRange& range : bucket.ranges) {
+            EXPECT_EQ(range.begin % granule, 0);
+            EXPECT_EQ(range.count() % granule, 0);
+        }
+    }
+    EXPECT_EQ(covered, arena);
+    const int64_t embeddings = layout.find("wte").numel + layout.find("wpe").numel;
+    EXPECT_GE(ready_early, layout.total() - embeddings - capacity);
 }
 
 }  // namespace

@@ -1,56 +1,81 @@
-// Shards and buckets of a parameter arena: for many (n, W), the shards tile [0, n) in rank
-// order, start at multiples of 16 elements, differ in size by less than 32, and the per-rank
-// counts of any range tile that range; buckets tile [0, n) with the requested size.
+// ZeRO-1's layout of a parameter arena: the arena padded to a multiple of W * 16 elements, units
+// (the collectives' ranges) cut into W equal pieces, rank r owning the r-th piece of each, its
+// shard those pieces in arena order; conversions between arena order and shards; bucket sizes on
+// the grid. Expected values are worked out by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "core/error.h"
+#include "model/parameters.h"
 #include "train/shard_layout.h"
 
 namespace mixgpt {
 namespace {
 
-TEST(TrainShardLayoutTest, ShardsTileTheArenaAlignedAndBalanced) {
-    for (int64_t n : {0, 1, 15, 16, 17, 100, 1000, 12345, 124439808}) {
-        for (int world : {1, 2, 3, 7, 8, 16}) {
-            const ShardLayout layout(n, world);
-            int64_t next = 0, smallest = n, largest = 0;
-            for (int r = 0; r < world; ++r) {
-                const ElementRange shard = layout.shard(r);
-                EXPECT_EQ(shard.begin, next) << "n " << n << ", W " << world << ", rank " << r;
-                EXPECT_LE(shard.begin, shard.end);
-                EXPECT_EQ(shard.begin % ShardLayout::kAlignment, 0);
-                next = shard.end;
-                smallest = std::min(smallest, shard.count());
-                largest = std::max(largest, shard.count());
-            }
-            EXPECT_EQ(next, n);
-            EXPECT_LT(largest - smallest, 2 * ShardLayout::kAlignment) << "n " << n << ", W " << world;
-        }
-    }
+TEST(TrainShardLayoutTest, PadsToAMultipleOfWorldSizeTimesTheAlignment) {
+    EXPECT_EQ(shard_granule(3), 48);
+    EXPECT_EQ(padded_elements(1000, 3), 1008);  // 21 * 48
+    EXPECT_EQ(padded_elements(1008, 3), 1008);
+    EXPECT_EQ(padded_elements(0, 8), 0);
+    EXPECT_EQ(padded_elements(1, 8), 128);
+    // GPT-2 124M (padded vocabulary 50304): every tensor is a multiple of 768 = 3 * 256, so
+    // W = 2 and 8 need no padding at all (train/README.md quotes this).
+    const int64_t d12 = ParameterLayout(GPTConfig::preset("d12", 50257, 1024)).total();
+    EXPECT_EQ(d12, 124475904);
+    EXPECT_EQ(padded_elements(d12, 2), d12);
+    EXPECT_EQ(padded_elements(d12, 8), d12);
 }
 
-TEST(TrainShardLayoutTest, CountsWithinARangeTileIt) {
-    const ShardLayout layout(1000, 3);  // shards [0, 320), [320, 656), [656, 1000)
-    EXPECT_EQ(layout.shard(1).begin, 320);
-    EXPECT_EQ(layout.shard(2).begin, 656);
-    EXPECT_EQ(layout.counts_within({300, 700}), (std::vector<int64_t>{20, 336, 44}));
-    EXPECT_EQ(layout.counts_within({700, 800}), (std::vector<int64_t>{0, 0, 100}));
-    EXPECT_EQ(layout.counts_within({0, 1000}), (std::vector<int64_t>{320, 336, 344}));
-    EXPECT_THROW(layout.counts_within({900, 1001}), Error);
+// n = 1000, W = 3: arena 1008, units [0, 96), [96, 144), [144, 1008) (given out of order).
+ShardLayout three_ranks() { return ShardLayout({{96, 144}, {144, 1008}, {0, 96}}, 1000, 3); }
+
+TEST(TrainShardLayoutTest, RankROwnsTheRthPieceOfEveryUnit) {
+    const ShardLayout layout = three_ranks();
+    EXPECT_EQ(layout.arena_elements(), 1008);
+    EXPECT_EQ(layout.shard_elements(), 336);  // 32 + 16 + 288
+    EXPECT_EQ(layout.pieces(0), (std::vector<ElementRange>{{0, 32}, {96, 112}, {144, 432}}));
+    EXPECT_EQ(layout.pieces(1), (std::vector<ElementRange>{{32, 64}, {112, 128}, {432, 720}}));
+    EXPECT_EQ(layout.pieces(2), (std::vector<ElementRange>{{64, 96}, {128, 144}, {720, 1008}}));
+    EXPECT_EQ(layout.shard_count_below(1, 120), 40);  // 32 of [32, 64), 8 of [112, 128)
+    EXPECT_EQ(layout.shard_count_below(2, 0), 0);
+    EXPECT_EQ(layout.shard_count_below(2, 1008), 336);
+    EXPECT_THROW(layout.pieces(3), Error);
 }
 
-TEST(TrainShardLayoutTest, BucketsTileTheArena) {
-    const std::vector<ElementRange> buckets = bucket_ranges(10000, sizeof(float), 4096);
-    ASSERT_EQ(buckets.size(), 10u);  // 1024 floats per bucket
-    for (size_t i = 0; i < buckets.size(); ++i) {
-        EXPECT_EQ(buckets[i].begin, static_cast<int64_t>(i) * 1024);
-        EXPECT_EQ(buckets[i].end, std::min<int64_t>(10000, static_cast<int64_t>(i + 1) * 1024));
+TEST(TrainShardLayoutTest, ShardsAndArenaOrderConvertBothWays) {
+    const ShardLayout layout = three_ranks();
+    std::vector<float> values(1000);
+    std::iota(values.begin(), values.end(), 1.f);
+    std::vector<float> shards;
+    for (int rank = 0; rank < 3; ++rank) {
+        const std::vector<float> shard = layout.shard_of(values, rank);
+        ASSERT_EQ(shard.size(), 336u);
+        shards.insert(shards.end(), shard.begin(), shard.end());
     }
-    EXPECT_EQ(bucket_ranges(10000, 2, 4096).size(), 5u);         // 16-bit elements: 2048 per bucket
-    EXPECT_EQ(bucket_ranges(100, sizeof(float), 1).size(), 7u);  // at least 16 elements per bucket
-    EXPECT_TRUE(bucket_ranges(0, sizeof(float), 4096).empty());
+    EXPECT_EQ(shards[0], 1.f);      // element 0
+    EXPECT_EQ(shards[32], 97.f);    // rank 0's second piece starts at element 96
+    EXPECT_EQ(shards[336], 33.f);   // rank 1's shard starts at element 32
+    EXPECT_EQ(shards.back(), 0.f);  // element 1007: padding
+    EXPECT_EQ(layout.arena_of(shards), values);
+    EXPECT_THROW(layout.shard_of(std::vector<float>(999), 0), Error);
+    EXPECT_THROW(layout.arena_of(std::vector<float>(1000)), Error);
+}
+
+TEST(TrainShardLayoutTest, RefusesUnitsThatDoNotTileThePaddedArenaEvenly) {
+    EXPECT_THROW(ShardLayout({{0, 96}, {144, 1008}}, 1000, 3), Error);          // a gap
+    EXPECT_THROW(ShardLayout({{0, 100}, {100, 1008}}, 1000, 3), Error);         // 100 is not a multiple of 48
+    EXPECT_THROW(ShardLayout({{0, 96}, {96, 960}}, 1000, 3), Error);            // short of the arena
+    EXPECT_THROW(ShardLayout({{0, 48}, {0, 48}, {48, 1008}}, 1000, 3), Error);  // overlapping
+    EXPECT_NO_THROW(ShardLayout({}, 0, 4));
+}
+
+TEST(TrainShardLayoutTest, BucketCapacityIsAWholeNumberOfGranules) {
+    EXPECT_EQ(bucket_capacity(sizeof(float), 4096, 16), 1024);
+    EXPECT_EQ(bucket_capacity(sizeof(float), 4096, 96), 960);  // 10 granules of 96
+    EXPECT_EQ(bucket_capacity(2, 4096, 16), 2048);
+    EXPECT_EQ(bucket_capacity(sizeof(float), 1, 32), 32);  // at least one granule
+    EXPECT_THROW(bucket_capacity(0, 4096, 16), Error);
 }
 
 TEST(TrainShardLayoutTest, SlicesViewTheSameMemory) {

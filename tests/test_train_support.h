@@ -137,6 +137,14 @@ inline GPTConfig tiny_config() {
     return config;
 }
 
+// tiny_config at width 20: its 13040 parameters are not a multiple of 2 ranks x 16 elements, so
+// ZeRO-1 with 2 ranks pads its arena (by 16 elements).
+inline GPTConfig unaligned_tiny_config() {
+    GPTConfig config = tiny_config();
+    config.n_embd = 20;
+    return config;
+}
+
 inline std::unique_ptr<Backend> cpu_backend(Precision precision) {
     BackendOptions options;
     options.precision = precision;

@@ -59,7 +59,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
         profiler = wrapped.get();
         backend = std::move(wrapped);
     }
-    require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, -1);
+    require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, nullptr);
     GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
     const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
     model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace mixgpt {
 
@@ -17,19 +18,13 @@ void require_f32(const TensorView& values, const char* collective) {
                    std::string(collective) + ": expects a 1-D view, got " + values.shape_string());
 }
 
-void require_segments(const TensorView& values, const std::vector<int64_t>& counts, int world_size,
-                      const char* collective) {
+int64_t require_blocks(const TensorView& values, int world_size, const char* collective) {
     MIXGPT_REQUIRE(values.rank == 1,
                    std::string(collective) + ": expects a 1-D view, got " + values.shape_string());
-    MIXGPT_REQUIRE(counts.size() == static_cast<size_t>(world_size),
-                   std::string(collective) + ": " + std::to_string(counts.size()) + " segment counts for " +
-                       std::to_string(world_size) + " ranks");
-    MIXGPT_REQUIRE(std::all_of(counts.begin(), counts.end(), [](int64_t count) { return count >= 0; }),
-                   std::string(collective) + ": negative segment count");
-    const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-    MIXGPT_REQUIRE(total == values.numel(), std::string(collective) + ": segments of " +
-                                                std::to_string(total) + " elements for a view of " +
-                                                std::to_string(values.numel()));
+    MIXGPT_REQUIRE(values.numel() % world_size == 0,
+                   format("%s: %lld elements do not split into %d equal blocks (pad them)", collective,
+                          static_cast<long long>(values.numel()), world_size));
+    return values.numel() / world_size;
 }
 
 void require_root(int root, int world_size, const char* collective) {
@@ -50,14 +45,12 @@ void SingleProcessCommunicator::all_reduce(TensorView values, Reduction) {
     require_f32(values, "all_reduce");
 }
 
-void SingleProcessCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
+void SingleProcessCommunicator::reduce_scatter_mean(TensorView values) {
     require_f32(values, "reduce_scatter_mean");
-    require_segments(values, counts, 1, "reduce_scatter_mean");
+    require_blocks(values, 1, "reduce_scatter_mean");
 }
 
-void SingleProcessCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
-    require_segments(values, counts, 1, "all_gather");
-}
+void SingleProcessCommunicator::all_gather(TensorView values) { require_blocks(values, 1, "all_gather"); }
 
 void SingleProcessCommunicator::broadcast_host(void*, size_t, int root) {
     require_root(root, 1, "broadcast");

@@ -9,8 +9,9 @@
 //   wait() blocks the host until they are done.
 // - On host memory (checkpoints, losses, start-up lines, agreement on stopping): blocking.
 //
-// Segments: reduce_scatter_mean and all_gather cut their 1-D view into one segment per rank,
-// counts[r] elements for rank r, in rank order (counts may be 0 and need not be equal).
+// Blocks: reduce_scatter_mean and all_gather cut their 1-D view into W equal blocks, block r
+// being rank r's, as ncclReduceScatter and ncclAllGather do in place (ZeRO-1 pads its arena so
+// that every collective splits evenly: train/shard_layout.h).
 //
 // Implementations: SingleProcessCommunicator (here), MpiCommunicator (train/mpi_communicator.h:
 // host-memory buffers, so the CPU backend) and NcclCommunicator (train/cuda/: device buffers).
@@ -41,12 +42,12 @@ public:
     // ---- backend memory, asynchronous ----
     // values (n) f32 = the element-wise sum or mean over ranks.
     virtual void all_reduce(TensorView values, Reduction reduction) = 0;
-    // values (sum of counts) f32: this rank's segment becomes the element-wise mean over ranks of
-    // that segment; the other segments are left unspecified.
-    virtual void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) = 0;
-    // values (sum of counts) any dtype: every rank's segment, as that rank holds it, is copied
-    // into the same segment on every rank.
-    virtual void all_gather(TensorView values, const std::vector<int64_t>& counts) = 0;
+    // values (W * c) f32: this rank's block becomes the element-wise mean over ranks of that
+    // block; the other blocks are left unspecified.
+    virtual void reduce_scatter_mean(TensorView values) = 0;
+    // values (W * c) any dtype: every rank's block, as that rank holds it, is copied into the same
+    // block on every rank.
+    virtual void all_gather(TensorView values) = 0;
     // Backend work enqueued from now on runs after every backend-memory collective started. Does
     // not block the host where the backend's work is asynchronous (CUDA); elsewhere it is wait().
     virtual void join() = 0;
@@ -75,8 +76,8 @@ public:
     std::string describe() const override;
 
     void all_reduce(TensorView values, Reduction reduction) override;
-    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
-    void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void reduce_scatter_mean(TensorView values) override;
+    void all_gather(TensorView values) override;
     void join() override {}
     void wait() override {}
 
@@ -89,8 +90,8 @@ public:
 
 // Checks shared by the implementations; throw Error naming the collective.
 void require_f32(const TensorView& values, const char* collective);
-void require_segments(const TensorView& values, const std::vector<int64_t>& counts, int world_size,
-                      const char* collective);
+// The block size c of a view of W * c elements.
+int64_t require_blocks(const TensorView& values, int world_size, const char* collective);
 void require_root(int root, int world_size, const char* collective);
 
 // The host name of this machine ("unknown" if it cannot be read).

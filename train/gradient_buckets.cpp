@@ -46,6 +46,33 @@ std::vector<std::vector<ElementRange>> stage_ranges(const ParameterLayout& layou
     return result;
 }
 
+std::vector<std::vector<ElementRange>> align_stage_ranges(
+    const std::vector<std::vector<ElementRange>>& stages, int64_t granule, int64_t arena_elements) {
+    MIXGPT_REQUIRE(granule >= 1 && arena_elements % granule == 0,
+                   "gradient buckets: the arena must be a whole number of granules");
+    std::vector<int> last_stage(static_cast<size_t>(arena_elements / granule), -1);  // per granule
+    for (size_t stage = 0; stage < stages.size(); ++stage)
+        for (const ElementRange& range : stages[stage]) {
+            MIXGPT_REQUIRE(range.begin >= 0 && range.end <= arena_elements,
+                           "gradient buckets: range outside the arena");
+            for (int64_t g = range.begin / granule; g * granule < range.end; ++g)
+                last_stage[static_cast<size_t>(g)] =
+                    std::max(last_stage[static_cast<size_t>(g)], static_cast<int>(stage));
+        }
+    std::vector<std::vector<ElementRange>> result(stages.size());
+    for (int64_t g = static_cast<int64_t>(last_stage.size()) - 1; g >= 0; --g) {
+        const int stage = last_stage[static_cast<size_t>(g)];
+        MIXGPT_REQUIRE(stage >= 0, "gradient buckets: a granule holds no element of any stage");
+        std::vector<ElementRange>& ranges = result[static_cast<size_t>(stage)];
+        const int64_t begin = g * granule;
+        if (!ranges.empty() && ranges.back().begin == begin + granule)
+            ranges.back().begin = begin;
+        else
+            ranges.push_back({begin, begin + granule});
+    }
+    return result;
+}
+
 std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::vector<ElementRange>>& stages,
                                                   int64_t bucket_elements) {
     MIXGPT_REQUIRE(bucket_elements >= 1, "gradient buckets: a bucket must hold at least one element");

@@ -28,8 +28,16 @@ struct GradientBucket {
 std::vector<std::vector<ElementRange>> stage_ranges(const ParameterLayout& layout,
                                                     const std::vector<std::vector<size_t>>& stages);
 
+// The stages on a grid of `granule` elements, for collectives of equal pieces (ZeRO-1,
+// train/shard_layout.h): each granule of [0, arena_elements) belongs to the last stage that
+// completes any of its elements, so it is final when that stage is; within a stage, the high end
+// first. Every granule must hold an element of some stage.
+std::vector<std::vector<ElementRange>> align_stage_ranges(
+    const std::vector<std::vector<ElementRange>>& stages, int64_t granule, int64_t arena_elements);
+
 // The buckets, in the order they become ready; they cover every element of the stages once.
-// bucket_elements >= 1.
+// bucket_elements >= 1. When every stage range and bucket_elements are multiples of a granule, so
+// is every range of every bucket.
 std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::vector<ElementRange>>& stages,
                                                   int64_t bucket_elements);
 

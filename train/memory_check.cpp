@@ -12,12 +12,11 @@ double gibibytes(size_t bytes) { return static_cast<double>(bytes) / (1ull << 30
 }  // namespace
 
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, int64_t optimizer_elements) {
+                         Recompute recompute, const ShardSizes* shards) {
     const Precision precision = backend.precision();
     const size_t scratch = backend.attention_scratch_bytes(seq_len);
     const auto needed_with = [&](Recompute policy) {
-        return plan_memory(config, batch_size, seq_len, precision, policy, optimizer_elements).total() +
-               scratch;
+        return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() + scratch;
     };
     const size_t needed = needed_with(recompute);
     const AvailableMemory available = backend.available_memory();

@@ -6,12 +6,13 @@
 
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/memory_plan.h"
 
 namespace mixgpt {
 
 // Throws Error when plan_memory(config, batch_size, seq_len, precision, recompute,
-// optimizer_elements).total() + the backend's attention scratch exceeds its available memory.
+// shards).total() + the backend's attention scratch exceeds its available memory.
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, int64_t optimizer_elements);
+                         Recompute recompute, const ShardSizes* shards);
 
 }  // namespace mixgpt

@@ -72,11 +72,6 @@ void MpiCommunicator::start(const char* collective, MPI_Request request) {
     requests_.push_back(request);
 }
 
-const std::vector<int>& MpiCommunicator::keep_ints(std::vector<int> values) {
-    kept_ints_.push_back(std::move(values));
-    return kept_ints_.back();
-}
-
 void MpiCommunicator::all_reduce(TensorView values, Reduction reduction) {
     require_f32(values, "all_reduce");
     MPI_Request request;
@@ -87,26 +82,21 @@ void MpiCommunicator::all_reduce(TensorView values, Reduction reduction) {
         finishes_.push_back({values.as<float>(), values.as<float>(), values.numel(), true});
 }
 
-void MpiCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
+void MpiCommunicator::reduce_scatter_mean(TensorView values) {
     require_f32(values, "reduce_scatter_mean");
-    require_segments(values, counts, world_size_, "reduce_scatter_mean");
-    const std::vector<int>& receive_counts = keep_ints(mpi_counts(counts, "reduce_scatter_mean"));
+    const int64_t block = require_blocks(values, world_size_, "reduce_scatter_mean");
     MPI_Request request;
-    MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, values.data, receive_counts.data(), MPI_FLOAT, MPI_SUM, comm_,
-                                  &request));
+    MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, values.data, mpi_count(block, "reduce_scatter_mean"),
+                                        MPI_FLOAT, MPI_SUM, comm_, &request));
     start("reduce_scatter", request);
-    const int64_t offset = std::accumulate(counts.begin(), counts.begin() + rank_, int64_t{0});
-    finishes_.push_back(
-        {values.as<float>() + offset, values.as<float>(), counts[static_cast<size_t>(rank_)], true});
+    finishes_.push_back({values.as<float>() + rank_ * block, values.as<float>(), block, true});
 }
 
-void MpiCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
-    require_segments(values, counts, world_size_, "all_gather");
-    const std::vector<int>& receive_counts = keep_ints(mpi_counts(counts, "all_gather"));
-    const std::vector<int>& offsets = keep_ints(displacements(receive_counts));
+void MpiCommunicator::all_gather(TensorView values) {
+    const int64_t block = require_blocks(values, world_size_, "all_gather");
     MPI_Request request;
-    MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data, receive_counts.data(),
-                              offsets.data(), element_type(values.dtype), comm_, &request));
+    MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data, mpi_count(block, "all_gather"),
+                             element_type(values.dtype), comm_, &request));
     start("all_gather", request);
 }
 
@@ -124,7 +114,6 @@ void MpiCommunicator::wait() {
             for (int64_t i = 0; i < finish.count; ++i) finish.destination[i] /= ranks;
     }
     requests_.clear();
-    kept_ints_.clear();
     finishes_.clear();
 }
 

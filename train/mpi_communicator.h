@@ -3,7 +3,7 @@
 // and NCCL's bootstrap.
 //
 // Backend-memory collectives are started as non-blocking MPI operations (MPI_Iallreduce,
-// MPI_Ireduce_scatter, MPI_Iallgatherv, all in place) and completed together in wait(): with
+// MPI_Ireduce_scatter_block, MPI_Iallgather, all in place) and completed together in wait(): with
 // buckets, the reduction of one bucket can proceed while the next is being started. Means are
 // sums divided by the world size after completion. Every blocking wait runs under the collective
 // watchdog, which ends the job (MPI_Abort, naming the rank) after the timeout.
@@ -11,7 +11,6 @@
 
 #include <mpi.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -35,8 +34,8 @@ public:
     std::string describe() const override;
 
     void all_reduce(TensorView values, Reduction reduction) override;
-    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
-    void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void reduce_scatter_mean(TensorView values) override;
+    void all_gather(TensorView values) override;
     void join() override { wait(); }  // the CPU backend reads its buffers at once
     void wait() override;
 
@@ -48,7 +47,8 @@ public:
 
 private:
     // Work left for wait(): a reduce-scatter's result moved from the start of its range (where
-    // in-place MPI_Reduce_scatter leaves it) to this rank's segment, then divided by the world size.
+    // in-place MPI_Reduce_scatter_block leaves it) to this rank's block, then divided by the world
+    // size.
     struct Finish {
         float* destination;
         const float* source;
@@ -57,15 +57,12 @@ private:
     };
 
     void start(const char* collective, MPI_Request request);
-    // counts and displacements of segments as MPI ints, kept alive until wait().
-    const std::vector<int>& keep_ints(std::vector<int> values);
 
     CollectiveWatchdog watchdog_;
     MPI_Comm comm_ = MPI_COMM_NULL;
     int rank_ = 0, world_size_ = 1, local_rank_ = 0;
     std::vector<MPI_Request> requests_;
     std::string pending_collective_;
-    std::deque<std::vector<int>> kept_ints_;
     std::vector<Finish> finishes_;
 };
 

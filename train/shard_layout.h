@@ -1,6 +1,11 @@
-// How a flat arena of n elements is cut for data-parallel training: one contiguous shard per rank
-// (ZeRO-1: the elements whose optimizer state that rank keeps and updates), and fixed-size buckets
-// (the unit in which gradients are reduced and parameters gathered).
+// How ZeRO-1 cuts the parameter arena between W ranks, the way FSDP shards its flat parameters:
+// the arena is padded to a multiple of W * kAlignment elements and tiled by units, the ranges its
+// collectives run on (the gradient buckets, train/gradient_buckets.h), each a multiple of
+// W * kAlignment long. ncclReduceScatter and ncclAllGather cut a unit into W equal pieces, and
+// rank r owns the r-th piece of every unit. Its shard is those pieces in arena order, one after
+// another: the layout of the fp32 masters, AdamW moments and mean gradients it keeps. Every
+// shard has the same size, every piece starts aligned for vectorized kernels (64 bytes of f32);
+// the padding (elements n and above) is zero and stays zero.
 #pragma once
 
 #include <cstddef>
@@ -11,41 +16,44 @@
 
 namespace mixgpt {
 
-struct ElementRange {
-    int64_t begin = 0, end = 0;  // [begin, end)
-    int64_t count() const { return end - begin; }
-};
-
-// Rank r owns [begin(r), end(r)): boundaries at floor(r * n / W) rounded down to a multiple of
-// kAlignment elements, so every shard starts aligned for vectorized kernels (64 bytes of f32) and
-// shards differ in size by less than 2 * kAlignment. Any n works: nothing is padded, and when
-// n < W * kAlignment some shards are empty.
 class ShardLayout {
 public:
     static constexpr int64_t kAlignment = 16;
 
-    ShardLayout(int64_t elements, int world_size);
+    // units: ranges tiling [0, padded_elements(elements, world_size)) in any order, each a
+    // multiple of shard_granule(world_size) long.
+    ShardLayout(std::vector<ElementRange> units, int64_t elements, int world_size);
 
     int world_size() const { return world_size_; }
-    int64_t elements() const { return elements_; }
-    ElementRange shard(int rank) const;
-    // Elements of each rank's shard that lie inside `range`, in rank order: the segments a
-    // collective on that range exchanges (they tile the range, in order).
-    std::vector<int64_t> counts_within(ElementRange range) const;
+    int64_t elements() const { return elements_; }                     // n, the parameters
+    int64_t arena_elements() const { return arena_elements_; }         // n and the padding
+    int64_t shard_elements() const { return shard_elements_; }         // every rank's
+    const std::vector<ElementRange>& units() const { return units_; }  // ascending
+    // Rank r's piece of each unit, ascending: its shard's elements in the arena.
+    std::vector<ElementRange> pieces(int rank) const;
+    // How many elements of rank's shard lie before arena position `position`.
+    int64_t shard_count_below(int rank, int64_t position) const;
+
+    // Host conversions. values (n) in arena order -> rank's shard (shard_elements), padding zero.
+    std::vector<float> shard_of(const std::vector<float>& values, int rank) const;
+    // Every rank's shard, in rank order (W * shard_elements) -> the n values in arena order.
+    std::vector<float> arena_of(const std::vector<float>& shards) const;
 
 private:
-    int64_t elements_;
+    ElementRange piece(const ElementRange& unit, int rank) const;
+
+    int64_t elements_, arena_elements_ = 0, shard_elements_ = 0;
     int world_size_;
-    std::vector<int64_t> starts_;  // (W + 1) shard boundaries
+    std::vector<ElementRange> units_;
 };
 
-// Elements per bucket: bucket_bytes / element_bytes rounded down to a multiple of
-// ShardLayout::kAlignment, at least one alignment unit.
-int64_t bucket_capacity(size_t element_bytes, size_t bucket_bytes);
-// [0, elements) cut into consecutive buckets of bucket_capacity elements; the last is shorter.
-std::vector<ElementRange> bucket_ranges(int64_t elements, size_t element_bytes, size_t bucket_bytes);
+// What every unit's length is a multiple of: world_size * ShardLayout::kAlignment.
+int64_t shard_granule(int world_size);
+// elements rounded up to a multiple of shard_granule(world_size).
+int64_t padded_elements(int64_t elements, int world_size);
 
-// Elements [range.begin, range.end) of a 1-D view, as a 1-D view of the same memory.
-TensorView slice_elements(const TensorView& values, ElementRange range);
+// Elements per bucket: bucket_bytes / element_bytes rounded down to a multiple of `granule`, at
+// least one granule.
+int64_t bucket_capacity(size_t element_bytes, size_t bucket_bytes, int64_t granule);
 
 }  // namespace mixgpt

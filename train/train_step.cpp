@@ -10,13 +10,41 @@ namespace {
 
 char* at(const Buffer& buffer, size_t offset) { return static_cast<char*>(buffer.data()) + offset; }
 
+// The gradient buckets of a model: under ZeRO-1 on a grid of shard_granule(W) elements of the
+// padded arena, so that every bucket range splits into W equal, aligned pieces.
+std::vector<GradientBucket> plan_model_buckets(const ParameterLayout& layout, int n_layer, int world_size,
+                                               bool sharded, size_t bucket_bytes) {
+    const std::vector<std::vector<ElementRange>> stages =
+        stage_ranges(layout, gradient_stages(layout, n_layer));
+    if (!sharded)
+        return plan_gradient_buckets(stages,
+                                     bucket_capacity(sizeof(float), bucket_bytes, ShardLayout::kAlignment));
+    const int64_t granule = shard_granule(world_size);
+    return plan_gradient_buckets(
+        align_stage_ranges(stages, granule, padded_elements(layout.total(), world_size)),
+        bucket_capacity(sizeof(float), bucket_bytes, granule));
+}
+
+ShardLayout layout_of_buckets(const std::vector<GradientBucket>& buckets, int64_t elements, int world_size) {
+    std::vector<ElementRange> units;
+    for (const GradientBucket& bucket : buckets)
+        units.insert(units.end(), bucket.ranges.begin(), bucket.ranges.end());
+    return ShardLayout(std::move(units), elements, world_size);
+}
+
 }  // namespace
 
-MasterSpan TrainStep::master_span(int64_t parameters, const Communicator& communicator,
-                                  const DataParallelConfig& parallel) {
+ShardLayout TrainStep::zero_layout(const GPTConfig& config, int world_size, size_t bucket_bytes) {
+    const ParameterLayout layout(config);
+    return layout_of_buckets(plan_model_buckets(layout, config.n_layer, world_size, true, bucket_bytes),
+                             layout.total(), world_size);
+}
+
+ParameterSharding TrainStep::sharding(const GPTConfig& config, const Communicator& communicator,
+                                      const DataParallelConfig& parallel) {
     if (!parallel.shard_optimizer) return {};
-    const ElementRange shard = ShardLayout(parameters, communicator.world_size()).shard(communicator.rank());
-    return {shard.begin, shard.end};
+    const ShardLayout shards = zero_layout(config, communicator.world_size(), parallel.bucket_bytes);
+    return {shards.arena_elements(), shards.pieces(communicator.rank())};
 }
 
 TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
@@ -27,24 +55,39 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
       communicator_(communicator),
       accumulation_steps_(accumulation_steps),
       loss_scale_(loss_scale),
-      parallel_(parallel),
-      shards_(model.layout().total(), parallel.shard_optimizer ? communicator.world_size() : 1),
-      owned_(shards_.shard(parallel.shard_optimizer ? communicator.rank() : 0)) {
+      parallel_(parallel) {
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
     MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
-    MIXGPT_REQUIRE(model.keeps_all_masters() || (sharded() && model.masters_begin() == owned_.begin &&
-                                                 model.master_parameters().numel() == owned_.count()),
-                   "train step: the model keeps the fp32 masters of another span than this rank's shard");
     const int64_t n = model.layout().total();
-    const std::vector<std::vector<size_t>> stages = gradient_stages(model.layout(), model.config().n_layer);
-    last_stage_ = static_cast<int>(stages.size()) - 1;
-    gradient_buckets_ = plan_gradient_buckets(stage_ranges(model.layout(), stages),
-                                              bucket_capacity(sizeof(float), parallel.bucket_bytes));
-    working_buckets_ = bucket_ranges(n, dtype_size(model.working_parameters().dtype), parallel.bucket_bytes);
-    // At least one element each, so that an empty shard still has valid (unused) pointers.
-    const size_t moment_bytes = static_cast<size_t>(std::max<int64_t>(owned_.count(), 1)) * sizeof(float);
+    const int n_layer = model.config().n_layer;
+    last_stage_ = n_layer + 1;
+    gradient_buckets_ = plan_model_buckets(model.layout(), n_layer, communicator.world_size(), sharded(),
+                                           parallel.bucket_bytes);
+    if (sharded()) {
+        shards_.emplace(layout_of_buckets(gradient_buckets_, n, communicator.world_size()));
+        pieces_ = shards_->pieces(communicator.rank());
+        MIXGPT_REQUIRE(
+            model.master_pieces() == pieces_ && model.arena_elements() == shards_->arena_elements(),
+            "train step: ZeRO-1 needs a model made with TrainStep::sharding for this rank");
+        kept_elements_ = shards_->shard_elements();
+        for (const ElementRange& piece : pieces_)
+            if (piece.begin < n) owned_.push_back({piece.begin, std::min(piece.end, n)});
+        shard_gradients_ = backend_.allocate(static_cast<size_t>(kept_elements_) * sizeof(float));
+        const DType act = model.working_parameters().dtype;
+        if (act != DType::f32)
+            shard_working_ = backend_.allocate(static_cast<size_t>(kept_elements_) * dtype_size(act));
+    } else {
+        MIXGPT_REQUIRE(model.keeps_all_masters(),
+                       "train step: a model keeping a shard's masters needs ZeRO-1");
+        kept_elements_ = n;
+        owned_ = {{0, n}};
+    }
+    // At least one element each, so that an empty model still has valid (unused) pointers.
+    const size_t moment_bytes = static_cast<size_t>(std::max<int64_t>(kept_elements_, 1)) * sizeof(float);
     m_ = backend_.allocate(moment_bytes);
     v_ = backend_.allocate(moment_bytes);
+    backend_.fill_zero(m_.data(), m_.bytes());
+    backend_.fill_zero(v_.data(), v_.bytes());
     status_ = backend_.allocate(sizeof(StepStatus));
     write_status(initial_status);
     const size_t tokens = static_cast<size_t>(model.batch_size()) * static_cast<size_t>(model.seq_len());
@@ -83,53 +126,55 @@ void TrainStep::micro_step(const int32_t* windows) {
 void TrainStep::finish(const AdamWHyper& hyper) {
     MIXGPT_REQUIRE(next_micro_step_ == accumulation_steps_,
                    "train step: finished before all micro-steps ran");
-    const TensorView gradients = model_.gradients();  // (n) f32
     communicator_.join();
     if (sharded()) {
-        update_shard(gradients, hyper);
+        update_shard(hyper);
         return;
     }
+    const TensorView gradients = model_.gradients();  // (n) f32
     backend_.grad_norm_squared(status_pointer(), gradients);
     const TensorView working = model_.working_parameters();
     const bool separate_working = working.dtype != DType::f32;
-    backend_.adamw_step(model_.master_parameters(), gradients, moment_view(m_), moment_view(v_),
-                        separate_working ? working : TensorView(), model_.layout().decay_count(), hyper,
-                        status_pointer());
+    backend_.adamw_step(model_.master_parameters(), gradients, kept_view(m_, DType::f32),
+                        kept_view(v_, DType::f32), separate_working ? working : TensorView(),
+                        model_.layout().decay_count(), hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
 }
 
 void TrainStep::exchange_ready_buckets(int stage) {
-    const TensorView gradients = model_.gradients();  // (n) f32
+    const TensorView gradients = model_.gradient_arena();  // (arena) f32
     for (; buckets_started_ < gradient_buckets_.size(); ++buckets_started_) {
         const GradientBucket& bucket = gradient_buckets_[buckets_started_];
         if (bucket.ready_stage > stage) break;
         for (const ElementRange& range : bucket.ranges) {
             if (sharded())
-                communicator_.reduce_scatter_mean(slice_elements(gradients, range),
-                                                  shards_.counts_within(range));
+                communicator_.reduce_scatter_mean(slice_elements(gradients, range));
             else
                 communicator_.all_reduce(slice_elements(gradients, range), Reduction::mean);
         }
     }
 }
 
-void TrainStep::update_shard(const TensorView& gradients, const AdamWHyper& hyper) {
-    const TensorView owned_gradients = slice_elements(gradients, owned_);  // (owned) f32
-    backend_.grad_norm_squared(status_pointer(), owned_gradients);
+void TrainStep::update_shard(const AdamWHyper& hyper) {
+    const TensorView gradients = kept_view(shard_gradients_, DType::f32);  // (shard) f32
+    copy_pieces(gradients, model_.gradient_arena(), true);
+    backend_.grad_norm_squared(status_pointer(), gradients);
     make_norm_global();
 
-    const TensorView working = model_.working_parameters();
-    const bool separate_working = working.dtype != DType::f32;
-    const int64_t decay_count =
-        std::clamp<int64_t>(model_.layout().decay_count() - owned_.begin, 0, owned_.count());
+    const TensorView masters = model_.master_parameters();  // (shard) f32
+    const DType act = model_.working_parameters().dtype;
+    // A skipped update leaves the working copy as it is: start from the pieces' current one.
+    const TensorView working = act == DType::f32 ? TensorView() : kept_view(shard_working_, act);
+    if (working.valid()) copy_pieces(working, model_.working_arena(), true);
+    const int rank = communicator_.rank();
     AdamWHyper shard_hyper = hyper;
     // Stochastic rounding draws from (seed, index within the shard): another stream per shard.
-    shard_hyper.seed ^= static_cast<uint64_t>(owned_.begin) * 0x9e3779b97f4a7c15ull;
-    backend_.adamw_step(owned_masters(), owned_gradients, moment_view(m_), moment_view(v_),
-                        separate_working ? slice_elements(working, owned_) : TensorView(), decay_count,
-                        shard_hyper, status_pointer());
+    shard_hyper.seed ^= static_cast<uint64_t>(rank * kept_elements_) * 0x9e3779b97f4a7c15ull;
+    backend_.adamw_step(masters, gradients, kept_view(m_, DType::f32), kept_view(v_, DType::f32), working,
+                        shards_->shard_count_below(rank, model_.layout().decay_count()), shard_hyper,
+                        status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
-    gather_working_copy();
+    gather_working_copy(working.valid() ? working : masters);
 }
 
 // status.grad_norm_squared holds this rank's shard's sum of squares: all-reduce it into the
@@ -141,10 +186,25 @@ void TrainStep::make_norm_global() {
     backend_.decide_skip(status_pointer());
 }
 
-void TrainStep::gather_working_copy() {
-    const TensorView working = model_.working_parameters();  // the masters in fp32/tf32
-    for (const ElementRange& bucket : working_buckets_)
-        communicator_.all_gather(slice_elements(working, bucket), shards_.counts_within(bucket));
+void TrainStep::copy_pieces(const TensorView& shard, const TensorView& arena, bool into_shard) {
+    int64_t stored = 0;
+    for (const ElementRange& piece : pieces_) {
+        const TensorView in_arena = slice_elements(arena, piece);
+        const TensorView in_shard = slice_elements(shard, {stored, stored + piece.count()});
+        if (into_shard)
+            backend_.copy_within(in_shard.data, in_arena.data, in_arena.bytes());
+        else
+            backend_.copy_within(in_arena.data, in_shard.data, in_arena.bytes());
+        stored += piece.count();
+    }
+}
+
+void TrainStep::gather_working_copy(const TensorView& shard_working) {
+    const TensorView arena = model_.working_arena();  // (arena) act
+    copy_pieces(shard_working, arena, false);
+    for (const GradientBucket& bucket : gradient_buckets_)
+        for (const ElementRange& range : bucket.ranges)
+            communicator_.all_gather(slice_elements(arena, range));
     communicator_.join();
 }
 
@@ -160,12 +220,12 @@ StepResult TrainStep::result() {
     return result;
 }
 
-TensorView TrainStep::moment_view(const Buffer& moment) const {
-    return TensorView(moment.data(), DType::f32, {owned_.count()});
+TensorView TrainStep::kept_view(const Buffer& buffer, DType dtype) const {
+    return TensorView(buffer.data(), dtype, {kept_elements_});
 }
 
 OptimizerMoments TrainStep::download_moments() const {
-    const size_t count = static_cast<size_t>(owned_.count());
+    const size_t count = static_cast<size_t>(kept_elements_);
     OptimizerMoments moments{std::vector<float>(count), std::vector<float>(count)};
     backend_.copy_to_host(moments.m.data(), m_.data(), count * sizeof(float));
     backend_.copy_to_host(moments.v.data(), v_.data(), count * sizeof(float));
@@ -176,36 +236,38 @@ void TrainStep::upload_moments(const OptimizerMoments& moments) {
     const size_t n = static_cast<size_t>(model_.layout().total());
     MIXGPT_REQUIRE(moments.m.size() == n && moments.v.size() == n,
                    "optimizer moments do not match the parameter count");
-    const size_t bytes = static_cast<size_t>(owned_.count()) * sizeof(float);
-    backend_.copy_to_backend(m_.data(), moments.m.data() + owned_.begin, bytes);
-    backend_.copy_to_backend(v_.data(), moments.v.data() + owned_.begin, bytes);
-}
-
-TensorView TrainStep::owned_masters() {
-    const TensorView masters = model_.master_parameters();
-    return model_.keeps_all_masters() ? slice_elements(masters, owned_) : masters;
-}
-
-std::vector<float> TrainStep::gather_owned(const TensorView& owned_values, int root) {
-    const bool is_root = communicator_.rank() == root;
-    std::vector<float> whole(is_root ? static_cast<size_t>(model_.layout().total()) : 0);
+    const size_t bytes = static_cast<size_t>(kept_elements_) * sizeof(float);
     if (!sharded()) {
-        if (is_root) backend_.copy_to_host(whole.data(), owned_values.data, whole.size() * sizeof(float));
-        return whole;
+        backend_.copy_to_backend(m_.data(), moments.m.data(), bytes);
+        backend_.copy_to_backend(v_.data(), moments.v.data(), bytes);
+        return;
     }
-    std::vector<float> part(static_cast<size_t>(owned_.count()));
-    backend_.copy_to_host(part.data(), owned_values.data, part.size() * sizeof(float));
-    communicator_.gather_host(part.data(), whole.data(), shards_.counts_within({0, model_.layout().total()}),
-                              root);
-    return whole;
+    const int rank = communicator_.rank();
+    backend_.copy_to_backend(m_.data(), shards_->shard_of(moments.m, rank).data(), bytes);
+    backend_.copy_to_backend(v_.data(), shards_->shard_of(moments.v, rank).data(), bytes);
 }
 
-std::vector<float> TrainStep::gather_masters(int root) { return gather_owned(owned_masters(), root); }
+std::vector<float> TrainStep::gather_kept(const TensorView& kept, int root) {
+    const bool is_root = communicator_.rank() == root;
+    if (!sharded() && !is_root) return {};
+    std::vector<float> part(static_cast<size_t>(kept_elements_));
+    backend_.copy_to_host(part.data(), kept.data, part.size() * sizeof(float));
+    if (!sharded()) return part;
+    const int ranks = communicator_.world_size();
+    std::vector<float> shards(is_root ? part.size() * static_cast<size_t>(ranks) : 0);
+    communicator_.gather_host(part.data(), shards.data(),
+                              std::vector<int64_t>(static_cast<size_t>(ranks), kept_elements_), root);
+    return is_root ? shards_->arena_of(shards) : std::vector<float>();
+}
+
+std::vector<float> TrainStep::gather_masters(int root) {
+    return gather_kept(model_.master_parameters(), root);
+}
 
 OptimizerMoments TrainStep::gather_moments(int root) {
     OptimizerMoments moments;
-    moments.m = gather_owned(moment_view(m_), root);
-    moments.v = gather_owned(moment_view(v_), root);
+    moments.m = gather_kept(kept_view(m_, DType::f32), root);
+    moments.v = gather_kept(kept_view(v_, DType::f32), root);
     return moments;
 }
 

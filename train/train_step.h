@@ -14,16 +14,18 @@
 // - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
 //   of DataParallelConfig::bucket_bytes; then every rank runs the same norm and update on
 //   identical data.
-// - sharded optimizer (ZeRO stage 1): the buckets are reduce-scattered instead, so that each
-//   rank holds the mean gradients of its own shard (train/shard_layout.h); the AdamW moments
-//   exist for that shard only, each rank updates its shard of the masters, and the working copy
-//   (the masters themselves in fp32/tf32) is all-gathered. The global gradient norm is the sum
-//   of the shards' squared norms and the skip decision follows from it, identically on every
-//   rank (make_norm_global). In 16-bit runs a model made with master_span() keeps the fp32 masters
-//   of its shard only (a model keeping all works too, its other masters not kept current);
-//   gather_masters collects the current ones.
+// - sharded optimizer (ZeRO stage 1, train/shard_layout.h): the arena is padded so that every
+//   bucket range splits into W equal pieces, and each is reduce-scattered in place instead
+//   (ncclReduceScatter), leaving rank r the mean gradients of its piece. The rank copies its
+//   pieces into its shard (one contiguous array), where it keeps the fp32 masters (the model,
+//   made with sharding(), holds those of its pieces only) and the AdamW moments; it takes the
+//   global norm, runs AdamW on the shard, copies the shard's new working copy into its pieces
+//   of the working arena and all-gathers every range (ncclAllGather). The global gradient norm
+//   is the sum of the shards' squared norms and the skip decision follows from it, identically
+//   on every rank (make_norm_global). gather_masters and gather_moments return them in arena
+//   order, without the padding.
 //
-// The AdamW moments m, v are fp32 arenas in backend memory laid out like the parameters (or like
+// The AdamW moments m, v are fp32 arrays in backend memory laid out like the parameters (or like
 // the shard); the StepStatus lives in backend memory too. Collectives are always issued, also on
 // one rank (a no-op there unless the communicator is MPI or NCCL: `mpirun -np 1` exercises the
 // whole path). Nothing before result() blocks the host: result() waits for the collectives
@@ -32,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/memory.h"
@@ -53,7 +56,7 @@ struct DataParallelConfig {
 };
 
 struct OptimizerMoments {
-    std::vector<float> m, v;  // f32 each, in ParameterLayout order (of the whole arena or a shard)
+    std::vector<float> m, v;  // f32 each, in ParameterLayout order (or in a shard's order)
 };
 
 struct StepResult {
@@ -63,19 +66,23 @@ struct StepResult {
 
 class TrainStep {
 public:
-    // The model keeps every fp32 master, or (ZeRO-1) those of master_span(...) only.
+    // The model keeps every fp32 master, or (ZeRO-1) was made with sharding(...) for this rank.
     TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
               const LossScaleConfig& loss_scale, const StepStatus& initial_status,
               const DataParallelConfig& parallel = {});
 
-    // The masters a model needs to keep on this rank: its ZeRO-1 shard, or all.
-    static MasterSpan master_span(int64_t parameters, const Communicator& communicator,
-                                  const DataParallelConfig& parallel);
+    // How the model must lay out its parameters on this rank: ZeRO-1's padded arena and pieces, or
+    // the default.
+    static ParameterSharding sharding(const GPTConfig& config, const Communicator& communicator,
+                                      const DataParallelConfig& parallel);
+    // ZeRO-1's layout of a model's arena between world_size ranks, for buckets of bucket_bytes.
+    static ShardLayout zero_layout(const GPTConfig& config, int world_size, size_t bucket_bytes);
 
     int accumulation_steps() const { return accumulation_steps_; }
     bool sharded() const { return parallel_.shard_optimizer; }
-    // The parameters whose optimizer state this rank keeps: its shard, or all of them.
-    ElementRange owned() const { return owned_; }
+    // The parameters whose optimizer state this rank keeps, ascending: its pieces (without the
+    // padding), or all of them.
+    const std::vector<ElementRange>& owned() const { return owned_; }
 
     // The three phases of a step; micro_step is called accumulation_steps times in between.
     void begin();
@@ -86,7 +93,7 @@ public:
     StepResult result();
 
     // Optimizer state for checkpoints, to and from the host.
-    OptimizerMoments download_moments() const;  // this rank's: owned().count() elements each
+    OptimizerMoments download_moments() const;  // this rank's, in its shard's order (padding included)
     // The moments of every parameter (n each); this rank keeps those of owned().
     void upload_moments(const OptimizerMoments& moments);
     // Collectives: every rank calls them; root gets all n values, the others empty vectors.
@@ -96,16 +103,18 @@ public:
     void write_status(const StepStatus& status);
 
 private:
-    TensorView moment_view(const Buffer& moment) const;  // (owned().count()) f32
+    TensorView kept_view(const Buffer& buffer, DType dtype) const;  // (kept_elements_) of dtype
     StepStatus* status_pointer() const { return status_.as<StepStatus>(); }
     // Starts the collectives of the buckets not yet started whose gradients are final after `stage`.
     void exchange_ready_buckets(int stage);
-    void update_shard(const TensorView& gradients, const AdamWHyper& hyper);
+    void update_shard(const AdamWHyper& hyper);
     void make_norm_global();
-    void gather_working_copy();
-    TensorView owned_masters();  // (owned().count()) f32
-    // owned_values (owned().count()) f32 of every rank, whole on root.
-    std::vector<float> gather_owned(const TensorView& owned_values, int root);
+    // This rank's pieces of arena (arena_elements) to shard (kept_elements_), or back.
+    void copy_pieces(const TensorView& shard, const TensorView& arena, bool into_shard);
+    // The shard's working copy (kept_elements_) into this rank's pieces, then every range gathered.
+    void gather_working_copy(const TensorView& shard_working);
+    // kept (kept_elements_) f32 of every rank, in arena order (n) on root.
+    std::vector<float> gather_kept(const TensorView& kept, int root);
 
     Backend& backend_;
     GPT& model_;
@@ -113,13 +122,16 @@ private:
     int accumulation_steps_;
     LossScaleConfig loss_scale_;
     DataParallelConfig parallel_;
-    ShardLayout shards_;
-    ElementRange owned_;
     std::vector<GradientBucket> gradient_buckets_;  // of the f32 gradient arena, in completion order
     size_t buckets_started_ = 0;                    // in this step
     int last_stage_ = 0;                            // of the backward pass
-    std::vector<ElementRange> working_buckets_;     // of the working copy, in its dtype
+    std::optional<ShardLayout> shards_;             // ZeRO-1's
+    std::vector<ElementRange> pieces_;              // ZeRO-1: this rank's, padding included
+    std::vector<ElementRange> owned_;
+    int64_t kept_elements_ = 0;  // optimizer state per rank: the shard, or n
     Buffer m_, v_;
+    Buffer shard_gradients_;           // ZeRO-1: (kept_elements_) f32, the mean gradients of the pieces
+    Buffer shard_working_;             // ZeRO-1 in bf16/fp16: (kept_elements_) act, the pieces' working copy
     Buffer status_;                    // the StepStatus, in backend memory
     Buffer step_losses_;               // (k, B, T) f32, backend memory
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight

@@ -133,12 +133,17 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     parallel.shard_optimizer = options.zero_optimizer;
     parallel.overlap = options.overlap_comm;
     parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
-    const MasterSpan masters =
-        TrainStep::master_span(ParameterLayout(plan_.model).total(), communicator(), parallel);
+    std::optional<ShardSizes> shard_sizes;
+    if (parallel.shard_optimizer) {
+        const ShardLayout shards =
+            TrainStep::zero_layout(plan_.model, communicator().world_size(), parallel.bucket_bytes);
+        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
+    }
     require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                        options.zero_optimizer ? masters.end - masters.begin : -1);
-    model_ = std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len,
-                                   options.recompute, masters);
+                        shard_sizes ? &*shard_sizes : nullptr);
+    model_ =
+        std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
+                              TrainStep::sharding(plan_.model, communicator(), parallel));
 
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.seed;
@@ -322,13 +327,15 @@ void Trainer::evaluate() {
 }
 
 double Trainer::gradient_zero_fraction() {
-    const ElementRange owned = train_step_->owned();
-    std::vector<float> gradients(static_cast<size_t>(owned.count()));
-    const TensorView all = model_->gradients();
-    backend_->copy_to_host(gradients.data(), static_cast<const float*>(all.data) + owned.begin,
-                           gradients.size() * sizeof(float));
-    double counts[2] = {static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f)),
-                        static_cast<double>(gradients.size())};
+    const TensorView all = model_->gradients();  // (n) f32
+    double counts[2] = {0, 0};                   // zeros, elements
+    for (const ElementRange& owned : train_step_->owned()) {
+        std::vector<float> gradients(static_cast<size_t>(owned.count()));
+        backend_->copy_to_host(gradients.data(), slice_elements(all, owned).data,
+                               gradients.size() * sizeof(float));
+        counts[0] += static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f));
+        counts[1] += static_cast<double>(gradients.size());
+    }
     communicator().all_reduce_sum_host(counts, 2);
     return counts[1] > 0 ? counts[0] / counts[1] : 0;
 }
@@ -497,27 +504,26 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
     const int ranks = launcher_world_size();
     const int accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
-    int64_t optimizer_elements = -1;
+    std::optional<ShardSizes> shard_sizes;
     if (options.zero_optimizer) {
-        const ShardLayout shards(ParameterLayout(config).total(), ranks);
-        optimizer_elements = 0;
-        for (int r = 0; r < ranks; ++r)
-            optimizer_elements = std::max(optimizer_elements, shards.shard(r).count());
+        const ShardLayout shards = TrainStep::zero_layout(
+            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
+        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
     }
     out << format("model %s: %d layers, %d heads, width %d, vocabulary %d%s, %.2fM parameters\n",
                   options.model.c_str(), config.n_layer, config.n_head, config.n_embd, vocab_size,
                   options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
                   static_cast<double>(config.num_parameters()) / 1e6);
-    out << format("micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n",
-                  options.batch_size, options.seq_len, precision_name(options.precision), accumulation_steps,
-                  ranks, ranks == 1 ? "" : "s",
-                  options.zero_optimizer ? " with ZeRO-1 (per rank: the largest shard's optimizer state, and "
-                                           "fp32 masters in bf16/fp16)"
-                                         : "");
+    out << format(
+        "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
+        options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",
+        options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
+                                 "the arenas padded to equal pieces)"
+                               : "");
     for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
         out << format_memory_plan(plan_memory(config, options.batch_size, options.seq_len, options.precision,
-                                              recompute, optimizer_elements));
+                                              recompute, shard_sizes ? &*shard_sizes : nullptr));
     }
 }
 

@@ -4,12 +4,14 @@
 // pairs with the host's own MPI calls (a communicator of one rank needs no MPI: every
 // collective is a copy). Every rank runs its streams' work at the same places in the same
 // program, so the collectives meet in the same order everywhere, grouped calls included.
-// Reductions are on fp32 only, as mixgpt's are; broadcasts move bytes. Every buffer must lie
-// inside one device allocation, as NCCL's must be device memory.
+// Reductions are on fp32 only, as mixgpt's are; all-gathers move bytes. Every buffer must lie
+// inside one device allocation, as NCCL's must be device memory. Each collective that runs is
+// appended to the call log (nccl_log.h).
 //
 // What real NCCL checks, or hangs on, fails here with a message: ncclCommInitRank compares the
 // unique ids of all ranks (a broken id broadcast), and each collective, when it runs, compares
-// its call, count, type, operation and root across ranks before moving data. A mismatch skips
+// its call, count, type and operation across ranks before moving data (so the per-rank
+// counts of ncclReduceScatter and ncclAllGather must be equal everywhere, as NCCL requires). A mismatch skips
 // the data on every rank and leaves the communicator with an asynchronous error, which
 // ncclCommGetAsyncError reports, as NCCL's does. (Two ranks on one device: the simulated runtime
 // does not tell this file which device is current; train/cuda/nccl_communicator.cpp refuses them.)
@@ -20,8 +22,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
+#include "kernels/cuda_sim/nccl_log.h"
 #include "kernels/cuda_sim/runtime.h"
 
 struct ncclComm {
@@ -32,6 +36,14 @@ struct ncclComm {
 };
 
 namespace {
+
+std::mutex call_log_mutex;
+std::vector<mixgpt::cuda_sim::NcclCall> call_log;
+
+void log_call(const char* name, size_t count, ncclDataType_t type) {
+    const std::lock_guard<std::mutex> lock(call_log_mutex);
+    call_log.push_back({name, count, type});
+}
 
 size_t size_of(ncclDataType_t type) {
     switch (type) {
@@ -72,33 +84,23 @@ ncclResult_t check(const char* call, const void* send, const void* receive, size
     return ncclSuccess;
 }
 
-// The fp32 sum over ranks, in place in `values`, scaled to the mean for ncclAvg.
-void reduce_floats(float* values, size_t count, ncclRedOp_t op, int root, ncclComm_t comm) {
-    if (comm->ranks > 1) {
-        const int n = static_cast<int>(count);
-        if (root < 0)
-            MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, comm->mpi);
-        else if (comm->rank == root)
-            MPI_Reduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, root, comm->mpi);
-        else
-            MPI_Reduce(values, nullptr, n, MPI_FLOAT, MPI_SUM, root, comm->mpi);
-    }
-    if (op == ncclAvg && (root < 0 || comm->rank == root))
+// values (count) fp32 scaled to the mean for ncclAvg, after the sum over ranks.
+void average(float* values, size_t count, ncclRedOp_t op, ncclComm_t comm) {
+    if (op == ncclAvg)
         for (size_t i = 0; i < count; ++i) values[i] /= static_cast<float>(comm->ranks);
 }
 
 // What each rank passed to one collective; every rank must pass the same.
 struct CollectiveCall {
-    char name[16];
+    char name[24];
     uint64_t count;
-    int type, op, root;
+    int type, op;
 };
 
 // Whether every rank made the same call (compared when the collective runs, in stream order, so
 // the comparison pairs the same collectives everywhere). On a mismatch every rank reports it,
 // marks the communicator broken and moves no data; on a broken communicator nothing runs.
-bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclDataType_t type, int op,
-                          int root) {
+bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclDataType_t type, int op) {
     if (comm->async_error != ncclSuccess) return false;
     if (comm->ranks == 1) return true;
     CollectiveCall mine{};
@@ -106,23 +108,22 @@ bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclD
     mine.count = count;
     mine.type = static_cast<int>(type);
     mine.op = op;
-    mine.root = root;
     std::vector<CollectiveCall> calls(static_cast<size_t>(comm->ranks));
     MPI_Allgather(&mine, sizeof mine, MPI_BYTE, calls.data(), sizeof mine, MPI_BYTE, comm->mpi);
     for (int r = 1; r < comm->ranks; ++r) {
         const CollectiveCall& first = calls[0];
         const CollectiveCall& other = calls[static_cast<size_t>(r)];
         if (std::strcmp(first.name, other.name) == 0 && first.count == other.count &&
-            first.type == other.type && first.op == other.op && first.root == other.root)
+            first.type == other.type && first.op == other.op)
             continue;
         if (comm->rank == 0)
             std::fprintf(
                 stderr,
                 "cuda_sim: NCCL ranks disagree on a collective: rank 0 called %s(count %llu, type %d, "
-                "op %d, root %d), rank %d %s(count %llu, type %d, op %d, root %d); NCCL would hang or "
+                "op %d), rank %d %s(count %llu, type %d, op %d); NCCL would hang or "
                 "corrupt data\n",
-                first.name, static_cast<unsigned long long>(first.count), first.type, first.op, first.root, r,
-                other.name, static_cast<unsigned long long>(other.count), other.type, other.op, other.root);
+                first.name, static_cast<unsigned long long>(first.count), first.type, first.op, r, other.name,
+                static_cast<unsigned long long>(other.count), other.type, other.op);
         comm->async_error = ncclInvalidUsage;
         return false;
     }
@@ -202,43 +203,78 @@ ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDa
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
-        if (!same_call_everywhere(comm, call, count, type, op, -1)) return;
+        log_call(call, count, type);
+        if (!same_call_everywhere(comm, call, count, type, op)) return;
         if (send != receive) std::memmove(receive, send, count * sizeof(float));
-        reduce_floats(static_cast<float*>(receive), count, op, -1, comm);
+        auto* values = static_cast<float*>(receive);
+        if (comm->ranks > 1)
+            MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm->mpi);
+        average(values, count, op, comm);
     });
     return ncclSuccess;
 }
 
-ncclResult_t ncclReduce(const void* send, void* receive, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                        int root, ncclComm_t comm, cudaStream_t stream) {
-    const char* call = "ncclReduce";
-    if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
-    if (send != receive) return refuse(call, "only in-place reductions are simulated");
-    if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
+// send (ranks * count), receive (count): receive may be send's block of this rank (in place).
+ncclResult_t ncclReduceScatter(const void* send, void* receive, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+    const char* call = "ncclReduceScatter";
+    if (comm == nullptr) return refuse(call, "no communicator");
+    const size_t ranks = static_cast<size_t>(comm->ranks);
+    if (const ncclResult_t r = check(call, send, nullptr, ranks * count, type, comm); r != ncclSuccess)
+        return r;
+    if (const ncclResult_t r = check(call, nullptr, receive, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
     if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
-        if (same_call_everywhere(comm, call, count, type, op, root))
-            reduce_floats(static_cast<float*>(receive), count, op, root, comm);
+        log_call(call, count, type);
+        if (!same_call_everywhere(comm, call, count, type, op)) return;
+        const auto* first = static_cast<const float*>(send);
+        const std::vector<float> contributed(first, first + ranks * count);  // receive may alias it
+        auto* values = static_cast<float*>(receive);
+        if (comm->ranks > 1)
+            MPI_Reduce_scatter_block(contributed.data(), values, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                     comm->mpi);
+        else
+            std::memcpy(values, contributed.data(), count * sizeof(float));
+        average(values, count, op, comm);
     });
     return ncclSuccess;
 }
 
-ncclResult_t ncclBroadcast(const void* send, void* receive, size_t count, ncclDataType_t type, int root,
+// send (count), receive (ranks * count): send may be receive's block of this rank (in place).
+ncclResult_t ncclAllGather(const void* send, void* receive, size_t count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
-    const char* call = "ncclBroadcast";
-    if (comm == nullptr || root < 0 || root >= comm->ranks) return refuse(call, "root out of range");
-    const bool is_root = comm->rank == root;
-    if (const ncclResult_t r = check(call, is_root ? send : nullptr, receive, count, type, comm);
-        r != ncclSuccess)
+    const char* call = "ncclAllGather";
+    if (comm == nullptr) return refuse(call, "no communicator");
+    const size_t ranks = static_cast<size_t>(comm->ranks);
+    if (const ncclResult_t r = check(call, send, nullptr, count, type, comm); r != ncclSuccess) return r;
+    if (const ncclResult_t r = check(call, nullptr, receive, ranks * count, type, comm); r != ncclSuccess)
         return r;
     const size_t bytes = count * size_of(type);
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
-        if (!same_call_everywhere(comm, call, count, type, -1, root)) return;
-        if (is_root && send != receive) std::memmove(receive, send, bytes);
-        if (comm->ranks > 1) MPI_Bcast(receive, static_cast<int>(bytes), MPI_BYTE, root, comm->mpi);
+        log_call(call, count, type);
+        if (!same_call_everywhere(comm, call, count, type, -1)) return;
+        char* own_block = static_cast<char*>(receive) + static_cast<size_t>(comm->rank) * bytes;
+        if (send != own_block) std::memmove(own_block, send, bytes);
+        if (comm->ranks > 1)
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, receive, static_cast<int>(bytes), MPI_BYTE,
+                          comm->mpi);
     });
     return ncclSuccess;
 }
 
 }  // extern "C"
+
+namespace mixgpt::cuda_sim {
+
+std::vector<NcclCall> nccl_calls() {
+    const std::lock_guard<std::mutex> lock(call_log_mutex);
+    return call_log;
+}
+
+void clear_nccl_calls() {
+    const std::lock_guard<std::mutex> lock(call_log_mutex);
+    call_log.clear();
+}
+
+}  // namespace mixgpt::cuda_sim

@@ -39,20 +39,21 @@ struct TrainedRun {
 TrainedRun train(const ExchangeCase& c, bool with_nccl) {
     const std::unique_ptr<Backend> backend = make_backend({"cuda", 0, c.precision, 0});
     const GPTConfig config = tiny_config();
-    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none);
-    load_initial_parameters(model, 5);
     SingleProcessCommunicator alone;
     std::unique_ptr<Communicator> nccl;
     if (with_nccl)
         nccl =
             make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), *backend, kTimeoutSeconds);
-    const LossScalePolicy scaling = parse_loss_scale("auto", c.precision);
+    Communicator& communicator = with_nccl ? *nccl : static_cast<Communicator&>(alone);
     DataParallelConfig parallel;
     parallel.shard_optimizer = c.sharded;
     parallel.overlap = c.overlap;
     parallel.bucket_bytes = 4096;
-    TrainStep step(model, with_nccl ? *nccl : static_cast<Communicator&>(alone), kAccumulation,
-                   scaling.config(), scaling.initial_status(), parallel);
+    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none,
+              TrainStep::sharding(config, communicator, parallel));
+    load_initial_parameters(model, 5);
+    const LossScalePolicy scaling = parse_loss_scale("auto", c.precision);
+    TrainStep step(model, communicator, kAccumulation, scaling.config(), scaling.initial_status(), parallel);
     AdamWHyper hyper;
     hyper.learning_rate = 1e-3f;
     TrainedRun run;

@@ -1,5 +1,5 @@
 // The MPI communicator on 2 ranks: each collective against values computed independently here
-// (small integers and halves, so sums and means are exact), with uneven and empty segments, and
+// (small integers and halves, so sums and means are exact), on equal blocks per rank, and
 // several collectives in flight before one wait().
 #include <gtest/gtest.h>
 
@@ -33,37 +33,31 @@ TEST(MpiCommunicatorTest, BucketsInFlightTogether) {
     MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
     const int rank = communicator.rank();
     std::vector<float> sum = rank_values(rank, 37), mean = rank_values(rank, 1000);
-    // Segments {7, 3} and {0, 5}: uneven, one empty.
-    std::vector<float> scatter_a = rank_values(rank, 10), scatter_b = rank_values(rank, 5);
+    // Blocks of 5 and of 1 per rank.
+    std::vector<float> scatter_a = rank_values(rank, 10), scatter_b = rank_values(rank, 2);
     communicator.all_reduce(TensorView(sum.data(), DType::f32, {37}), Reduction::sum);
-    communicator.reduce_scatter_mean(TensorView(scatter_a.data(), DType::f32, {10}), {7, 3});
+    communicator.reduce_scatter_mean(TensorView(scatter_a.data(), DType::f32, {10}));
     communicator.all_reduce(TensorView(mean.data(), DType::f32, {1000}), Reduction::mean);
-    communicator.reduce_scatter_mean(TensorView(scatter_b.data(), DType::f32, {5}), {0, 5});
+    communicator.reduce_scatter_mean(TensorView(scatter_b.data(), DType::f32, {2}));
     communicator.wait();
 
     for (int i = 0; i < 37; ++i) EXPECT_EQ(sum[static_cast<size_t>(i)], static_cast<float>(2 * i + 100 + 1));
     for (int i = 0; i < 1000; ++i) EXPECT_EQ(mean[static_cast<size_t>(i)], static_cast<float>(i + 50) + 0.5f);
-    // The mean of element i over ranks is i + 50.5; only this rank's segment is defined.
-    const int first_a = rank == 0 ? 0 : 7, count_a = rank == 0 ? 7 : 3;
-    for (int i = first_a; i < first_a + count_a; ++i)
+    // The mean of element i over ranks is i + 50.5; only this rank's block is defined.
+    for (int i = 5 * rank; i < 5 * rank + 5; ++i)
         EXPECT_EQ(scatter_a[static_cast<size_t>(i)], static_cast<float>(i + 50) + 0.5f) << "element " << i;
-    if (rank == 1) {
-        for (int i = 0; i < 5; ++i)
-            EXPECT_EQ(scatter_b[static_cast<size_t>(i)], static_cast<float>(i + 50) + 0.5f);
-    }
+    EXPECT_EQ(scatter_b[static_cast<size_t>(rank)], static_cast<float>(rank + 50) + 0.5f);
 }
 
-TEST(MpiCommunicatorTest, AllGathersSixteenBitSegments) {
+TEST(MpiCommunicatorTest, AllGathersSixteenBitBlocks) {
     MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
     const int rank = communicator.rank();
-    const std::vector<int64_t> counts{3, 6};
-    std::vector<uint16_t> bits(9, 0xffff);  // other ranks' segments start as garbage
-    const int first = rank == 0 ? 0 : 3;
-    for (int i = 0; i < counts[static_cast<size_t>(rank)]; ++i)
-        bits[static_cast<size_t>(first + i)] = static_cast<uint16_t>(1000 * (rank + 1) + i);
-    communicator.all_gather(TensorView(bits.data(), DType::bf16, {9}), counts);
+    std::vector<uint16_t> bits(8, 0xffff);  // the other rank's block starts as garbage
+    for (int i = 0; i < 4; ++i)
+        bits[static_cast<size_t>(4 * rank + i)] = static_cast<uint16_t>(1000 * (rank + 1) + i);
+    communicator.all_gather(TensorView(bits.data(), DType::bf16, {8}));
     communicator.wait();
-    const std::vector<uint16_t> expected{1000, 1001, 1002, 2000, 2001, 2002, 2003, 2004, 2005};
+    const std::vector<uint16_t> expected{1000, 1001, 1002, 1003, 2000, 2001, 2002, 2003};
     EXPECT_EQ(bits, expected);
 }
 
@@ -93,15 +87,17 @@ TEST(MpiCommunicatorTest, HostCollectives) {
     communicator.barrier();
 }
 
-TEST(MpiCommunicatorTest, RefusesSegmentsThatDoNotTileTheView) {
+TEST(MpiCommunicatorTest, RefusesViewsThatDoNotSplitIntoEqualBlocks) {
     MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
-    std::vector<float> values(8);
+    std::vector<float> values(7);
     try {
-        communicator.reduce_scatter_mean(TensorView(values.data(), DType::f32, {8}), {4, 3});
+        communicator.reduce_scatter_mean(TensorView(values.data(), DType::f32, {7}));
         FAIL() << "no error";
     } catch (const Error& error) {
-        EXPECT_STREQ(error.what(), "reduce_scatter_mean: segments of 7 elements for a view of 8");
+        EXPECT_STREQ(error.what(),
+                     "reduce_scatter_mean: 7 elements do not split into 2 equal blocks (pad them)");
     }
+    EXPECT_THROW(communicator.all_gather(TensorView(values.data(), DType::f32, {7})), Error);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // What NCCL refuses, refused clearly: two ranks on one device are refused on every rank, naming
 // both and the device (on any host with a device, the simulator included). And what real NCCL
 // hangs on fails on the simulator: ranks passing different unique ids (a broken id broadcast),
-// and ranks disagreeing on a collective's count, which the communicator's wait() then reports.
+// and ranks disagreeing on a collective's count or type (an all-reduce, a reduce-scatter's
+// pieces, an all-gather's dtype), which the communicator's wait() then reports.
 // The suite's name holds "cuda" for `make test`'s 2-rank simulator run (scripts/run_tests.sh).
 #ifdef MIXGPT_WITH_NCCL
 #include <gtest/gtest.h>
@@ -64,6 +65,30 @@ TEST(cudaNcclChecks, SimulatedNcclFailsRanksDisagreeingOnACount) {
     nccl->all_reduce(TensorView(values.data(), DType::f32, {count}), Reduction::sum);
     EXPECT_EQ(test::error_of([&] { nccl->wait(); }),
               "nccl: all_reduce (or a collective after it) failed: error (cuda_sim NCCL; described above)");
+}
+
+TEST(cudaNcclChecks, SimulatedNcclFailsRanksDisagreeingOnAReduceScatterPiece) {
+    if (!on_simulator() || cuda_device_count() < kRanks) GTEST_SKIP() << "real NCCL hangs";
+    const std::unique_ptr<Backend> backend = make_backend({"cuda", world_rank(), Precision::fp32, 0});
+    const std::unique_ptr<Communicator> nccl =
+        make_nccl_communicator(mpi_world(), *backend, kTestCollectiveTimeout);
+    const int64_t count = world_rank() == 0 ? 64 : 48;  // pieces of 32 and 24
+    Buffer values = backend->allocate(static_cast<size_t>(count) * sizeof(float));
+    nccl->reduce_scatter_mean(TensorView(values.data(), DType::f32, {count}));
+    EXPECT_EQ(
+        test::error_of([&] { nccl->wait(); }),
+        "nccl: reduce_scatter (or a collective after it) failed: error (cuda_sim NCCL; described above)");
+}
+
+TEST(cudaNcclChecks, SimulatedNcclFailsRanksDisagreeingOnAnAllGatherType) {
+    if (!on_simulator() || cuda_device_count() < kRanks) GTEST_SKIP() << "real NCCL hangs";
+    const std::unique_ptr<Backend> backend = make_backend({"cuda", world_rank(), Precision::fp32, 0});
+    const std::unique_ptr<Communicator> nccl =
+        make_nccl_communicator(mpi_world(), *backend, kTestCollectiveTimeout);
+    Buffer values = backend->allocate(64 * sizeof(uint16_t));
+    nccl->all_gather(TensorView(values.data(), world_rank() == 0 ? DType::bf16 : DType::f16, {64}));
+    EXPECT_EQ(test::error_of([&] { nccl->wait(); }),
+              "nccl: all_gather (or a collective after it) failed: error (cuda_sim NCCL; described above)");
 }
 
 }  // namespace

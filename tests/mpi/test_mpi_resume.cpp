@@ -6,15 +6,19 @@
 // - 1 rank x B=2 x 2 accumulation steps saves at step 2; resumed on 2 ranks x B=2 (ZeRO-1, the
 //   loader's position converted from global batches of 2 windows to 4), steps 3-4 match the
 //   uninterrupted 1-rank run (<= 1e-6).
-// - bf16 with ZeRO-1 (fp32 masters kept per shard) resumes on 2 ranks bit for bit.
+// - bf16 with ZeRO-1 (fp32 masters kept per shard) resumes on 2 ranks bit for bit;
+// - at width 20, where ZeRO-1 pads the arena for 2 ranks, the checkpoint holds the parameters
+//   without the padding, and resumes on 1 rank (<= 1e-6) and on 2 ranks (bit for bit).
 // The 1-rank runs are rank 0 alone, with a SingleProcessCommunicator, while rank 1 waits.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "model/checkpoint.h"
+#include "model/parameters.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
+#include "train/shard_layout.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -133,6 +137,47 @@ TEST(DataParallelResumeTest, ShardedMastersInBf16ResumeBitExact) {
         const Checkpoint got = read_checkpoint(checkpoint_path(checkpoint_directory(again), kSteps));
         const Checkpoint expected =
             read_checkpoint(checkpoint_path(checkpoint_directory(straight_dir), kSteps));
+        test::expect_same_training_state(got, expected);
+    }
+}
+
+TEST(DataParallelResumeTest, PaddedArenaCheckpointsHoldNoPaddingAndResumeOnOneOrTwoRanks) {
+    SharedTempDirectory directory("mixgpt_mpi_resume_padded");
+    const auto padded_options = [](const std::string& output_dir, int batch_size, bool zero) {
+        TrainOptions options = run_options(output_dir, batch_size, zero);
+        options.n_embd = 20;
+        return options;
+    };
+    const std::string two = directory.file("two");
+    const TrainResult straight = run_training(padded_options(two, 2, true));
+    EXPECT_EQ(straight.steps_done, kSteps);
+    if (world_rank() == 0) {
+        const Checkpoint saved = read_checkpoint(checkpoint_path(checkpoint_directory(two), kSaveStep));
+        const int64_t n = ParameterLayout(saved.config).total();
+        EXPECT_NE(n % (2 * ShardLayout::kAlignment), 0) << "the arena should need padding";
+        EXPECT_EQ(static_cast<int64_t>(saved.parameters.size()), n);
+        EXPECT_EQ(static_cast<int64_t>(saved.adam_v.size()), n);
+    }
+
+    const std::string one = directory.file("one_from_two");
+    seed_run_directory(two, one);
+    on_rank0_alone([&] {
+        TrainOptions options = padded_options(one, 4, false);
+        options.resume = "auto";
+        SingleProcessCommunicator alone;
+        EXPECT_EQ(run_training(options, alone).steps_done, kSteps);
+        EXPECT_LE(relative_error(final_parameters(one), final_parameters(two)), 1e-6);
+    });
+    expect_same_later_losses(one, two, 1e-6);
+
+    const std::string again = directory.file("two_from_two");
+    seed_run_directory(two, again);
+    TrainOptions options = padded_options(again, 2, true);
+    options.resume = "auto";
+    EXPECT_EQ(run_training(options).last_val_loss, straight.last_val_loss);
+    if (world_rank() == 0) {
+        const Checkpoint got = read_checkpoint(checkpoint_path(checkpoint_directory(again), kSteps));
+        const Checkpoint expected = read_checkpoint(checkpoint_path(checkpoint_directory(two), kSteps));
         test::expect_same_training_state(got, expected);
     }
 }

@@ -98,15 +98,16 @@ TEST_P(SimDataParallelStepResources, AWarmStepAllocatesNothingAndWaitsOnlyAtItsE
     constexpr int kBatch = 2, kSeqLen = 16, kAccumulation = 2, kSteps = 4;
     const std::unique_ptr<Backend> backend = make_backend({"cuda", 0, Precision::bf16, 0});
     const GPTConfig config = tiny_config();
-    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none);
-    load_initial_parameters(model, 5);
     const std::unique_ptr<Communicator> nccl =
         make_nccl_communicator(std::make_unique<SingleProcessCommunicator>(), *backend, 120);
-    const LossScalePolicy scaling = parse_loss_scale("auto", Precision::bf16);
     DataParallelConfig parallel;
     parallel.shard_optimizer = GetParam().sharded;
     parallel.overlap = GetParam().overlap;
     parallel.bucket_bytes = 4096;  // several buckets
+    GPT model(*backend, config, kBatch, kSeqLen, Recompute::none,
+              TrainStep::sharding(config, *nccl, parallel));
+    load_initial_parameters(model, 5);
+    const LossScalePolicy scaling = parse_loss_scale("auto", Precision::bf16);
     TrainStep step(model, *nccl, kAccumulation, scaling.config(), scaling.initial_status(), parallel);
     AdamWHyper hyper;
     hyper.learning_rate = 1e-3f;

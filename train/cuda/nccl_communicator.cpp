@@ -85,33 +85,21 @@ void NcclCommunicator::all_reduce(TensorView values, Reduction reduction) {
                              reduction == Reduction::mean ? ncclAvg : ncclSum, comm_, stream_));
 }
 
-void NcclCommunicator::reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) {
+void NcclCommunicator::reduce_scatter_mean(TensorView values) {
     require_f32(values, "reduce_scatter_mean");
-    require_segments(values, counts, world_size(), "reduce_scatter_mean");
+    const auto block = static_cast<size_t>(require_blocks(values, world_size(), "reduce_scatter_mean"));
     start("reduce_scatter");
-    NCCL_CHECK(ncclGroupStart());
-    float* segment = values.as<float>();
-    for (int root = 0; root < world_size(); ++root) {
-        const auto count = static_cast<size_t>(counts[static_cast<size_t>(root)]);
-        if (count > 0)
-            NCCL_CHECK(ncclReduce(segment, segment, count, ncclFloat, ncclAvg, root, comm_, stream_));
-        segment += count;
-    }
-    NCCL_CHECK(ncclGroupEnd());
+    float* all = values.as<float>();
+    NCCL_CHECK(ncclReduceScatter(all, all + static_cast<size_t>(rank()) * block, block, ncclFloat, ncclAvg,
+                                 comm_, stream_));
 }
 
-void NcclCommunicator::all_gather(TensorView values, const std::vector<int64_t>& counts) {
-    require_segments(values, counts, world_size(), "all_gather");
+void NcclCommunicator::all_gather(TensorView values) {
+    const auto block = static_cast<size_t>(require_blocks(values, world_size(), "all_gather"));
     start("all_gather");
-    NCCL_CHECK(ncclGroupStart());
-    char* segment = values.as<char>();
-    for (int root = 0; root < world_size(); ++root) {
-        const auto count = static_cast<size_t>(counts[static_cast<size_t>(root)]);
-        if (count > 0)
-            NCCL_CHECK(ncclBroadcast(segment, segment, count, nccl_type(values.dtype), root, comm_, stream_));
-        segment += count * dtype_size(values.dtype);
-    }
-    NCCL_CHECK(ncclGroupEnd());
+    char* all = values.as<char>();
+    NCCL_CHECK(ncclAllGather(all + static_cast<size_t>(rank()) * block * dtype_size(values.dtype), all, block,
+                             nccl_type(values.dtype), comm_, stream_));
 }
 
 void NcclCommunicator::join() {

@@ -2,9 +2,9 @@
 // NCCL, on a stream of its own; host-memory collectives through the MPI communicator it wraps,
 // which also carries NCCL's unique id from rank 0 to the others.
 //
-// Segmented collectives with unequal segments (ZeRO-1 shards cut by buckets) are groups of
-// ncclReduce / ncclBroadcast, one per rank with a non-empty segment; they move the same bytes
-// per link as ncclReduceScatter / ncclAllGather, without padding. Means use ncclAvg.
+// ZeRO-1's collectives are ncclReduceScatter (ncclAvg) and ncclAllGather, in place, on W equal
+// blocks (train/shard_layout.h pads the arena so that every bucket splits evenly). Means use
+// ncclAvg.
 //
 // Ordering with the backend's compute stream, by events, never by blocking the host: each
 // collective first makes the NCCL stream wait for the work enqueued on the compute stream so far
@@ -42,8 +42,8 @@ public:
     std::string describe() const override;  // "host node07, NCCL 2.28.9"
 
     void all_reduce(TensorView values, Reduction reduction) override;
-    void reduce_scatter_mean(TensorView values, const std::vector<int64_t>& counts) override;
-    void all_gather(TensorView values, const std::vector<int64_t>& counts) override;
+    void reduce_scatter_mean(TensorView values) override;
+    void all_gather(TensorView values) override;
     void join() override;
     void wait() override;
 

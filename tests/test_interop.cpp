@@ -200,7 +200,8 @@ TEST_F(InteropTest, Bf16ExportRoundsTheMasterWeights) {
     ASSERT_NE(bias, nullptr);
     EXPECT_EQ(bias->dtype, "BF16");
     const Checkpoint original = read_checkpoint(newest_valid_checkpoint(run() + "/checkpoints"));
-    const ParameterView& view = ParameterLayout(original.config).find("h.1.mlp.c_fc.bias");
+    const ParameterLayout layout(original.config);  // find() returns a reference into the layout
+    const ParameterView& view = layout.find("h.1.mlp.c_fc.bias");
     for (int64_t i = 0; i < view.numel; ++i) {
         uint16_t bits = 0;
         std::memcpy(&bits, file.bytes_of(*bias) + 2 * i, 2);

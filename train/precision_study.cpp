@@ -71,14 +71,22 @@ StudyBench bench_precision(const StudyOptions& options, Precision precision, int
     return measured;
 }
 
-// scripts/plot_study.py beside the binary's build folder (the repository's layout), run with
-// Debian's Python; a warning with the command when it is missing or fails.
+// scripts/plot_study.py of the repository the binary was built in: in the folders above the
+// binary (build/, or build/asan/ for `make test-sanitize`), nearest first, run with Debian's
+// Python; a warning with the command when it is missing or fails.
 void plot_figures(const std::string& report_path) {
     std::error_code error;
     const std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);
-    const std::filesystem::path script = executable.parent_path().parent_path() / "scripts" / "plot_study.py";
+    std::filesystem::path script;
+    for (std::filesystem::path folder = executable.parent_path(); !error && folder.has_relative_path();
+         folder = folder.parent_path()) {
+        if (std::filesystem::exists(folder / "scripts" / "plot_study.py")) {
+            script = folder / "scripts" / "plot_study.py";
+            break;
+        }
+    }
     const std::string command = "/usr/bin/python3 '" + script.string() + "' '" + report_path + "'";
-    if (error || !std::filesystem::exists(script)) {
+    if (error || script.empty()) {
         log_warning("no figures: scripts/plot_study.py not found beside " + executable.string() +
                     "; run it on " + report_path);
         return;
@@ -162,8 +170,8 @@ bool run_study(const StudyOptions& asked) {
         log_info(format("study: bench of %s, %d timed steps", precision_name(variant.precision),
                         options.bench_steps));
         write_whole_file(record,
-                        study_bench_json(bench_precision(options, variant.precision, dataset.vocab_size),
-                                         result.steps_done));
+                         study_bench_json(bench_precision(options, variant.precision, dataset.vocab_size),
+                                          result.steps_done));
     }
 
     StudyReport report;

@@ -10,13 +10,11 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 namespace mixgpt::test {
@@ -38,40 +36,6 @@ inline std::vector<std::string> lines_of(const std::string& text) {
     for (std::string line; std::getline(stream, line);) lines.push_back(line);
     return lines;
 }
-
-// Environment variables set (or, for a null value, removed) for the children spawned while it
-// lives; the previous values come back when it ends.
-class ScopedEnvironment {
-public:
-    explicit ScopedEnvironment(const std::vector<std::pair<std::string, const char*>>& values) {
-        for (const auto& [name, value] : values) {
-            const char* previous = std::getenv(name.c_str());
-            saved_.push_back({name, previous != nullptr, previous != nullptr ? previous : ""});
-            if (value != nullptr)
-                setenv(name.c_str(), value, 1);
-            else
-                unsetenv(name.c_str());
-        }
-    }
-    ~ScopedEnvironment() {
-        for (const Saved& entry : saved_) {
-            if (entry.was_set)
-                setenv(entry.name.c_str(), entry.value.c_str(), 1);
-            else
-                unsetenv(entry.name.c_str());
-        }
-    }
-    ScopedEnvironment(const ScopedEnvironment&) = delete;
-    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
-private:
-    struct Saved {
-        std::string name;
-        bool was_set;
-        std::string value;
-    };
-    std::vector<Saved> saved_;
-};
 
 struct SpawnLimits {
     size_t address_space_bytes = 0;  // RLIMIT_AS of the child (ulimit -v); 0: inherited

@@ -1,16 +1,19 @@
-// Helpers shared by every test binary (unit, GPU and multi-rank tests): a temporary directory
-// and the message of an expected Error. Header-only, so that tests/mpi (built from its own
-// sources) can use it too.
+// Helpers shared by every test binary (unit, GPU and multi-rank tests): a temporary directory,
+// the message of an expected Error, and environment variables set for a scope. Header-only, so that tests/mpi
+// (built from its own sources) can use it too.
 #pragma once
 
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -58,5 +61,39 @@ inline std::string error_of(const std::function<void()>& action) {
     }
     return "";
 }
+
+// Environment variables set (or, for a null value, removed) while it lives (and
+// for the children spawned meanwhile); the previous values come back when it ends.
+class ScopedEnvironment {
+public:
+    explicit ScopedEnvironment(const std::vector<std::pair<std::string, const char*>>& values) {
+        for (const auto& [name, value] : values) {
+            const char* previous = std::getenv(name.c_str());
+            saved_.push_back({name, previous != nullptr, previous != nullptr ? previous : ""});
+            if (value != nullptr)
+                setenv(name.c_str(), value, 1);
+            else
+                unsetenv(name.c_str());
+        }
+    }
+    ~ScopedEnvironment() {
+        for (const Saved& entry : saved_) {
+            if (entry.was_set)
+                setenv(entry.name.c_str(), entry.value.c_str(), 1);
+            else
+                unsetenv(entry.name.c_str());
+        }
+    }
+    ScopedEnvironment(const ScopedEnvironment&) = delete;
+    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+private:
+    struct Saved {
+        std::string name;
+        bool was_set;
+        std::string value;
+    };
+    std::vector<Saved> saved_;
+};
 
 }  // namespace mixgpt::test

@@ -5,9 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
-#include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "tests/test_train_support.h"
@@ -194,31 +193,17 @@ TEST(TrainDataParallelTest, ShardedOnOneRankEqualsReplicatedBitForBit) {
     EXPECT_EQ(b.optimizer_steps, 3);
 }
 
-// Sets the launchers' variables for its lifetime, restoring what was there.
-class LaunchEnvironment {
-public:
-    static constexpr const char* kNames[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_NTASKS",
-                                             "SLURM_STEP_ID"};
-    explicit LaunchEnvironment(const std::vector<const char*>& set) {
-        for (const char* name : kNames) {
-            const char* value = std::getenv(name);
-            saved_[name] = value != nullptr ? std::optional<std::string>(value) : std::nullopt;
-            unsetenv(name);
-        }
-        for (const char* name : set) setenv(name, "2", 1);
+// The launchers' variables: those in `set` to "2", the others removed.
+std::vector<std::pair<std::string, const char*>> launch_variables(const std::vector<const char*>& set) {
+    std::vector<std::pair<std::string, const char*>> values;
+    for (const char* name :
+         {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_NTASKS", "SLURM_STEP_ID"}) {
+        const bool chosen = std::any_of(set.begin(), set.end(),
+                                        [&](const char* variable) { return std::string(variable) == name; });
+        values.emplace_back(name, chosen ? "2" : nullptr);
     }
-    ~LaunchEnvironment() {
-        for (const auto& [name, value] : saved_) {
-            if (value)
-                setenv(name.c_str(), value->c_str(), 1);
-            else
-                unsetenv(name.c_str());
-        }
-    }
-
-private:
-    std::map<std::string, std::optional<std::string>> saved_;
-};
+    return values;
+}
 
 TEST(TrainDataParallelTest, RecognisesTheLaunchersEnvironment) {
     const std::vector<std::pair<std::vector<const char*>, bool>> cases = {
@@ -230,7 +215,7 @@ TEST(TrainDataParallelTest, RecognisesTheLaunchersEnvironment) {
         {{"PMIX_RANK"}, true},
     };
     for (const auto& [variables, launched] : cases) {
-        LaunchEnvironment environment(variables);  // each variable set to "2"
+        const test::ScopedEnvironment environment(launch_variables(variables));
         EXPECT_EQ(launched_by_mpi(), launched) << variables.size() << " variables";
         const bool announces_size = launched && std::string(variables.front()) != "PMIX_RANK";
         EXPECT_EQ(launcher_world_size(), announces_size ? 2 : 1) << variables.size() << " variables";

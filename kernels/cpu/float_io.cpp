@@ -1,7 +1,5 @@
 #include "kernels/cpu/float_io.h"
 
-#include <cstring>
-
 namespace mixgpt::cpu {
 namespace {
 
@@ -51,14 +49,10 @@ void FloatOutput::store() {
 }
 
 float round_to_tf32(float value) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
+    uint32_t bits = float_bits(value);
     if ((bits & 0x7f800000u) == 0x7f800000u) return value;
     bits += 0xfffu + ((bits >> 13) & 1u);
-    bits &= ~0x1fffu;
-    float rounded;
-    std::memcpy(&rounded, &bits, sizeof rounded);
-    return rounded;
+    return bits_float(bits & ~0x1fffu);
 }
 
 }  // namespace mixgpt::cpu

@@ -1,7 +1,6 @@
 // Global gradient norm, AdamW on the fp32 masters, and the loss-scale update.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -24,8 +23,7 @@ uint64_t splitmix64(uint64_t x) {
 // ones before truncation, so the expected stored value equals `value`. Element i of a
 // step draws its bits from hash(seed, i), independent of threads.
 uint16_t stochastic_bf16_bits(float value, uint64_t seed, int64_t i) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
+    const uint32_t bits = float_bits(value);
     if ((bits & 0x7f800000u) == 0x7f800000u) return float_to_bf16_bits(value);
     const auto random =
         static_cast<uint32_t>(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(i))) & 0xffffu);

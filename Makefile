@@ -12,6 +12,8 @@ DEBUG ?= 0
 # e.g. SANITIZE=address,undefined: the C++ code (not nvcc's) built with those sanitizers.
 SANITIZE ?=
 V ?= 0
+# Compile jobs of the builds that test, demo, bench and bundle start (make -jN of your own wins).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 QUIET := $(if $(filter 1,$(V)),,@)
 
 NVCC_ON_PATH := $(shell command -v nvcc 2>/dev/null)
@@ -99,6 +101,8 @@ SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) 
                        $(call sim_object_of,$(filter %.cu,$(SIM_KERNEL_LAB_SRCS)))
 SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS)) $(SIM_KERNEL_LAB_OBJS)
 CONFIG_STAMP := $(BUILD)/config.stamp
+# Expanded in recipes, where MAKEFLAGS names a jobserver if make was started with -j.
+SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
 
 # ---- fuzzing (fuzz/README.md): libFuzzer targets built with Debian's clang ----
 # A target is fuzz/<name>.cpp defining LLVMFuzzerTestOneInput, seeded from fuzz/corpus/<name>/.
@@ -256,10 +260,10 @@ setup:
 # The whole suite: unit tests, then the multi-rank tests under mpirun.
 # Each phase prints its wall time (the suite must stay under 15 minutes on 2 cores).
 test: setup
-	@start=$$(date +%s); $(MAKE) --no-print-directory all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES)) && \
+	@start=$$(date +%s); $(SUBMAKE) all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES)) && \
 	  echo "make test: build $$(( $$(date +%s) - start )) s"
 	@scripts/run_tests.sh $(BUILD)
-	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) && \
+	@start=$$(date +%s); $(SUBMAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) && \
 	  echo "make test: fuzz targets built and run $$(( $$(date +%s) - start )) s"
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer: a full rebuild in build/asan
@@ -286,7 +290,7 @@ test-gpu: all
 	MIXGPT_REQUIRE_GPU=1 $(BUILD)/mixgpt_tests --gtest_filter='Gpu*'
 
 demo: setup
-	@$(MAKE) --no-print-directory all
+	@$(SUBMAKE) all
 	@scripts/demo.sh $(BUILD)
 
 bench: all

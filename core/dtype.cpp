@@ -31,6 +31,14 @@ MIXGPT_AVX2_CLONES void float_to_fp16_array(const float* source, uint16_t* desti
     for (size_t i = 0; i < count; ++i) destination[i] = float_to_fp16_bits(source[i]);
 }
 
+MIXGPT_AVX2_CLONES void round_to_bf16_array(float* values, size_t count) {
+    for (size_t i = 0; i < count; ++i) values[i] = bf16_bits_to_float(float_to_bf16_bits(values[i]));
+}
+
+MIXGPT_AVX2_CLONES void round_to_fp16_array(float* values, size_t count) {
+    for (size_t i = 0; i < count; ++i) values[i] = fp16_bits_to_float(float_to_fp16_bits(values[i]));
+}
+
 }  // namespace
 
 size_t dtype_size(DType dtype) {
@@ -81,6 +89,19 @@ float round_to_dtype(float value, DType dtype) {
             not_a_float_format("round_to_dtype");
     }
     return value;
+}
+
+void round_to_dtype(float* values, size_t count, DType dtype) {
+    switch (dtype) {
+        case DType::f32:
+            return;
+        case DType::bf16:
+            return round_to_bf16_array(values, count);
+        case DType::f16:
+            return round_to_fp16_array(values, count);
+        case DType::i32:
+            not_a_float_format("round_to_dtype");
+    }
 }
 
 void convert_to_float(const void* source, DType source_dtype, float* destination, size_t count) {

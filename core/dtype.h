@@ -27,6 +27,8 @@ DType parse_dtype(const std::string& name);  // throws Error on an unknown name
 // The value a tensor of `dtype` would hold after storing `value` (identity for f32).
 // Throws Error for i32.
 float round_to_dtype(float value, DType dtype);
+// The same for `count` values in place, vectorized (what hot loops call instead of the scalar one).
+void round_to_dtype(float* values, size_t count, DType dtype);
 
 // Element-wise conversion of `count` values between float storage formats; throws Error for i32.
 void convert_to_float(const void* source, DType source_dtype, float* destination, size_t count);

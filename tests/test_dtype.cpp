@@ -184,6 +184,13 @@ TEST(DType, ArrayConversionsMatchScalarOnesBitForBit) {
             const uint16_t want = dtype == DType::bf16 ? float_to_bf16_bits(sweep[i]) : float_to_fp16_bits(sweep[i]);
             ASSERT_EQ(stored[i], want) << dtype_name(dtype) << " at float pattern " << i * 65521;
         }
+        std::vector<float> rounded = sweep;
+        round_to_dtype(rounded.data(), rounded.size(), dtype);
+        for (size_t i = 0; i < sweep.size(); ++i) {
+            const float want = round_to_dtype(sweep[i], dtype);
+            ASSERT_EQ(std::memcmp(&rounded[i], &want, sizeof want), 0)
+                << "round_to_dtype " << dtype_name(dtype) << " at float pattern " << i * 65521;
+        }
     }
 }
 
@@ -204,6 +211,7 @@ TEST(DType, Int32IsAnIndexTypeWithoutFloatConversions) {
     EXPECT_THROW(round_to_dtype(1.f, DType::i32), Error);
     int32_t indices[2] = {3, 7};
     float values[2] = {0.f, 0.f};
+    EXPECT_THROW(round_to_dtype(values, 2, DType::i32), Error);
     EXPECT_THROW(convert_to_float(indices, DType::i32, values, 2), Error);
     EXPECT_THROW(convert_from_float(values, indices, DType::i32, 2), Error);
     EXPECT_EQ(indices[0], 3);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
 #include "kernels/cpu/tensor_checks.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace mixgpt::cpu {
 namespace {
@@ -42,11 +43,9 @@ void head_forward(HeadRows q, HeadRows k, HeadRows v, int64_t Tq, int64_t offset
         float* row = p + i * Tk;
         const int64_t visible = offset + i + 1;
         const float max_score = *std::max_element(row, row + visible);
+        exp_shifted_array(row, visible, max_score);
         float sum = 0.f;
-        for (int64_t s = 0; s < visible; ++s) {
-            row[s] = std::exp(row[s] - max_score);
-            sum += row[s];
-        }
+        for (int64_t s = 0; s < visible; ++s) sum += row[s];
         const float inverse = 1.f / sum;
         for (int64_t s = 0; s < visible; ++s) row[s] *= inverse;
         std::fill(row + visible, row + Tk, 0.f);
@@ -121,11 +120,10 @@ void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView
             for (int64_t t = 0; t < T; ++t) {
                 float* pt = p.data() + t * T;
                 float* dpt = dp.data() + t * T;
+                const float log_sum_exp = l[bh * T + t];
+                exp_shifted_array(pt, t + 1, log_sum_exp);
                 float weighted = 0.f;
-                for (int64_t s = 0; s <= t; ++s) {
-                    pt[s] = std::exp(pt[s] - l[bh * T + t]);
-                    weighted += pt[s] * dpt[s];
-                }
+                for (int64_t s = 0; s <= t; ++s) weighted += pt[s] * dpt[s];
                 for (int64_t s = 0; s <= t; ++s) dpt[s] = pt[s] * (dpt[s] - weighted) * scale;
                 std::fill(pt + t + 1, pt + T, 0.f);
                 std::fill(dpt + t + 1, dpt + T, 0.f);

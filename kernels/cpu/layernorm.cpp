@@ -75,8 +75,8 @@ void CpuBackend::residual_layernorm_forward(TensorView residual_out, TensorView 
     for (int64_t n = 0; n < N; ++n) {
         float* s = sum.data() + n * C;
         // Normalize the stored (rounded) sum, so this equals layernorm_forward(residual_out).
-        for (int64_t c = 0; c < C; ++c)
-            s[c] = round_to_dtype(a.data()[n * C + c] + d.data()[n * C + c], dtype);
+        for (int64_t c = 0; c < C; ++c) s[c] = a.data()[n * C + c] + d.data()[n * C + c];
+        round_to_dtype(s, static_cast<size_t>(C), dtype);
         normalize_row(s, w.data(), b.data(), C, y.data() + n * C, m + n, r + n);
     }
     sum.store();

@@ -1,11 +1,13 @@
 // Matrix products through OpenBLAS sgemm in fixed tiles (tiled_gemm.h), with bias and GELU epilogue.
 // Under Precision::tf32 both operands are rounded to TF32 first, so TF32's error
 // is reproduced; bf16/fp16 operands are exact in float and products accumulate in float.
+#include <algorithm>
+
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
-#include "kernels/cpu/gelu_math.h"
 #include "kernels/cpu/tensor_checks.h"
 #include "kernels/cpu/tiled_gemm.h"
+#include "kernels/cpu/vector_math.h"
 
 namespace mixgpt::cpu {
 namespace {
@@ -33,6 +35,34 @@ private:
     const float* data_;
 };
 
+// out += bias, then, with a pre-activation: pre = round(out) to the storage dtype, out = gelu(pre),
+// so that gelu_forward(pre_gelu) recomputes out exactly. Row-major (M, N) arrays.
+class BiasGeluEpilogue : public TileEpilogue {
+public:
+    BiasGeluEpilogue(float* out, float* pre, const float* bias, int64_t N, DType dtype)
+        : out_(out), pre_(pre), bias_(bias), N_(N), dtype_(dtype) {}
+
+    void apply(int64_t row, int64_t rows, int64_t column, int64_t columns) const override {
+        for (int64_t m = row; m < row + rows; ++m) {
+            float* out = out_ + m * N_ + column;  // (columns)
+            if (bias_ != nullptr)
+                for (int64_t n = 0; n < columns; ++n) out[n] += bias_[column + n];
+            if (pre_ == nullptr) continue;
+            float* pre = pre_ + m * N_ + column;
+            std::copy(out, out + columns, pre);
+            round_to_dtype(pre, static_cast<size_t>(columns), dtype_);
+            gelu_array(pre, out, columns);
+        }
+    }
+
+private:
+    float* out_;
+    float* pre_;
+    const float* bias_;
+    int64_t N_;
+    DType dtype_;
+};
+
 }  // namespace
 
 void CpuBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
@@ -48,26 +78,14 @@ void CpuBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView 
 
     const Operand a(scratch_, inp, precision_), w(scratch_, weight, precision_);
     FloatOutput y(scratch_, out, false);
-    tiled_sgemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, y.data(), N);
-    if (bias.valid() || pre_gelu.valid()) {
-        const FloatInput b(scratch_, bias.valid() ? bias : TensorView());
-        FloatOutput pre(scratch_, pre_gelu, false);
-        const DType dtype = act();
-        const bool with_gelu = pre_gelu.valid();
-#pragma omp parallel for schedule(static)
-        for (int64_t m = 0; m < M; ++m)
-            for (int64_t n = 0; n < N; ++n) {
-                float value = y.data()[m * N + n] + (bias.valid() ? b.data()[n] : 0.f);
-                if (with_gelu) {
-                    // GELU of the stored pre-activation, so gelu_forward(pre_gelu) recomputes out exactly.
-                    value = round_to_dtype(value, dtype);
-                    pre.data()[m * N + n] = value;
-                    value = gelu(value);
-                }
-                y.data()[m * N + n] = value;
-            }
-        if (with_gelu) pre.store();
-    }
+    const FloatInput b(scratch_, bias.valid() ? bias : TensorView());
+    FloatOutput pre(scratch_, pre_gelu, false);
+    const BiasGeluEpilogue epilogue(y.data(), pre_gelu.valid() ? pre.data() : nullptr,
+                                    bias.valid() ? b.data() : nullptr, N, act());
+    const bool with_epilogue = bias.valid() || pre_gelu.valid();
+    tiled_sgemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, y.data(), N,
+                with_epilogue ? &epilogue : nullptr);
+    if (pre_gelu.valid()) pre.store();
     y.store();
 }
 

@@ -10,6 +10,7 @@ namespace mixgpt::cpu {
 namespace {
 
 constexpr int64_t kNormChunk = 65536;    // fixed partition of the norm's sum, whatever the thread count
+constexpr int64_t kNormLanes = 8;        // running sums within one chunk of the norm
 constexpr int64_t kUpdateChunk = 16384;  // elements of one AdamW work item
 
 uint64_t splitmix64(uint64_t x) {
@@ -41,9 +42,17 @@ void CpuBackend::grad_norm_squared(StepStatus* status, TensorView grads) {
     std::vector<double> partial(static_cast<size_t>(chunks));
 #pragma omp parallel for schedule(static)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        // kNormLanes running sums, element i into lane i % kNormLanes: independent chains that
+        // vectorize, where one running sum waits on each addition.
+        double lanes[kNormLanes] = {};
+        const int64_t begin = chunk * kNormChunk, end = std::min(n, begin + kNormChunk);
+        int64_t i = begin;
+        for (; i + kNormLanes <= end; i += kNormLanes)
+            for (int64_t lane = 0; lane < kNormLanes; ++lane)
+                lanes[lane] += static_cast<double>(g[i + lane]) * g[i + lane];
+        for (; i < end; ++i) lanes[i % kNormLanes] += static_cast<double>(g[i]) * g[i];
         double sum = 0.0;
-        for (int64_t i = chunk * kNormChunk; i < std::min(n, (chunk + 1) * kNormChunk); ++i)
-            sum += static_cast<double>(g[i]) * g[i];
+        for (double lane : lanes) sum += lane;
         partial[static_cast<size_t>(chunk)] = sum;
     }
     double total = 0.0;

@@ -21,7 +21,8 @@ void require_blas_int(int64_t value) {
 }  // namespace
 
 void tiled_sgemm(bool transpose_a, bool transpose_b, int64_t M, int64_t N, int64_t K, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                 const TileEpilogue* epilogue) {
     for (int64_t dimension : {M, N, K, lda, ldb, ldc}) require_blas_int(dimension);
     const int64_t row_tiles = (M + kTileRows - 1) / kTileRows;
     const int64_t column_tiles = (N + kTileColumns - 1) / kTileColumns;
@@ -35,6 +36,7 @@ void tiled_sgemm(bool transpose_a, bool transpose_b, int64_t M, int64_t N, int64
                     transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                     static_cast<int>(K), 1.f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
                     C + i * ldc + j, static_cast<int>(ldc));
+        if (epilogue != nullptr) epilogue->apply(i, m, j, n);
     }
 }
 

@@ -86,7 +86,7 @@ def mib(value):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--mixgpt", default="build/mixgpt")
     parser.add_argument("--shapes", type=parse_shapes, default=parse_shapes("d6:8192:4:64,d6:8192:8:256"),
                         help="model:vocab:B:T, comma-separated")

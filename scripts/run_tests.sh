@@ -30,20 +30,38 @@ end_stage "2-rank tests"
 # block checks; the training and bench runs, which add no kernel, run once. The 2-rank run
 # gives each rank a simulated device.
 sim_status=0
+# The simulator runs a launch's blocks one after another on one core, so its tests run as one
+# GoogleTest shard per processor (GTEST_TOTAL_SHARDS); each shard's output joins the log whole,
+# in shard order. Every test seeds its inputs itself, so sharding changes no input.
+shards=$(nproc 2>/dev/null || echo 1)
+run_sharded() {
+  local outputs=() pids=() status=0 index
+  for ((index = 0; index < shards; ++index)); do
+    outputs+=("$(mktemp)")
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$index "$@" > "${outputs[index]}" 2>&1 &
+    pids+=($!)
+  done
+  for ((index = 0; index < shards; ++index)); do
+    wait "${pids[index]}" || status=1
+    tee -a "$log" < "${outputs[index]}"
+    rm -f "${outputs[index]}"
+  done
+  return "$status"
+}
 # The GPU tests draw their inputs from MIXGPT_TEST_SEED, else from the clock. Here it is fixed, so
 # that a run is reproducible: with the 2x rule, a few seeds push one error ratio just past 2 (flash
 # dk in fp16 at hd 128 with large logits: 2.13x at seed 3623631288), which must not make CI flaky.
 export MIXGPT_TEST_SEED="${MIXGPT_TEST_SEED:-1}"
 if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$build/mixgpt_kernel_lab_sim" ]]; then
-  echo "GPU tests on the CUDA simulator, forward schedule"
-  MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" --gtest_brief=1 \
-    --gtest_color=no --gtest_filter='Gpu*:Sim*' 2>&1 | tee -a "$log"
-  sim_status=${PIPESTATUS[0]}
+  echo "GPU tests on the CUDA simulator, forward schedule ($shards shards)"
+  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" \
+    --gtest_brief=1 --gtest_color=no --gtest_filter='Gpu*:Sim*'
+  sim_status=$?
   end_stage "simulated GPU tests, forward schedule"
-  echo "GPU tests on the CUDA simulator, backward schedule"
-  MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" --gtest_brief=1 \
-    --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*' 2>&1 | tee -a "$log"
-  sim_status=$((sim_status | PIPESTATUS[0]))
+  echo "GPU tests on the CUDA simulator, backward schedule ($shards shards)"
+  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" \
+    --gtest_brief=1 --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*'
+  sim_status=$((sim_status | $?))
   end_stage "simulated GPU tests, backward schedule"
   echo "2-rank tests with the CUDA backend and NCCL on the CUDA simulator"
   MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \

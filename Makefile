@@ -292,8 +292,9 @@ fuzz: fuzz-build
 test-gpu: all
 	MIXGPT_REQUIRE_GPU=1 $(BUILD)/mixgpt_tests --gtest_filter='Gpu*'
 
+# The demo needs only the binary: the test, benchmark and kernel-lab builds are left to make test.
 demo: setup
-	@$(SUBMAKE) all
+	@$(SUBMAKE) $(BUILD)/mixgpt
 	@scripts/demo.sh $(BUILD)
 
 bench: all

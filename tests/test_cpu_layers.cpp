@@ -137,30 +137,39 @@ TEST_P(CpuLayers, LayerNormBackwardAccumulates) {
     expect_close(dbias, dbias_ref, "dbias");
 }
 
+// The second shape spans several sgemm tiles (64 rows x 1024 columns, tiled_gemm.cpp) in both
+// directions, so the bias + GELU epilogue runs on tiles away from the origin.
 TEST_P(CpuLayers, MatmulForwardWithBiasAndGelu) {
-    const int M = 7, K = 24, N = 10;
-    const HostTensor inp = act_tensor(test::random_normal(M * K, 40), {M, K});
-    const HostTensor weight = act_tensor(test::random_normal(N * K, 41, 0.3), {N, K});
-    const HostTensor bias = act_tensor(test::random_normal(N, 42), {N});
-    HostTensor out(act(), {M, N});
-    backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), bias.view());
-    expect_close(out, f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, false).out,
-                 "out");
+    struct Shape {
+        int M, K, N;
+    };
+    for (const Shape shape : {Shape{7, 24, 10}, Shape{70, 8, 1030}}) {
+        const int M = shape.M, K = shape.K, N = shape.N;
+        SCOPED_TRACE("M " + std::to_string(M) + ", N " + std::to_string(N));
+        const HostTensor inp = act_tensor(test::random_normal(M * K, 40), {M, K});
+        const HostTensor weight = act_tensor(test::random_normal(N * K, 41, 0.3), {N, K});
+        const HostTensor bias = act_tensor(test::random_normal(N, 42), {N});
+        HostTensor out(act(), {M, N});
+        backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), bias.view());
+        expect_close(out, f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, false).out,
+                     "out");
 
-    HostTensor plain(act(), {M, N});
-    backend->matmul_forward(plain.view(), TensorView(), inp.view(), weight.view(), TensorView());
-    expect_close(plain, f64_matmul_forward(inp.values(), weight.values(), {}, M, K, N, false).out, "no bias");
+        HostTensor plain(act(), {M, N});
+        backend->matmul_forward(plain.view(), TensorView(), inp.view(), weight.view(), TensorView());
+        expect_close(plain, f64_matmul_forward(inp.values(), weight.values(), {}, M, K, N, false).out,
+                     "no bias");
 
-    HostTensor activated(act(), {M, N}), pre_gelu(act(), {M, N});
-    backend->matmul_forward(activated.view(), pre_gelu.view(), inp.view(), weight.view(), bias.view());
-    const F64MatmulForward ref =
-        f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, true);
-    expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
-    // out is GELU of the stored pre-activation: judged against the float64 GELU of those values.
-    expect_close(activated, f64_gelu_forward(pre_gelu.values()), "gelu out");
-    HostTensor recomputed(act(), {M, N});
-    backend->gelu_forward(recomputed.view(), pre_gelu.view());
-    EXPECT_EQ(recomputed.values(), activated.values());
+        HostTensor activated(act(), {M, N}), pre_gelu(act(), {M, N});
+        backend->matmul_forward(activated.view(), pre_gelu.view(), inp.view(), weight.view(), bias.view());
+        const F64MatmulForward ref =
+            f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, true);
+        expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
+        // out is GELU of the stored pre-activation: judged against the float64 GELU of those values.
+        expect_close(activated, f64_gelu_forward(pre_gelu.values()), "gelu out");
+        HostTensor recomputed(act(), {M, N});
+        backend->gelu_forward(recomputed.view(), pre_gelu.view());
+        EXPECT_EQ(recomputed.values(), activated.values());
+    }
 }
 
 TEST_P(CpuLayers, MatmulBackward) {

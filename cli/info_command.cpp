@@ -26,7 +26,8 @@ std::string info_text() {
     if (cuda.built_with_cuda) {
         const int built = build_cuda_version();
         const std::string driver = minimum_linux_driver(built);
-        text += "CUDA toolkit: built with " + cuda_version_text(built) + " (runtime linked statically), needs " +
+        text += "CUDA toolkit: built with " + cuda_version_text(built) +
+                " (runtime linked statically), needs " +
                 (driver.empty() ? "a driver for it" : "an NVIDIA driver >= " + driver + " on Linux") + "\n";
         text += "cuBLASLt: " + cublaslt_library_status() + "\n";
         text += "NCCL: " + nccl_library_status() + "\n";

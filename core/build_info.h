@@ -10,8 +10,8 @@ namespace mixgpt {
 
 const char* build_version();
 const char* build_commit();
-const char* build_gpu_archs();    // GPU_ARCHS, e.g. "80 90"
-const char* build_options();      // e.g. "release (-O3), g++ 12.2.0"
+const char* build_gpu_archs();  // GPU_ARCHS, e.g. "80 90"
+const char* build_options();    // e.g. "release (-O3), g++ 12.2.0"
 
 // CUDART_VERSION of the toolkit this binary was built with (13000: CUDA 13.0); 0 in a CPU-only
 // build. The runtime is linked statically, so it is also the runtime the binary runs with.

@@ -66,7 +66,8 @@ std::vector<std::string> loader_configured_folders() {
         std::string line;
         while (std::getline(file, line)) {
             line.erase(0, line.find_first_not_of(" \t"));
-            if (!line.empty() && line[0] == '/') folders.push_back(line.substr(0, line.find_first_of(" \t#")));
+            if (!line.empty() && line[0] == '/')
+                folders.push_back(line.substr(0, line.find_first_of(" \t#")));
         }
     }
     return folders;
@@ -85,7 +86,8 @@ std::vector<std::string> python_wheel_folders(const EnvironmentLookup& environme
     std::vector<std::string> folders;
     for (const std::string& prefix : prefixes)
         for (const char* packages : {"site-packages", "dist-packages"})
-            for (const std::string& folder : glob_paths(prefix + "/lib/python3*/" + packages + "/nvidia/*/lib"))
+            for (const std::string& folder :
+                 glob_paths(prefix + "/lib/python3*/" + packages + "/nvidia/*/lib"))
                 folders.push_back(folder);
     for (const std::string& folder : glob_paths("/usr/lib/python3/dist-packages/nvidia/*/lib"))
         folders.push_back(folder);
@@ -137,7 +139,8 @@ std::string version_after(const std::string& text, const std::string& marker) {
     if (at == std::string::npos) return {};
     const size_t begin = at + marker.size();
     size_t end = begin;
-    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
+        ++end;
     return text.substr(begin, end - begin);
 }
 
@@ -165,8 +168,9 @@ bool cuda_matches(const Candidate& candidate, int cuda_version) {
 
 std::string path_of(void* handle) {
     link_map* map = nullptr;
-    return dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr ? map->l_name
-                                                                                                  : "";
+    return dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr
+               ? map->l_name
+               : "";
 }
 
 }  // namespace
@@ -268,7 +272,8 @@ void* open_cuda_library(const CudaLibraryWanted& wanted, std::string* loaded_pat
     if (!file.path.empty()) {
         handle = dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr)
-            throw Error(wanted.title + ": cannot load " + file.path + " (" + file.description + "): " + dlerror());
+            throw Error(wanted.title + ": cannot load " + file.path + " (" + file.description +
+                        "): " + dlerror());
     } else if (!folders.restricted) {
         // The loader's cache may know a folder the search does not; its copy must match too.
         handle = dlopen(file_name.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -49,8 +49,8 @@ std::string elf_with_rodata(const std::string& text) {
 
 std::string nccl_file(const std::string& nccl, const std::string& cuda) {
     const std::string nul(1, '\0');
-    return elf_with_rodata(nul + "NCCL version %s" + nul + "NCCL version " + nccl + " compiled with CUDA " + cuda +
-                           "\n" + nul);
+    return elf_with_rodata(nul + "NCCL version %s" + nul + "NCCL version " + nccl + " compiled with CUDA " +
+                           cuda + "\n" + nul);
 }
 
 EnvironmentLookup environment_of(const std::map<std::string, std::string>& values) {
@@ -79,7 +79,8 @@ TEST(CudaLibrarySearch, FoldersComeFromTheEnvironmentAndPythonWheels) {
     EXPECT_EQ(found.folders[0], root.file("ld"));  // LD_LIBRARY_PATH first, as the loader has it
     EXPECT_EQ(found.folders[1], root.file("cuda/lib64"));
     const auto position = [&](const std::string& folder) {
-        return std::find(found.folders.begin(), found.folders.end(), root.file(folder)) - found.folders.begin();
+        return std::find(found.folders.begin(), found.folders.end(), root.file(folder)) -
+               found.folders.begin();
     };
     EXPECT_LT(position("venv/lib/python3.12/site-packages/nvidia/cu13/lib"), found.folders.size());
     EXPECT_LT(position("venv/lib/python3.12/site-packages/nvidia/nccl/lib"), found.folders.size());
@@ -115,12 +116,13 @@ TEST(CudaLibrarySearch, OnlyAnotherMajorOfCublasLtIsOneLineNamingBothVersions) {
     root.write("cuda12/libcublasLt.so.12.4.5.8", "");  // the file behind the soname: counted once
     const CudaLibraryFile found = find_cuda_library(kCublasLt13, folders_of({root.file("cuda12")}));
     EXPECT_EQ(found.path, "");
-    EXPECT_EQ(found.failure,
-              "cuBLASLt: this binary was built with CUDA 13.0 and needs libcublasLt.so.13 for CUDA 13, but found "
-              "only libcublasLt.so.12 (CUDA 12) at " +
-                  root.file("cuda12/libcublasLt.so.12") +
-                  ": install CUDA 13's cuBLASLt (or PyTorch's wheel of it) or use a mixgpt built for the CUDA "
-                  "found");
+    EXPECT_EQ(
+        found.failure,
+        "cuBLASLt: this binary was built with CUDA 13.0 and needs libcublasLt.so.13 for CUDA 13, but found "
+        "only libcublasLt.so.12 (CUDA 12) at " +
+            root.file("cuda12/libcublasLt.so.12") +
+            ": install CUDA 13's cuBLASLt (or PyTorch's wheel of it) or use a mixgpt built for the CUDA "
+            "found");
 }
 
 TEST(CudaLibrarySearch, NothingFoundSaysWhereItLooked) {
@@ -133,14 +135,16 @@ TEST(CudaLibrarySearch, NothingFoundSaysWhereItLooked) {
 
 TEST(CudaLibrarySearch, NcclVersionAndCudaAreReadFromItsRodata) {
     const test::TempDirectory root("mixgpt_library_search");
-    const NcclFileVersion version = nccl_file_version(root.write("libnccl.so.2", nccl_file("2.21.5", "12.4")));
+    const NcclFileVersion version =
+        nccl_file_version(root.write("libnccl.so.2", nccl_file("2.21.5", "12.4")));
     EXPECT_EQ(version.nccl, "2.21.5");
     EXPECT_EQ(version.cuda, "12.4");
     const NcclFileVersion older =
         nccl_file_version(root.write("old/libnccl.so.2", elf_with_rodata("NCCL version 2.18.5+cuda12.2\n")));
     EXPECT_EQ(older.nccl, "2.18.5");
     EXPECT_EQ(older.cuda, "12.2");
-    const NcclFileVersion none = nccl_file_version(root.write("text/libnccl.so.2", "NCCL version 2.1 compiled"));
+    const NcclFileVersion none =
+        nccl_file_version(root.write("text/libnccl.so.2", "NCCL version 2.1 compiled"));
     EXPECT_EQ(none.nccl, "");  // not an ELF file
 }
 
@@ -148,11 +152,12 @@ TEST(CudaLibrarySearch, NcclBuiltForAnotherCudaIsPassedOverOrNamed) {
     const test::TempDirectory root("mixgpt_library_search");
     root.write("wheel12/libnccl.so.2", nccl_file("2.21.5", "12.4"));
     const CudaLibraryFile only_other = find_cuda_library(kNccl2ForCuda13, folders_of({root.file("wheel12")}));
-    EXPECT_EQ(only_other.failure,
-              "NCCL: this binary was built with CUDA 13.0 and needs libnccl.so.2 for CUDA 13, but found only NCCL "
-              "2.21.5 for CUDA 12.4 at " +
-                  root.file("wheel12/libnccl.so.2") +
-                  ": install CUDA 13's NCCL (or PyTorch's wheel of it) or use a mixgpt built for the CUDA found");
+    EXPECT_EQ(
+        only_other.failure,
+        "NCCL: this binary was built with CUDA 13.0 and needs libnccl.so.2 for CUDA 13, but found only NCCL "
+        "2.21.5 for CUDA 12.4 at " +
+            root.file("wheel12/libnccl.so.2") +
+            ": install CUDA 13's NCCL (or PyTorch's wheel of it) or use a mixgpt built for the CUDA found");
     root.write("wheel13/libnccl.so.2", nccl_file("2.28.9", "13.0"));
     const CudaLibraryFile found =
         find_cuda_library(kNccl2ForCuda13, folders_of({root.file("wheel12"), root.file("wheel13")}));
@@ -163,7 +168,8 @@ TEST(CudaLibrarySearch, NcclBuiltForAnotherCudaIsPassedOverOrNamed) {
 TEST(CudaLibrarySearch, OpeningWhatIsHiddenThrowsTheReason) {
     const test::TempDirectory empty("mixgpt_library_search");
     const std::string folder = empty.path();
-    const test::ScopedEnvironment hidden({{"MIXGPT_CUDA_LIBRARY_PATH", folder.c_str()}, {"LD_LIBRARY_PATH", nullptr}});
+    const test::ScopedEnvironment hidden(
+        {{"MIXGPT_CUDA_LIBRARY_PATH", folder.c_str()}, {"LD_LIBRARY_PATH", nullptr}});
     EXPECT_EQ(test::error_of([] { open_cuda_library(kNccl2ForCuda13); }),
               "NCCL: libnccl.so.2 not found (this binary was built with CUDA 13.0) in 1 folders of "
               "MIXGPT_CUDA_LIBRARY_PATH: install it, or name its folder in MIXGPT_CUDA_LIBRARY_PATH");

@@ -131,8 +131,8 @@ AttentionChecks validate(const LabContext& context, int head_dim) {
 }  // namespace
 
 std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<int>& lengths) {
-    const std::vector<int> all = sizes == LabSizes::smoke ? std::vector<int>{64, 150}
-                                                          : std::vector<int>{512, 1024, 2048, 4096};
+    const std::vector<int> all =
+        sizes == LabSizes::smoke ? std::vector<int>{64, 150} : std::vector<int>{512, 1024, 2048, 4096};
     for (const int length : lengths)
         MIXGPT_REQUIRE(std::find(all.begin(), all.end(), length) != all.end(),
                        format("kernel lab: attention at T=%d: the %s sizes have T in %s", length,

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
                    "comma-separated T of the attention shapes timed (default: all of the sizes' T)")
         ->delimiter(',');
     app.add_flag("--json", options.json, "print JSON instead of the table");
-    app.add_option("--json-out", options.json_out, "also write the JSON to this file (written whole, or not at all)");
+    app.add_option("--json-out", options.json_out,
+                   "also write the JSON to this file (written whole, or not at all)");
     app.add_option("--warmup", options.warmup, "untimed runs before the samples")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--samples", options.samples, "timed samples per kernel (median reported)")

@@ -225,7 +225,9 @@ cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) 
 
 namespace mixgpt {
 
-std::string cublaslt_library_status() { return "the CUDA simulator's stand-in (kernels/cuda_sim/cublaslt.cpp)"; }
+std::string cublaslt_library_status() {
+    return "the CUDA simulator's stand-in (kernels/cuda_sim/cublaslt.cpp)";
+}
 
 }  // namespace mixgpt
 

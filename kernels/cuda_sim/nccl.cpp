@@ -135,7 +135,9 @@ bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclD
 
 namespace mixgpt {
 
-std::string nccl_library_status() { return "the CUDA simulator's stand-in (kernels/cuda_sim/nccl.cpp, over MPI)"; }
+std::string nccl_library_status() {
+    return "the CUDA simulator's stand-in (kernels/cuda_sim/nccl.cpp, over MPI)";
+}
 
 }  // namespace mixgpt
 

@@ -21,9 +21,10 @@ int build_cuda_version() {
 #endif
 }
 
-// NVIDIA's minimum drivers for minor-version compatibility, Linux x86_64: CUDA 13.x ">= 580",
+// NVIDIA's minimum drivers for minor-version compatibility, Linux x86_64: CUDA 13.x ">= 580" and
 // CUDA 12.x ">= 525" (https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html,
-// table 1); the CUDA 12 release notes' table 3 gives 12.x's as ">= 525.60.13"; CUDA 11.x ">= 450.80.02".
+// table 1); the CUDA 12 release notes' table of these minimums gives 12.x's exactly, ">= 525.60.13",
+// and 11.x's, ">= 450.80.02" (https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/).
 std::string minimum_linux_driver(int cuda_version) {
     switch (cuda_version / 1000) {
         case 13:

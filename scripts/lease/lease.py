@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import digest  # noqa: E402
 import runner  # noqa: E402
 from context import PRODUCTION, SMOKE, Context, binaries_of, bundle_environment  # noqa: E402
-from preflight import run_preflight  # noqa: E402
+from preflight import PREFLIGHT_CAP_S, run_preflight  # noqa: E402
 from steps import StepResult, plan, unmet_need  # noqa: E402
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -70,16 +70,16 @@ def unpack(bundle_arg):
 
 def dry_run(budget, simulator):
     mode = 1 if simulator else 0
-    total = 0
-    print(f"gpu_lease plan ({'simulator, smoke sizes' if simulator else 'GPU'}), budget {budget} s; "
-          "estimates for an H100 are not yet measured:")
+    total = 15  # the preflight
+    print(f"gpu_lease plan ({'simulator, smoke sizes' if simulator else 'GPU'}), budget {budget} s"
+          + ("" if simulator else "; the estimates for an H100 are not yet measured") + ":")
     print(f"{'':3} {'step':16} {'estimate':>8} {'cap':>5}  {'needs':28} what")
     for index, step in enumerate(plan(), 1):
         total += step.estimate_s[mode]
         fits = "" if total <= budget - 10 else "  (beyond the budget at these estimates)"
         print(f"{index:2}. {step.name:16} {step.estimate_s[mode]:6} s {step.cap_s[mode]:3} s  "
               f"{','.join(step.needs):28} {'extra: ' if step.extra else ''}{step.title}{fits}")
-    print(f"preflight about 15 s; estimates total {total} s")
+    print(f"preflight about 15 s (at most {PREFLIGHT_CAP_S} s); estimates total {total} s")
 
 
 def archive_logs(work, path):
@@ -104,11 +104,14 @@ def main(argv):
     budget = int(os.environ.get("GPU_LEASE_BUDGET_S", "480"))
     simulator_build = os.environ.get("GPU_LEASE_SIMULATOR", "")
     arguments = [a for a in argv if a != "--dry-run"]
+    if "--help" in argv or "-h" in argv:
+        print(__doc__)
+        return 0
     if "--dry-run" in argv:
         dry_run(budget, bool(simulator_build))
         return 0
     if len(arguments) != 2 or arguments[0].startswith("-"):
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        print("usage: scripts/gpu_lease.sh [--dry-run] BUNDLE OUTPUT_DIR (--help says more)", file=sys.stderr)
         return 2
     started = time.monotonic()
     say = Printer()

@@ -1,13 +1,17 @@
 """The lease's first step, printed at once: the GPU (nvidia-smi), glibc, any library the bundle's
 binaries cannot resolve (ldd), `mixgpt info`, PyTorch and compute-sanitizer. Its facts decide
-which later steps can run. When mixgpt cannot start, the lease stops here with one line."""
+which later steps can run. When mixgpt cannot start, the lease stops here with one line. Each
+probe has its own time limit, and all of them together at most PREFLIGHT_CAP_S."""
 import glob
 import json
 import os
 import platform
 import shutil
+import time
 
 from runner import output_of
+
+PREFLIGHT_CAP_S = 120
 
 TORCH_PROBE = (
     "import json, torch; ok = torch.cuda.is_available(); "
@@ -26,13 +30,13 @@ def last_line(text):
     return lines[-1].strip() if lines else ""
 
 
-def unresolved_libraries(bundle, env):
+def unresolved_libraries(bundle, env, limit):
     """'libX.so (needed by mixgpt_tests)' for every library ldd cannot find for the bundle's binaries."""
     if shutil.which("ldd") is None:
         return ["(ldd not found: not checked)"]
     missing = []
     for binary in sorted(glob.glob(os.path.join(bundle, "bin", "*"))):
-        code, text = output_of(["ldd", binary], 30, env)
+        code, text = output_of(["ldd", binary], limit(30), env)
         for line in text.splitlines():
             if "not found" in line:
                 missing.append(f"{line.split()[0]} (needed by {os.path.basename(binary)})")
@@ -55,11 +59,11 @@ def info_facts(text, facts):
                     setattr(facts, attribute, value)
 
 
-def find_torch(host_env):
+def find_torch(host_env, limit):
     """(python, probe dict) of the first interpreter that imports torch, or ("", {})."""
     candidates = [os.environ.get("PYTHON", ""), "python3", "/opt/torch/.venv/bin/python3", "/usr/bin/python3"]
     for python in [c for c in candidates if c and shutil.which(c)]:
-        code, text = output_of([python, "-c", TORCH_PROBE], 120, host_env)
+        code, text = output_of([python, "-c", TORCH_PROBE], limit(90), host_env)
         if code == 0:
             try:
                 return python, json.loads(last_line(text))
@@ -80,12 +84,17 @@ def find_sanitizer():
 def run_preflight(context, say):
     """Fills context.facts and context.figures['preflight']; returns the reason to stop, or ""."""
     facts, figures = context.facts, {}
+    deadline = time.monotonic() + PREFLIGHT_CAP_S
+
+    def limit(seconds):  # a probe's own limit, within what is left of the preflight's
+        return max(1.0, min(seconds, deadline - time.monotonic()))
+
     code, text = output_of(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap,clocks.max.sm",
-                            "--format=csv,noheader"], 20, context.host_env)
+                            "--format=csv,noheader"], limit(20), context.host_env)
     figures["nvidia_smi"] = (first_line(text) if code == 0 else "nvidia-smi not found" if code == 127
                              else f"nvidia-smi: exit {code}: {last_line(text)}")
     figures["glibc"] = platform.libc_ver()[1] or "unknown"
-    figures["unresolved_libraries"] = unresolved_libraries(context.bundle, context.binary_env)
+    figures["unresolved_libraries"] = unresolved_libraries(context.bundle, context.binary_env, limit)
     version_file = os.path.join(context.bundle, "VERSION")
     figures["bundle"] = open(version_file).read().strip().replace("\n", "; ") if os.path.isfile(version_file) else ""
     say(f"gpu: {figures['nvidia_smi']}")
@@ -99,7 +108,7 @@ def run_preflight(context, say):
     bundle_mixgpt = os.path.join(context.bundle, "bin", "mixgpt")
     if not os.path.exists(bundle_mixgpt):
         bundle_mixgpt = context.binaries.mixgpt
-    code, text = output_of([bundle_mixgpt, "info"], 60, context.binary_env)
+    code, text = output_of([bundle_mixgpt, "info"], limit(60), context.binary_env)
     with open(context.log("preflight.log"), "a") as log:
         log.write(f"$ {bundle_mixgpt} info\n{text}(exit {code})\n")
     figures["mixgpt_info"] = text.strip()
@@ -108,7 +117,7 @@ def run_preflight(context, say):
         context.figures["preflight"] = figures
         return figures["stop"]
     if context.simulator:  # the steps run the simulator's binaries: their device and libraries count
-        code, text = output_of([context.binaries.mixgpt, "info"], 60, context.binary_env)
+        code, text = output_of([context.binaries.mixgpt, "info"], limit(60), context.binary_env)
         with open(context.log("preflight.log"), "a") as log:
             log.write(f"$ {context.binaries.mixgpt} info\n{text}(exit {code})\n")
         if code != 0:
@@ -123,14 +132,14 @@ def run_preflight(context, say):
     say(f"cuBLASLt: {facts.cublaslt or facts.missing_cublaslt}")
     say(f"NCCL: {facts.nccl or facts.missing_nccl}")
 
-    facts.python, torch = find_torch(context.host_env)
+    facts.python, torch = find_torch(context.host_env, limit)
     facts.torch, facts.torch_cuda = torch.get("torch", ""), bool(torch.get("available"))
     figures["torch"] = torch
     say(f"PyTorch: {facts.torch} (CUDA {torch.get('cuda')}, {torch.get('device') or 'no GPU'}) in {facts.python}"
         if facts.torch else "PyTorch: not found (PYTHON, python3, /opt/torch/.venv/bin/python3, /usr/bin/python3)")
     facts.sanitizer = find_sanitizer()
     if facts.sanitizer:
-        code, text = output_of([facts.sanitizer, "--version"], 30, context.host_env)
+        code, text = output_of([facts.sanitizer, "--version"], limit(30), context.host_env)
         figures["compute_sanitizer"] = last_line(text)
     say(f"compute-sanitizer: {figures.get('compute_sanitizer', '') + ' at ' + facts.sanitizer if facts.sanitizer else 'not found'}"
         + (" (the simulator runs its own checks instead)" if context.simulator else ""))

@@ -105,9 +105,13 @@ def closing_lines(context, results, elapsed, budget, files):
     lines.append(attention_line(figures))
     lines.append(sanitizer_line(figures))
     lines += other_lines(figures)
-    skipped = [f"{name} ({result.summary})" for name, (_, result) in results.items() if result.status == "skipped"]
+    skipped = {}  # reason -> the steps skipped for it
+    for name, (_, result) in results.items():
+        if result.status == "skipped":
+            skipped.setdefault(result.summary, []).append(name)
     failed = [f"{name} ({result.status})" for name, (_, result) in results.items() if result.status in ("failed", "stopped")]
-    lines.append("not run: " + ("; ".join(skipped) if skipped else "none"))
+    lines.append("not run: " + ("; ".join(f"{', '.join(names)} ({reason})" for reason, names in skipped.items())
+                                if skipped else "none"))
     lines.append("failed or stopped: " + (", ".join(failed) if failed else "none"))
     counts = {status: sum(result.status == status for _, result in results.values())
               for status in ("ok", "failed", "stopped", "skipped")}

@@ -9,7 +9,8 @@ each has its own cap, a step whose estimate no longer fits (or whose needs are m
 device, cuBLASLt, NCCL, PyTorch, compute-sanitizer) is skipped with a line saying why, and
 nothing runs past the budget. Stdout is the digest (at most 10 KB: preflight, one line per step
 as it ends, then every number); OUTPUT_DIR gets report.md, figures.json and lease-logs.tar.xz
-(every log and JSON), nothing else. Exit status 1 when a step failed or was stopped at its cap.
+(every log and JSON), nothing else. Exit status 1 when a step failed or was stopped at its cap,
+or none ran.
 
 Environment: GPU_LEASE_BUDGET_S; GPU_LEASE_STEPS=a,b (only those steps, for a re-run);
 GPU_LEASE_SIMULATOR=BUILD (the simulator's binaries from BUILD at smoke sizes instead of the
@@ -174,7 +175,8 @@ def main(argv):
     digest.write_figures(os.path.join(output, "figures.json"), context, results, elapsed, budget)
     archive_logs(work, os.path.join(output, ARCHIVE))
     shutil.rmtree(work, ignore_errors=True)
-    failed = stop or any(result.status in ("failed", "stopped") for _, result in results.values())
+    statuses = [result.status for _, result in results.values()]
+    failed = stop or "failed" in statuses or "stopped" in statuses or "ok" not in statuses
     return 1 if failed else 0
 
 

@@ -215,15 +215,15 @@ def plan():
 
 
 def unmet_need(context, step):
-    """Why a step cannot run here ("" when it can)."""
+    """Why a step cannot run here, in a few words ("" when it can); the preflight printed the details."""
     facts = context.facts
     reasons = {
-        "device": "" if facts.device else f"no CUDA device ({facts.no_device[:120]})",
-        "cublaslt": "" if facts.cublaslt else f"cuBLASLt not found ({facts.missing_cublaslt[:160]})",
-        "nccl": "" if facts.nccl else f"NCCL not found ({facts.missing_nccl[:160]})",
+        "device": "" if facts.device else "no CUDA device",
+        "cublaslt": "" if facts.cublaslt else "no cuBLASLt",
+        "nccl": "" if facts.nccl else "no NCCL",
         "torch": "" if facts.torch else "no python3 with PyTorch",
         "torch_cuda": "" if facts.torch_cuda else "no PyTorch with CUDA" + (" (the simulator has none)" if context.simulator else ""),
-        "sanitizer": "" if facts.sanitizer or context.simulator else "compute-sanitizer not found",
+        "sanitizer": "" if facts.sanitizer or context.simulator else "no compute-sanitizer",
         "dataset": "" if facts.dataset else "no KJV dataset in the bundle (data/kjv/dataset.h5)",
     }
-    return "; ".join(reasons[need] for need in step.needs if reasons[need])
+    return ", ".join(reasons[need] for need in step.needs if reasons[need])

@@ -58,8 +58,9 @@ NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(N
 PTX_ARCH := $(lastword $(GPU_ARCHS))
 PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
                  --expt-relaxed-constexpr -Werror all-warnings -MMD -MP
-# cuBLASLt is not linked: kernels/cuda/cublaslt_library.cpp loads it on first use (dlopen).
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lnccl -lcudart_static -ldl -lrt
+# Neither cuBLASLt nor NCCL is linked: kernels/cuda/{cublaslt,nccl}_library.cpp load them on first
+# use (dlopen), so every binary starts on a host without them.
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
 
 # ---- sources ----
 LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
@@ -98,7 +99,7 @@ BENCH_OBJS := $(call object_of,$(BENCH_SRCS))
 KERNEL_LAB_OBJS := $(call object_of,$(KERNEL_LAB_SRCS))
 sim_object_of = $(patsubst %,$(BUILD)/sim/obj/%.o,$(1))
 # The library's host objects are shared with the real build; its kernels are not.
-SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS) kernels/cuda/cublaslt_library.cpp),$(LIB_OBJS)) \
+SIM_LIB_OBJS := $(filter-out $(call object_of,$(SIM_CU_SRCS) kernels/cuda/cublaslt_library.cpp kernels/cuda/nccl_library.cpp),$(LIB_OBJS)) \
                 $(call sim_object_of,$(SIM_CU_SRCS) $(SIM_SRCS))
 SIM_KERNEL_LAB_OBJS := $(call object_of,$(filter %.cpp,$(SIM_KERNEL_LAB_SRCS))) \
                        $(call sim_object_of,$(filter %.cu,$(SIM_KERNEL_LAB_SRCS)))
@@ -138,7 +139,7 @@ all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt
      $(if $(and $(KERNEL_LAB_SRCS),$(filter 1,$(WITH_CUDA))),$(BUILD)/mixgpt_kernel_lab)
 
 # The test binaries of the CUDA simulator (CUDA builds only; `make test` builds them).
-sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests $(BUILD)/mixgpt_kernel_lab_sim)
+sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim $(BUILD)/mixgpt_sim_tests $(BUILD)/mixgpt_sim_mpi_tests $(BUILD)/mixgpt_kernel_lab_sim)
 
 # The kernels' PTX and the check of the instructions they claim (CUDA builds only; `make test` runs it).
 ptx: $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
@@ -231,6 +232,11 @@ $(BUILD)/mixgpt_tests: $(TEST_OBJS) $(BUILD)/libmixgpt.a
 $(BUILD)/mixgpt_sim_tests: $(SIM_OBJS)
 	@echo "LINK $@"
 	$(QUIET)$(CXX) -o $@ $^ -lgtest -lgtest_main $(SIM_LDLIBS)
+
+# mixgpt itself on the simulator, for scripts/gpu_lease.sh's simulator swap.
+$(BUILD)/mixgpt_sim: $(MAIN_OBJ) $(SIM_LIB_OBJS)
+	@echo "LINK $@"
+	$(QUIET)$(CXX) -o $@ $^ $(SIM_LDLIBS)
 
 # The kernel lab on the simulator: `--sizes smoke` runs every path of it without a GPU.
 $(BUILD)/mixgpt_kernel_lab_sim: $(call object_of,bench/kernel_lab/main.cpp) $(SIM_KERNEL_LAB_OBJS) $(SIM_LIB_OBJS)

@@ -2,7 +2,8 @@
 # make bundle: a self-contained folder to run mixgpt on a GPU host that has only the
 # NVIDIA driver and CUDA libraries. It holds the binaries and every non-system shared
 # library they load (found with ldd), with $ORIGIN-relative rpaths. CUDA libraries
-# (cuBLAS, cuBLASLt, NCCL, the driver) are NOT copied: bundle/env.sh finds the host's.
+# (cuBLASLt and NCCL, loaded on first use, and the driver) are NOT copied: the binaries find the
+# host's (core/cuda_library_search.h) and bundle/env.sh puts their folders on the loader's path.
 # bundle/VERSION names the commit and build configuration; build/bundle.tar.xz carries it all.
 set -euo pipefail
 build="${1:-build}"
@@ -37,9 +38,9 @@ for binary in "$bundle"/bin/*; do
   done < <(ldd "$binary" | awk '/=> \// { print $3 }')
 done
 
-# The KJV dataset (Debian's bible-kjv, which GPU hosts lack) for the precision study there.
+# The KJV dataset (Debian's bible-kjv, which GPU hosts lack) for the lease's training steps.
 if ! "$build/mixgpt" prepare --corpus kjv --output "$bundle/data/kjv" >/dev/null 2>&1; then
-  echo "bundle: no KJV dataset (bible-kjv not installed?): the GPU report's study part will fail" >&2
+  echo "bundle: no KJV dataset (bible-kjv not installed?): the GPU lease's training steps will be skipped" >&2
 fi
 
 # What the binaries were built from, for the report of a run on another host.
@@ -54,8 +55,10 @@ for binary in "$bundle"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$binary
 for library in "$bundle"/lib/*; do chmod u+w "$library"; patchelf --set-rpath '$ORIGIN' "$library"; done
 
 cat > "$bundle/env.sh" <<'ENV'
-# Source this on the GPU host: puts the host's CUDA libraries (cuBLAS, cuBLASLt, NCCL) on
-# LD_LIBRARY_PATH, from the CUDA toolkit or from PyTorch's nvidia-* wheels. Only CUDA folders
+# Source this on the GPU host: puts the host's CUDA libraries (cuBLAS, cuBLASLt, NCCL, the driver)
+# on LD_LIBRARY_PATH, from the CUDA toolkit or from PyTorch's nvidia-* wheels. The binaries load
+# cuBLASLt and NCCL on first use and search those folders themselves; the loader needs this for
+# the driver where it is not in its cache, and `ldd` to show what would be used. Only CUDA folders
 # go there: LD_LIBRARY_PATH is searched before the binaries' $ORIGIN run path, so a system
 # folder there would replace the bundle's own libraries with the host's.
 bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -63,16 +66,17 @@ bundle_cuda_dirs=()
 for bundle_dir_candidate in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
   if [[ -d "$bundle_dir_candidate" ]]; then bundle_cuda_dirs+=("$bundle_dir_candidate"); fi
 done
-# The PyTorch image's python3 may not be first on PATH; the wheels' libraries are under
-# site-packages/nvidia/<package>/lib (nvidia/cu13/lib for CUDA 13's own wheels).
-for bundle_python in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+# PyTorch's CUDA wheels (cuBLAS, NCCL) keep their libraries under site-packages/nvidia/<package>/lib
+# (nvidia/cu13/lib for CUDA 13's own wheels): every python3 found is asked, as mixgpt itself
+# searches them (core/cuda_library_search.h), since the one with PyTorch may not be first on PATH.
+for bundle_python in $(type -ap python3) /opt/torch/.venv/bin/python3 /usr/bin/python3; do
   bundle_nvidia=$("$bundle_python" -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null) || continue
   while read -r bundle_nvidia_dir; do
     for bundle_dir_candidate in "$bundle_nvidia_dir"/*/lib; do
+      case ":$(IFS=:; echo "${bundle_cuda_dirs[*]}"):" in *":$bundle_dir_candidate:"*) continue ;; esac
       if [[ -d "$bundle_dir_candidate" ]]; then bundle_cuda_dirs+=("$bundle_dir_candidate"); fi
     done
   done <<< "$bundle_nvidia"
-  break
 done
 # Last: the driver's folder on hosts that mount it there (libcuda.so.1 is loaded at run time).
 if [[ -d /usr/local/nvidia/lib64 ]]; then bundle_cuda_dirs+=(/usr/local/nvidia/lib64); fi
@@ -85,12 +89,12 @@ ENV
 
 cat > "$bundle/run_gpu_tests.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the GPU test suite on this host; fails if no GPU is visible.
+# Runs the GPU test suite on this host (seed 1 unless MIXGPT_TEST_SEED says); fails if no GPU is visible.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/env.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-MIXGPT_REQUIRE_GPU=1 "$here/bin/mixgpt_tests" --gtest_filter='Gpu*' "$@"
+MIXGPT_TEST_SEED="${MIXGPT_TEST_SEED:-1}" MIXGPT_REQUIRE_GPU=1 "$here/bin/mixgpt_tests" --gtest_filter='Gpu*' "$@"
 RUN
 chmod +x "$bundle/run_gpu_tests.sh"
 

@@ -16,7 +16,8 @@ mask, backward 2.5 times that; TFLOP/s of forward + backward = 3.5 * forward FLO
 Runs on the GPU host (PyTorch 2.x with CUDA):
     python3 scripts/compare_attention.py build/mixgpt_kernel_lab [--samples 30] [--json FILE]
     python3 scripts/compare_attention.py --lab-json FILE   # what `mixgpt_kernel_lab --attention-only
-                                                            # --json` wrote (scripts/gpu_report.sh)
+                                                            # --json-out FILE` wrote (scripts/gpu_lease.sh)
+--lengths 1024 times only those T (the lab's --attention-lengths).
 A lab that failed its validation still gives its timings; its failed rows are listed.
 """
 import argparse
@@ -38,8 +39,8 @@ def forward_flops(batch, heads, length, head_dim):
     return 4.0 * batch * heads * length * length * head_dim / 2
 
 
-def shapes():
-    return [(TOKENS // length, length, HEADS, head_dim) for head_dim in HEAD_DIMS for length in LENGTHS]
+def shapes(lengths=LENGTHS):
+    return [(TOKENS // length, length, HEADS, head_dim) for head_dim in HEAD_DIMS for length in lengths]
 
 
 def median_ms(run, warmup, samples, batch):
@@ -114,7 +115,8 @@ def lab_report(args):
         except (OSError, ValueError) as error:
             print(f"compare_attention: no lab results in {args.lab_json}: {error}", file=sys.stderr)
             return None
-    command = [args.lab, "--attention-only", "--json", "--samples", str(args.samples), "--warmup", str(args.warmup)]
+    command = [args.lab, "--attention-only", "--json", "--samples", str(args.samples), "--warmup", str(args.warmup),
+               "--attention-lengths", ",".join(str(length) for length in args.lengths)]
     result = subprocess.run(command, capture_output=True, text=True)
     sys.stderr.write(result.stderr)
     if result.returncode != 0:
@@ -156,7 +158,12 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs first")
     parser.add_argument("--batch", type=int, default=10, help="PyTorch runs per timed sample")
     parser.add_argument("--json", help="also write the whole comparison to this file")
+    parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)),
+                        help="comma-separated T to time (default: all of the lab's)")
     args = parser.parse_args()
+    args.lengths = [int(length) for length in args.lengths.split(",")]
+    if not set(args.lengths) <= set(LENGTHS):
+        parser.error(f"--lengths: the lab's T are {', '.join(map(str, LENGTHS))}")
     if (args.lab is None) == (args.lab_json is None):
         parser.error("give either LAB or --lab-json")
 
@@ -168,7 +175,7 @@ def main():
     report = lab_report(args)
     lab = lab_times(report)
     results = []
-    for shape in shapes():
+    for shape in shapes(args.lengths):
         batch, length, heads, head_dim = shape
         results.append(
             {

@@ -2,7 +2,8 @@
 # The whole test suite: the unit tests (GPU tests skip without a GPU), the
 # data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
 # simulator (kernels/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
-# CUDA/NCCL tests and the kernel lab's command at its smoke sizes; and the check of the
+# CUDA/NCCL tests, the kernel lab's command at its smoke sizes and the GPU lease script
+# (scripts/lease/test_gpu_lease.py); and the check of the
 # kernels' PTX (scripts/check_kernel_instructions.sh); a 3-trial crash campaign
 # (scripts/crash_campaign.py). Ends with one line
 # "N passed, N failed, N skipped" summing GoogleTest's reports of all.
@@ -72,6 +73,10 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
   "$build/mixgpt_kernel_lab_sim" --sizes smoke --precision fp16 2>&1
   sim_status=$((sim_status | $?))
   end_stage "kernel lab on the simulator"
+  echo "the GPU lease (scripts/gpu_lease.sh) end to end on the CUDA simulator; the binaries without NCCL"
+  python3 "$(dirname "$0")/lease/test_gpu_lease.py" "$build" 2>&1
+  sim_status=$((sim_status | $?))
+  end_stage "GPU lease on the simulator"
 fi
 
 # The crash campaign, 3 trials: kill -9 a small run (once inside a checkpoint write), resume,

@@ -14,6 +14,7 @@ mixgpt; model FLOPs per token are counted as mixgpt counts them (train/flops.h):
 Runs on a GPU host with a recent PyTorch; on a CPU (Debian's python3-torch) it runs too, for a
 smoke test of the script, and says its timings are host timings.
 Usage: torch_bench.py --model d12 -b 16 -t 1024 --precision fp32,tf32,bf16,fp16 [--compile] [--json]
+       [--jsonl FILE]   (each row, and each failure, appended to FILE as one JSON line when done)
 """
 import argparse
 import datetime
@@ -161,6 +162,13 @@ def time_precision(arguments, precision, compiled, device):
     }
 
 
+def append_line(path, record):
+    """Appends one JSON line to path (when given), so a run stopped later keeps what it measured."""
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(record) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="d12", choices=sorted(PRESET_DEPTHS))
@@ -173,6 +181,7 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--jsonl", help="append each result (or failure) to this file as one JSON line when done")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (torch.set_num_threads; 0: PyTorch's default)")
     arguments = parser.parse_args()
     unknown = set(arguments.precision.split(",")) - {"fp32", "tf32", "bf16", "fp16"}
@@ -206,10 +215,13 @@ def main():
                 r = time_precision(arguments, precision, compiled, device)
             except Exception as error:  # noqa: BLE001 -- report it, time the other runs
                 failures += 1
-                print(f"{precision:>9} {str(compiled):>8} failed: {type(error).__name__}: "
-                      f"{(str(error).splitlines() or [''])[0]}", file=sys.stderr, flush=True)
+                reason = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+                print(f"{precision:>9} {str(compiled):>8} failed: {reason}", file=sys.stderr, flush=True)
+                append_line(arguments.jsonl, {"precision": precision, "compiled": compiled, "error": reason})
                 continue
             results.append(r)
+            append_line(arguments.jsonl, dict(r, device=name, model=arguments.model,
+                                              batch_size=arguments.batch_size, seq_len=arguments.seq_len))
             if not arguments.json:
                 print(f"{r['precision']:>9} {str(r['compiled']):>8} {r['warmup_seconds']:>9.1f} "
                       f"{r['ms_per_step']:>10.2f} {r['tokens_per_second']:>12.0f} {r['tflops']:>9.2f} "

@@ -5,12 +5,14 @@
 // says which device --device auto chose and why; info describes the build and the devices.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/build_info.h"
 #include "kernels/device_discovery.h"
 #include "kernels/ops.h"
 #include "model/checkpoint.h"
@@ -178,6 +180,12 @@ TEST_F(CliTest, InfoSaysWhatThisBuildIsAndWhatItSees) {
     EXPECT_NE(lines[0].find(" (commit "), std::string::npos) << info.out;
     EXPECT_EQ(lines[1].rfind(built_with_cuda() ? "build: CUDA (GPU_ARCHS " : "build: CPU only", 0), 0u)
         << info.out;
+    if (built_with_cuda()) {  // the toolkit and the driver it needs (minimum: core/build_info.h)
+        const std::string toolkit = "CUDA toolkit: built with " + cuda_version_text(build_cuda_version()) +
+                                    " (runtime linked statically), needs an NVIDIA driver >= " +
+                                    minimum_linux_driver(build_cuda_version()) + " on Linux";
+        EXPECT_NE(std::find(lines.begin(), lines.end(), toolkit), lines.end()) << info.out;
+    }
     const CudaDiscovery cuda = discover_cuda();
     if (cuda.devices.empty())
         EXPECT_EQ(lines.back(), "devices: none: " + cuda.failure);

@@ -1,5 +1,6 @@
 #include "bench/kernel_lab/attention_lab.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -129,16 +130,22 @@ AttentionChecks validate(const LabContext& context, int head_dim) {
 
 }  // namespace
 
-std::vector<AttentionShape> attention_shapes(LabSizes sizes) {
+std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<int>& lengths) {
+    const std::vector<int> all =
+        sizes == LabSizes::smoke ? std::vector<int>{64, 150} : std::vector<int>{512, 1024, 2048, 4096};
+    for (const int length : lengths)
+        MIXGPT_REQUIRE(std::find(all.begin(), all.end(), length) != all.end(),
+                       format("kernel lab: attention at T=%d: the %s sizes have T in %s", length,
+                              sizes == LabSizes::smoke ? "smoke" : "production",
+                              sizes == LabSizes::smoke ? "{64, 150}" : "{512, 1024, 2048, 4096}"));
     std::vector<AttentionShape> shapes;
-    for (const int head_dim : {64, 128}) {
-        if (sizes == LabSizes::smoke) {
-            for (const int length : {64, 150}) shapes.push_back({2, length, 2, head_dim});
-        } else {
-            for (const int length : {512, 1024, 2048, 4096})
+    for (const int head_dim : {64, 128})
+        for (const int length : lengths.empty() ? all : lengths) {
+            if (sizes == LabSizes::smoke)
+                shapes.push_back({2, length, 2, head_dim});
+            else
                 shapes.push_back({kTokens / length, length, kHeads, head_dim});
         }
-    }
     return shapes;
 }
 
@@ -152,7 +159,7 @@ std::vector<Row> attention_rows(const LabContext& context) {
         const AttentionChecks checks = validate(context, head_dim);
         log_info(format("flash attention hd %d: forward %s; backward %s", head_dim,
                         summarize(checks.forward).c_str(), summarize(checks.backward).c_str()));
-        for (const AttentionShape& s : attention_shapes(context.sizes)) {
+        for (const AttentionShape& s : attention_shapes(context.sizes, context.attention_lengths)) {
             if (s.head_dim != head_dim) continue;
             const int sets = rotation_sets(AttentionTensors::forward_bytes(s, act), context.l2_bytes);
             std::vector<AttentionTensors> tensors;

@@ -20,8 +20,9 @@ struct AttentionShape {
 };
 
 // The timed shapes. production: 12 heads, B·T = 16K, T in {512, 1024, 2048, 4096}, head
-// dimensions 64 and 128. smoke: 2 heads, B = 2, T in {64, 150} (a partial tile).
-std::vector<AttentionShape> attention_shapes(LabSizes sizes);
+// dimensions 64 and 128. smoke: 2 heads, B = 2, T in {64, 150} (a partial tile). Only those of
+// `lengths` when it is not empty; a length the sizes do not have throws Error.
+std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<int>& lengths = {});
 
 // Rows flash_attention_forward and flash_attention_backward per shape. Needs a bf16 or fp16
 // precision.

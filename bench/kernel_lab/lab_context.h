@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "bench/kernel_lab/lab_ceilings.h"
 #include "bench/kernel_lab/lab_timing.h"
@@ -42,6 +43,7 @@ struct LabContext {
     Ceilings ceilings;
     uint64_t seed = 1;
     LabSizes sizes = LabSizes::production;
+    std::vector<int> attention_lengths;  // the T of the attention shapes timed; empty: all of them
 };
 
 }  // namespace mixgpt::lab

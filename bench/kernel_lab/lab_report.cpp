@@ -56,8 +56,8 @@ void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceili
     }
 }
 
-void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy) {
+std::string report_json(const DeviceInfo& device, const Ceilings& ceilings, const std::vector<Row>& rows,
+                        const std::vector<KernelOccupancy>& occupancy) {
     nlohmann::ordered_json json;
     json["device"] = {{"index", device.device},
                       {"name", device.name},
@@ -94,7 +94,7 @@ void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilin
                                      {"dynamic_shared_bytes", k.dynamic_shared_bytes},
                                      {"blocks_per_multiprocessor", k.blocks_per_multiprocessor},
                                      {"warps_per_multiprocessor", k.warps_per_multiprocessor}});
-    std::fprintf(out, "%s\n", json.dump(2).c_str());
+    return json.dump(2) + "\n";
 }
 
 }  // namespace mixgpt::lab

@@ -45,7 +45,8 @@ double ceiling_of(const Row& row, const Ceilings& ceilings);
 // The rows, then the occupancy of every kernel launched (registers 0: unknown, the simulator).
 void print_table(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
                  const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy = {});
-void print_json(std::FILE* out, const DeviceInfo& device, const Ceilings& ceilings,
-                const std::vector<Row>& rows, const std::vector<KernelOccupancy>& occupancy = {});
+// The same as one JSON object (scripts/compare_attention.py and scripts/gpu_lease.sh read it).
+std::string report_json(const DeviceInfo& device, const Ceilings& ceilings, const std::vector<Row>& rows,
+                        const std::vector<KernelOccupancy>& occupancy = {});
 
 }  // namespace mixgpt::lab

@@ -1,6 +1,7 @@
 // mixgpt_kernel_lab: validates, then times, every hot CUDA kernel of mixgpt against the
 // ceilings measured in the same run (bench/README.md). Results go to stdout as a table, or
-// as JSON with --json; progress and validation details go to stderr.
+// as JSON with --json, and with --json-out also as JSON to a file (one run, both forms);
+// progress and validation details go to stderr.
 #include <cuda_runtime.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "bench/kernel_lab/lab_ceilings.h"
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
+#include "core/atomic_file.h"
 #include "core/cuda_check.h"
 #include "core/log.h"
 #include "kernels/cuda/flash_attention.h"
@@ -29,7 +31,10 @@ struct LabOptions {
     int device = 0;
     std::string precision = "bf16";
     bool attention_only = false;
+    bool backend_only = false;
+    std::vector<int> attention_lengths;
     bool json = false;
+    std::string json_out;
     int warmup = 5;
     int samples = 30;
     uint64_t seed = 1;
@@ -78,6 +83,7 @@ int run(const LabOptions& options, const std::string& command) {
     context.timing = {options.warmup, options.samples};
     context.seed = options.seed;
     context.sizes = options.sizes;
+    context.attention_lengths = options.attention_lengths;
     const DeviceInfo info = device_info(options.device, options.precision, options.sizes, command);
     log_info(format("kernel lab on %s, %s sizes: measuring the ceilings", gpu->name().c_str(),
                     sizes_name(options.sizes)));
@@ -101,17 +107,21 @@ int run(const LabOptions& options, const std::string& command) {
             log_message(LogLevel::error, format("kernel lab: %s stopped: %s", name, error.what()));
         }
     };
-    if (cuda::flash_attention_supported(activation_dtype(precision), 64))
+    if (options.backend_only)
+        log_info("kernel lab: flash attention not run (--backend-only)");
+    else if (cuda::flash_attention_supported(activation_dtype(precision), 64))
         run_section("flash attention", [&] { return attention_rows(context); });
     else
         log_warning("kernel lab: flash attention runs in bf16 or fp16 only; skipped in " + options.precision);
     if (!options.attention_only) run_section("backend ops", [&] { return backend_rows(context); });
     const std::vector<KernelOccupancy> occupancy = occupancy_of(launches.launches());
+    const std::string json = report_json(info, context.ceilings, rows, occupancy);
     if (options.json)
-        print_json(stdout, info, context.ceilings, rows, occupancy);
+        std::fputs(json.c_str(), stdout);
     else
         print_table(stdout, info, context.ceilings, rows, occupancy);
     std::fflush(stdout);
+    if (!options.json_out.empty()) write_whole_file(options.json_out, json);
     CUDA_CHECK(cudaStreamDestroy(stream));
     const bool all_valid = std::all_of(rows.begin(), rows.end(), [](const Row& row) { return row.valid; });
     if (!all_valid)
@@ -132,9 +142,16 @@ int main(int argc, char** argv) {
     app.add_option("--precision", options.precision,
                    "activation precision: bf16 or fp16 (attention needs one)")
         ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
-    app.add_flag("--attention-only", options.attention_only,
-                 "flash attention only (scripts/compare_attention.py)");
+    CLI::Option* attention_only = app.add_flag("--attention-only", options.attention_only,
+                                               "flash attention only (scripts/compare_attention.py)");
+    app.add_flag("--backend-only", options.backend_only, "the backend ops only, no flash attention")
+        ->excludes(attention_only);
+    app.add_option("--attention-lengths", options.attention_lengths,
+                   "comma-separated T of the attention shapes timed (default: all of the sizes' T)")
+        ->delimiter(',');
     app.add_flag("--json", options.json, "print JSON instead of the table");
+    app.add_option("--json-out", options.json_out,
+                   "also write the JSON to this file (written whole, or not at all)");
     app.add_option("--warmup", options.warmup, "untimed runs before the samples")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--samples", options.samples, "timed samples per kernel (median reported)")
@@ -151,6 +168,12 @@ int main(int argc, char** argv) {
         options.sizes = mixgpt::lab::LabSizes::smoke;
         if (app.count("--warmup") == 0) options.warmup = 1;
         if (app.count("--samples") == 0) options.samples = 3;
+    }
+    try {
+        mixgpt::lab::attention_shapes(options.sizes, options.attention_lengths);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "mixgpt_kernel_lab: --attention-lengths: %s\n", error.what());
+        return 2;
     }
     std::string command;
     for (int i = 0; i < argc; ++i) command += (i > 0 ? " " : "") + std::string(argv[i]);

@@ -1,44 +1,68 @@
 // cuBLASLt, loaded the first time mixgpt calls it instead of when the process starts. Linked
 // directly, libcublasLt's initializers ran in every process, CPU runs and `mixgpt --help`
 // included: 0.4 s and about 200 MiB of resident memory before main. This file defines the
-// functions of cublasLt.h that mixgpt calls; each finds the library's own on its first call.
-// (The simulator defines the same functions itself, so this file is not part of its build.)
+// functions of cublasLt.h that mixgpt calls; each finds the library's own on its first call. The
+// library is the one of the CUDA this binary was built with, found as core/cuda_library_search.h
+// says. (The simulator defines the same functions itself, so this file is not part of its build.)
 #include <cublasLt.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <string>
 
+#include "core/cuda_library_search.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "kernels/cuda_libraries.h"
+
+// cuBLAS's major version is its toolkit's (libcublasLt.so.12 ships with CUDA 12, .so.13 with 13).
+static_assert(CUBLAS_VER_MAJOR == CUDART_VERSION / 1000, "cuBLAS and the CUDA runtime are of one toolkit");
 
 namespace {
 
-// "libcublasLt.so.13": the major version this binary was compiled against.
-const std::string& library_name() {
-    static const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    return name;
+const mixgpt::CudaLibraryWanted& wanted() {
+    static const mixgpt::CudaLibraryWanted library{"cuBLASLt", "libcublasLt.so", CUDART_VERSION / 1000,
+                                                   CUDART_VERSION, mixgpt::CudaOfLibrary::soname_major};
+    return library;
 }
 
-void* library() {
-    static void* const handle = [] {
-        void* opened = dlopen(library_name().c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (opened == nullptr)
-            throw mixgpt::Error(
-                "cuBLASLt: cannot load " + library_name() + " (" + dlerror() +
-                "): put the CUDA toolkit's lib folder on the loader's path (LD_LIBRARY_PATH)");
+struct Loaded {
+    void* handle = nullptr;
+    std::string path;
+};
+
+const Loaded& library() {
+    static const Loaded loaded = [] {
+        Loaded opened;
+        opened.handle = mixgpt::open_cuda_library(wanted(), &opened.path);
         return opened;
     }();
-    return handle;
+    return loaded;
 }
 
 template <typename Function>
 Function* resolve(const char* name) {
-    void* address = dlsym(library(), name);
+    void* address = dlsym(library().handle, name);
     if (address == nullptr)
-        throw mixgpt::Error("cuBLASLt: " + library_name() + " has no " + name + " (" + dlerror() + ")");
+        throw mixgpt::Error("cuBLASLt: " + library().path + " has no " + name + " (" + dlerror() + ")");
     return reinterpret_cast<Function*>(address);
 }
 
 }  // namespace
+
+namespace mixgpt {
+
+std::string cublaslt_library_status() {
+    try {
+        const size_t code = cublasLtGetVersion();
+        return format("%zu.%zu.%zu (%s)", code / 10000, code / 100 % 100, code % 100, library().path.c_str());
+    } catch (const Error& error) {
+        const std::string message = error.what(), title = "cuBLASLt: ";
+        return "none: " + (message.rfind(title, 0) == 0 ? message.substr(title.size()) : message);
+    }
+}
+
+}  // namespace mixgpt
 
 cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* handle) {
     static auto* const real = resolve<decltype(cublasLtCreate)>("cublasLtCreate");

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cuda_libraries.h"
 #include "kernels/cuda_sim/runtime.h"
 
 namespace {
@@ -221,6 +222,14 @@ cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) 
 }
 
 }  // namespace
+
+namespace mixgpt {
+
+std::string cublaslt_library_status() {
+    return "the CUDA simulator's stand-in (kernels/cuda_sim/cublaslt.cpp)";
+}
+
+}  // namespace mixgpt
 
 extern "C" {
 

@@ -1,6 +1,7 @@
 // Compiled instead of kernels/cuda/*.cu when no CUDA toolkit was found at build time.
 #include "core/error.h"
 #include "kernels/backend_factory.h"
+#include "kernels/cuda_libraries.h"
 #include "kernels/device_discovery.h"
 
 namespace mixgpt {
@@ -23,5 +24,8 @@ CudaDiscovery discover_cuda(const CudaRuntimeQueries&) {
 }
 
 std::string select_cuda_device(int) { return kBuiltWithoutCuda; }
+
+std::string cublaslt_library_status() { return "not built"; }
+std::string nccl_library_status() { return "not built"; }
 
 }  // namespace mixgpt

@@ -5,7 +5,7 @@
 // (ZeRO-1) and the buckets exchanged during the backward pass or after it. A bucket started
 // before its gradients are final, or a compute stream not waiting for the collectives, changes
 // the bits. Multi-GPU equivalence (2 ranks x B = 1 rank x 2B) runs under mpirun
-// (tests/mpi/ on the CPU; on GPUs with scripts/gpu_report.sh where a host has several).
+// (tests/mpi/ on the CPU; on GPUs under mpirun where a host has several).
 #include <gtest/gtest.h>
 
 #include <cstdint>

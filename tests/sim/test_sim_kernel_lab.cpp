@@ -81,6 +81,19 @@ TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
     }
 }
 
+TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
+    const std::vector<AttentionShape> chosen = attention_shapes(LabSizes::production, {1024});
+    ASSERT_EQ(chosen.size(), 2u);
+    for (const AttentionShape& shape : chosen) {
+        EXPECT_EQ(shape.length, 1024);
+        EXPECT_EQ(shape.batch * shape.length, 16384);
+    }
+    EXPECT_EQ(chosen[0].head_dim, 64);
+    EXPECT_EQ(chosen[1].head_dim, 128);
+    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 4u);
+    EXPECT_THROW(attention_shapes(LabSizes::smoke, {1024}), Error);
+}
+
 TEST_P(SimKernelLab, BackendRowsPassValidation) {
     const std::vector<Row> rows = backend_rows(*context_);
     ASSERT_EQ(rows.size(), 6u);
@@ -114,8 +127,7 @@ TEST_P(SimKernelLab, CeilingsAndReportsAgreeWithTheRows) {
     device.precision = precision_name(GetParam());
     device.sizes = "smoke";
     const std::vector<KernelOccupancy> occupancy = {{"forward_kernel<__half, 128>", 128, 0, 0, 52224, 4, 16}};
-    const nlohmann::json json = nlohmann::json::parse(
-        printed([&](std::FILE* out) { print_json(out, device, ceilings, rows, occupancy); }));
+    const nlohmann::json json = nlohmann::json::parse(report_json(device, ceilings, rows, occupancy));
     EXPECT_EQ(json["sizes"], "smoke");
     EXPECT_EQ(json["precision"], precision_name(GetParam()));
     EXPECT_DOUBLE_EQ(json["ceilings"]["copy_gb_per_s"].get<double>(), ceilings.copy_gb_per_s);

@@ -50,6 +50,8 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> host, cudaStrea
       watchdog_(timeout_seconds, [](const std::string& message) { abort_mpi_job(message); }),
       compute_stream_(compute_stream) {
     MIXGPT_REQUIRE(compute_stream != nullptr, "nccl: the backend's compute stream is needed");
+    // Loads NCCL on every rank (kernels/cuda/nccl_library.cpp), so a missing one fails all alike.
+    nccl_version();
     refuse_shared_devices(*host_, device);
     ncclUniqueId id{};
     if (host_->rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));

@@ -264,27 +264,31 @@ CudaLibraryFile find_cuda_library(const CudaLibraryWanted& wanted, const CudaLib
                 ": install it, or name its folder in MIXGPT_CUDA_LIBRARY_PATH"};
 }
 
-void* open_cuda_library(const CudaLibraryWanted& wanted, std::string* loaded_path) {
+LoadedCudaLibrary::LoadedCudaLibrary(const CudaLibraryWanted& wanted) : title_(wanted.title) {
     const CudaLibraryFolders folders = cuda_library_folders();
     const CudaLibraryFile file = find_cuda_library(wanted, folders);
     const std::string file_name = wanted.file_stem + "." + std::to_string(wanted.soname_major);
-    void* handle = nullptr;
     if (!file.path.empty()) {
-        handle = dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr)
+        handle_ = dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle_ == nullptr)
             throw Error(wanted.title + ": cannot load " + file.path + " (" + file.description +
                         "): " + dlerror());
     } else if (!folders.restricted) {
         // The loader's cache may know a folder the search does not; its copy must match too.
-        handle = dlopen(file_name.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle != nullptr && !cuda_matches(describe(wanted, path_of(handle)), wanted.cuda_version)) {
-            dlclose(handle);
-            handle = nullptr;
+        handle_ = dlopen(file_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle_ != nullptr && !cuda_matches(describe(wanted, path_of(handle_)), wanted.cuda_version)) {
+            dlclose(handle_);
+            handle_ = nullptr;
         }
     }
-    if (handle == nullptr) throw Error(file.failure);
-    if (loaded_path != nullptr) *loaded_path = path_of(handle);
-    return handle;
+    if (handle_ == nullptr) throw Error(file.failure);
+    path_ = path_of(handle_);
+}
+
+void* LoadedCudaLibrary::symbol(const char* name) const {
+    void* address = dlsym(handle_, name);
+    if (address == nullptr) throw Error(title_ + ": " + path_ + " has no " + name + " (" + dlerror() + ")");
+    return address;
 }
 
 }  // namespace mixgpt

@@ -64,10 +64,22 @@ struct NcclFileVersion {
 };
 NcclFileVersion nccl_file_version(const std::string& path);
 
-// dlopen()s the library found by find_cuda_library (RTLD_NOW | RTLD_LOCAL). Unless the folders
-// are restricted, a library none of them holds is asked of the loader by its soname last (its
-// cache may know more folders; only cuBLASLt, whose soname says its CUDA). Throws Error with one
-// line when nothing fits or it cannot be loaded. `loaded_path` receives the file loaded.
-void* open_cuda_library(const CudaLibraryWanted& wanted, std::string* loaded_path = nullptr);
+// A library found by find_cuda_library and dlopen()ed (RTLD_NOW | RTLD_LOCAL) when constructed.
+// Unless the folders are restricted, a library none of them holds is asked of the loader by its
+// soname last (its cache may know more folders; only cuBLASLt, whose soname says its CUDA). The
+// constructor throws Error with one line when nothing fits or it cannot be loaded. Users keep one
+// in a function-local static, so the library is opened on the first call that needs it.
+class LoadedCudaLibrary {
+public:
+    explicit LoadedCudaLibrary(const CudaLibraryWanted& wanted);
+    const std::string& path() const { return path_; }  // the file loaded
+    // The address of `name`; throws Error "<title>: <path> has no <name> (<dlerror>)".
+    void* symbol(const char* name) const;
+
+private:
+    std::string title_;
+    std::string path_;
+    void* handle_ = nullptr;
+};
 
 }  // namespace mixgpt

@@ -170,7 +170,7 @@ TEST(CudaLibrarySearch, OpeningWhatIsHiddenThrowsTheReason) {
     const std::string folder = empty.path();
     const test::ScopedEnvironment hidden(
         {{"MIXGPT_CUDA_LIBRARY_PATH", folder.c_str()}, {"LD_LIBRARY_PATH", nullptr}});
-    EXPECT_EQ(test::error_of([] { open_cuda_library(kNccl2ForCuda13); }),
+    EXPECT_EQ(test::error_of([] { LoadedCudaLibrary{kNccl2ForCuda13}; }),
               "NCCL: libnccl.so.2 not found (this binary was built with CUDA 13.0) in 1 folders of "
               "MIXGPT_CUDA_LIBRARY_PATH: install it, or name its folder in MIXGPT_CUDA_LIBRARY_PATH");
 }

@@ -6,7 +6,6 @@
 // says. (The simulator defines the same functions itself, so this file is not part of its build.)
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <string>
 
@@ -20,32 +19,15 @@ static_assert(CUBLAS_VER_MAJOR == CUDART_VERSION / 1000, "cuBLAS and the CUDA ru
 
 namespace {
 
-const mixgpt::CudaLibraryWanted& wanted() {
-    static const mixgpt::CudaLibraryWanted library{"cuBLASLt", "libcublasLt.so", CUDART_VERSION / 1000,
-                                                   CUDART_VERSION, mixgpt::CudaOfLibrary::soname_major};
-    return library;
-}
-
-struct Loaded {
-    void* handle = nullptr;
-    std::string path;
-};
-
-const Loaded& library() {
-    static const Loaded loaded = [] {
-        Loaded opened;
-        opened.handle = mixgpt::open_cuda_library(wanted(), &opened.path);
-        return opened;
-    }();
+const mixgpt::LoadedCudaLibrary& library() {
+    static const mixgpt::LoadedCudaLibrary loaded({"cuBLASLt", "libcublasLt.so", CUDART_VERSION / 1000, CUDART_VERSION,
+                                                   mixgpt::CudaOfLibrary::soname_major});
     return loaded;
 }
 
 template <typename Function>
 Function* resolve(const char* name) {
-    void* address = dlsym(library().handle, name);
-    if (address == nullptr)
-        throw mixgpt::Error("cuBLASLt: " + library().path + " has no " + name + " (" + dlerror() + ")");
-    return reinterpret_cast<Function*>(address);
+    return reinterpret_cast<Function*>(library().symbol(name));
 }
 
 }  // namespace
@@ -55,7 +37,7 @@ namespace mixgpt {
 std::string cublaslt_library_status() {
     try {
         const size_t code = cublasLtGetVersion();
-        return format("%zu.%zu.%zu (%s)", code / 10000, code / 100 % 100, code % 100, library().path.c_str());
+        return format("%zu.%zu.%zu (%s)", code / 10000, code / 100 % 100, code % 100, library().path().c_str());
     } catch (const Error& error) {
         const std::string message = error.what(), title = "cuBLASLt: ";
         return "none: " + (message.rfind(title, 0) == 0 ? message.substr(title.size()) : message);

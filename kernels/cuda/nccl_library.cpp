@@ -5,7 +5,6 @@
 // major this binary was built with, found as core/cuda_library_search.h says. (The simulator
 // defines the same functions itself, so this file is not part of its build.)
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <string>
@@ -17,32 +16,15 @@
 
 namespace {
 
-const mixgpt::CudaLibraryWanted& wanted() {
-    static const mixgpt::CudaLibraryWanted library{"NCCL", "libnccl.so", NCCL_MAJOR, CUDART_VERSION,
-                                                   mixgpt::CudaOfLibrary::nccl_text};
-    return library;
-}
-
-struct Loaded {
-    void* handle = nullptr;
-    std::string path;
-};
-
-const Loaded& library() {
-    static const Loaded loaded = [] {
-        Loaded opened;
-        opened.handle = mixgpt::open_cuda_library(wanted(), &opened.path);
-        return opened;
-    }();
+const mixgpt::LoadedCudaLibrary& library() {
+    static const mixgpt::LoadedCudaLibrary loaded({"NCCL", "libnccl.so", NCCL_MAJOR, CUDART_VERSION,
+                                                   mixgpt::CudaOfLibrary::nccl_text});
     return loaded;
 }
 
 template <typename Function>
 Function* resolve(const char* name) {
-    void* address = dlsym(library().handle, name);
-    if (address == nullptr)
-        throw mixgpt::Error("NCCL: " + library().path + " has no " + name + " (" + dlerror() + ")");
-    return reinterpret_cast<Function*>(address);
+    return reinterpret_cast<Function*>(library().symbol(name));
 }
 
 }  // namespace
@@ -51,7 +33,7 @@ namespace mixgpt {
 
 std::string nccl_library_status() {
     try {
-        const std::string path = library().path;
+        const std::string path = library().path();
         const NcclFileVersion version = nccl_file_version(path);
         int code = 0;
         ncclGetVersion(&code);

@@ -12,6 +12,9 @@
 // array function (what hot loops call); the scalar function is checked at every midpoint, one fp32
 // ulp either side, and on a random sample. The sweep runs in parallel (OpenMP); on 2 cores it
 // takes a few seconds (timed in the test's output).
+// In CUDA builds the conversion is also compared with NVIDIA's own software conversion
+// (cuda_fp8.h's host path, __nv_cvt_float_to_fp8 with __NV_SATFINITE) on every 251st pattern and
+// around every rounding boundary: that is where NaN's result (0x7f) comes from.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -27,6 +30,10 @@
 
 #include "core/error.h"
 #include "core/fp8.h"
+
+#ifdef MIXGPT_WITH_CUDA
+#include <cuda_fp8.h>
+#endif
 
 namespace mixgpt {
 namespace {
@@ -273,6 +280,27 @@ TEST_P(Fp8Conversion, QuantizeScalesOnceAndCountsWhatSaturates) {
     EXPECT_EQ(finite_stats.amax, 7.f);  // NaN ignored
     EXPECT_EQ(finite_stats.saturated, 0u);
 }
+
+#ifdef MIXGPT_WITH_CUDA
+TEST_P(Fp8Conversion, AgreesWithNvidiasHostConversion) {
+    const __nv_fp8_interpretation_t kind = GetParam() == Fp8Format::e4m3 ? __NV_E4M3 : __NV_E5M2;
+    const auto nvidia = [&](uint32_t bits) {
+        return static_cast<uint8_t>(__nv_cvt_float_to_fp8(float_of(bits), __NV_SATFINITE, kind));
+    };
+    std::vector<uint32_t> patterns;
+    for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 251) patterns.push_back(static_cast<uint32_t>(bits));
+    for (const uint32_t start : interval_starts(finite_non_negative(spec())))
+        for (const uint32_t sign : {0u, 0x80000000u})
+            for (uint32_t offset = 0; offset < 4; ++offset) patterns.push_back((sign | start) + offset - 2);
+    for (const uint32_t special : {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800000u, 0xffc00001u})
+        patterns.push_back(special);
+    int64_t mismatches = 0;
+    uint32_t first = 0;
+    for (const uint32_t bits : patterns)
+        if (float_to_fp8_bits(float_of(bits), GetParam()) != nvidia(bits) && mismatches++ == 0) first = bits;
+    EXPECT_EQ(mismatches, 0) << "of " << patterns.size() << "; first at bits 0x" << std::hex << first;
+}
+#endif
 
 TEST(Fp8Format, NamesParseAndUnknownNamesAreRefused) {
     EXPECT_EQ(parse_fp8_format("e4m3"), Fp8Format::e4m3);

@@ -42,13 +42,13 @@ Fp8QuantizeStats quantize_block(const float* source, float scale, uint8_t* desti
     return {amax, saturated};
 }
 
-MIXGPT_AVX2_CLONES Fp8QuantizeStats quantize_e4m3_block(const float* source, float scale, uint8_t* destination,
-                                                        size_t count) {
+MIXGPT_AVX2_CLONES Fp8QuantizeStats quantize_e4m3_block(const float* source, float scale,
+                                                        uint8_t* destination, size_t count) {
     return quantize_block<float_to_e4m3_bits>(source, scale, destination, count, kE4m3Max);
 }
 
-MIXGPT_AVX2_CLONES Fp8QuantizeStats quantize_e5m2_block(const float* source, float scale, uint8_t* destination,
-                                                        size_t count) {
+MIXGPT_AVX2_CLONES Fp8QuantizeStats quantize_e5m2_block(const float* source, float scale,
+                                                        uint8_t* destination, size_t count) {
     return quantize_block<float_to_e5m2_bits>(source, scale, destination, count, kE5m2Max);
 }
 

@@ -47,7 +47,7 @@ namespace mixgpt {
 
 enum class Fp8Format : uint8_t { e4m3, e5m2 };
 
-const char* fp8_format_name(Fp8Format format);       // "e4m3", "e5m2"
+const char* fp8_format_name(Fp8Format format);        // "e4m3", "e5m2"
 Fp8Format parse_fp8_format(const std::string& name);  // throws Error on anything else
 
 constexpr float kE4m3Max = 448.f;

@@ -7,7 +7,9 @@
 
 namespace mixgpt {
 
-const char* fp8_scaling_name(Fp8Scaling scaling) { return scaling == Fp8Scaling::delayed ? "delayed" : "current"; }
+const char* fp8_scaling_name(Fp8Scaling scaling) {
+    return scaling == Fp8Scaling::delayed ? "delayed" : "current";
+}
 
 Fp8Scaling parse_fp8_scaling(const std::string& name) {
     if (name == "delayed") return Fp8Scaling::delayed;
@@ -15,7 +17,9 @@ Fp8Scaling parse_fp8_scaling(const std::string& name) {
     throw Error("unknown FP8 scaling '" + name + "' (expected delayed or current)");
 }
 
-const char* amax_compute_name(AmaxCompute compute) { return compute == AmaxCompute::max ? "max" : "most_recent"; }
+const char* amax_compute_name(AmaxCompute compute) {
+    return compute == AmaxCompute::max ? "max" : "most_recent";
+}
 
 AmaxCompute parse_amax_compute(const std::string& name) {
     if (name == "max") return AmaxCompute::max;
@@ -27,8 +31,9 @@ void check_fp8_scaling_config(const Fp8ScalingConfig& config) {
     MIXGPT_REQUIRE(config.history_length >= 1 && config.history_length <= kMaxAmaxHistory,
                    "fp8 amax history: " + std::to_string(config.history_length) + " steps is not in 1.." +
                        std::to_string(kMaxAmaxHistory));
-    MIXGPT_REQUIRE(config.margin >= 0 && config.margin <= kMaxMargin,
-                   "fp8 margin: " + std::to_string(config.margin) + " is not in 0.." + std::to_string(kMaxMargin));
+    MIXGPT_REQUIRE(
+        config.margin >= 0 && config.margin <= kMaxMargin,
+        "fp8 margin: " + std::to_string(config.margin) + " is not in 0.." + std::to_string(kMaxMargin));
 }
 
 float fp8_scaled_max(Fp8Format format, int margin) { return std::ldexp(fp8_max(format), -margin); }
@@ -40,7 +45,10 @@ float fp8_scale_from_amax(float amax, float scaled_max, float fallback) {
 }
 
 Fp8ScalingState::Fp8ScalingState(int tensors, Fp8Format format, const Fp8ScalingConfig& config)
-    : tensors_(tensors), format_(format), config_(config), scaled_max_(fp8_scaled_max(format, config.margin)) {
+    : tensors_(tensors),
+      format_(format),
+      config_(config),
+      scaled_max_(fp8_scaled_max(format, config.margin)) {
     check_fp8_scaling_config(config);
     MIXGPT_REQUIRE(tensors >= 0, "fp8 scaling state: negative tensor count");
     values_.assign(flat_size(tensors, config.history_length), 0.f);
@@ -90,8 +98,8 @@ size_t Fp8ScalingState::flat_size(int tensors, int history_length) {
 void Fp8ScalingState::load_flat(const std::vector<float>& values) {
     MIXGPT_REQUIRE(values.size() == values_.size(),
                    "fp8 scaling state: " + std::to_string(values.size()) + " values, expected " +
-                       std::to_string(values_.size()) + " (" + std::to_string(tensors_) + " tensors, history " +
-                       std::to_string(config_.history_length) + ")");
+                       std::to_string(values_.size()) + " (" + std::to_string(tensors_) +
+                       " tensors, history " + std::to_string(config_.history_length) + ")");
     for (int t = 0; t < 2 * tensors_; ++t) {
         const float scale = values[static_cast<size_t>(t)];
         MIXGPT_REQUIRE(std::isfinite(scale) && scale > 0.f,

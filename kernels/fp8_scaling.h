@@ -38,10 +38,10 @@ namespace mixgpt {
 enum class Fp8Scaling : uint8_t { delayed, current };
 enum class AmaxCompute : uint8_t { max, most_recent };
 
-const char* fp8_scaling_name(Fp8Scaling scaling);          // "delayed", "current"
-Fp8Scaling parse_fp8_scaling(const std::string& name);     // throws Error
-const char* amax_compute_name(AmaxCompute compute);        // "max", "most_recent"
-AmaxCompute parse_amax_compute(const std::string& name);   // throws Error
+const char* fp8_scaling_name(Fp8Scaling scaling);         // "delayed", "current"
+Fp8Scaling parse_fp8_scaling(const std::string& name);    // throws Error
+const char* amax_compute_name(AmaxCompute compute);       // "max", "most_recent"
+AmaxCompute parse_amax_compute(const std::string& name);  // throws Error
 
 struct Fp8ScalingConfig {
     Fp8Scaling scaling = Fp8Scaling::delayed;
@@ -96,7 +96,9 @@ public:
     void load_flat(const std::vector<float>& values);
 
 private:
-    float* history(int tensor) { return &values_[static_cast<size_t>(2 * tensors_ + tensor * config_.history_length)]; }
+    float* history(int tensor) {
+        return &values_[static_cast<size_t>(2 * tensors_ + tensor * config_.history_length)];
+    }
 
     int tensors_;
     Fp8Format format_;

@@ -45,8 +45,9 @@ TEST_P(CpuFp8Cast, EqualsTheElementwiseConversionWithItsTransposeAndStats) {
     convert_to_float(stored.data(), dtype, held.data(), held.size());
 
     std::vector<uint8_t> codes(values.size()), transposed(values.size());
-    const Fp8QuantizeStats stats = quantize_fp8(TensorView(stored.data(), dtype, {batch, rows_per_batch, cols}),
-                                                scale, format, codes.data(), transposed.data());
+    const Fp8QuantizeStats stats =
+        quantize_fp8(TensorView(stored.data(), dtype, {batch, rows_per_batch, cols}), scale, format,
+                     codes.data(), transposed.data());
     float amax = 0.f;
     uint64_t saturated = 0;
     for (int64_t r = 0; r < rows; ++r)
@@ -70,7 +71,8 @@ TEST_P(CpuFp8Cast, SameResultsForAnyThreadCount) {
     std::vector<unsigned char> stored(values.size() * dtype_size(dtype));
     convert_from_float(values.data(), stored.data(), dtype, values.size());
     const TensorView in(stored.data(), dtype, {rows, cols});
-    std::vector<uint8_t> one(values.size()), one_t(values.size()), three(values.size()), three_t(values.size());
+    std::vector<uint8_t> one(values.size()), one_t(values.size()), three(values.size()),
+        three_t(values.size());
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const Fp8QuantizeStats a = quantize_fp8(in, 2.f, format, one.data(), one_t.data());
@@ -87,12 +89,14 @@ TEST(CpuFp8CastChecks, RefusesIndexTensorsAndMissingOutputs) {
     std::vector<int32_t> indices(4);
     std::vector<float> values(4);
     std::vector<uint8_t> codes(4);
-    EXPECT_THROW(quantize_fp8(TensorView(indices.data(), DType::i32, {4}), 1.f, Fp8Format::e4m3, codes.data(), nullptr),
+    EXPECT_THROW(quantize_fp8(TensorView(indices.data(), DType::i32, {4}), 1.f, Fp8Format::e4m3, codes.data(),
+                              nullptr),
                  Error);
-    EXPECT_THROW(quantize_fp8(TensorView(values.data(), DType::f32, {4}), 1.f, Fp8Format::e4m3, nullptr, nullptr),
-                 Error);
-    EXPECT_NO_THROW(
-        quantize_fp8(TensorView(values.data(), DType::f32, {4}), 1.f, Fp8Format::e4m3, codes.data(), nullptr));
+    EXPECT_THROW(
+        quantize_fp8(TensorView(values.data(), DType::f32, {4}), 1.f, Fp8Format::e4m3, nullptr, nullptr),
+        Error);
+    EXPECT_NO_THROW(quantize_fp8(TensorView(values.data(), DType::f32, {4}), 1.f, Fp8Format::e4m3,
+                                 codes.data(), nullptr));
 }
 
 INSTANTIATE_TEST_SUITE_P(DtypesAndFormats, CpuFp8Cast,

@@ -104,7 +104,8 @@ std::vector<unsigned char> naive_fp8_matmul(const Problem& p, const Operands& o)
             }
             if (p.with_bias) {
                 float bias;
-                convert_to_float(&o.bias[static_cast<size_t>(n) * dtype_size(bias_dtype)], bias_dtype, &bias, 1);
+                convert_to_float(&o.bias[static_cast<size_t>(n) * dtype_size(bias_dtype)], bias_dtype, &bias,
+                                 1);
                 value = value + bias;
             }
             convert_from_float(&value, element, p.out_dtype, 1);
@@ -112,8 +113,8 @@ std::vector<unsigned char> naive_fp8_matmul(const Problem& p, const Operands& o)
     return out;
 }
 
-void expect_same_bits(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, DType dtype,
-                      const char* what) {
+void expect_same_bits(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want,
+                      DType dtype, const char* what) {
     const std::vector<uint32_t> got_bits = stored_bits(got, dtype), want_bits = stored_bits(want, dtype);
     ASSERT_EQ(got_bits.size(), want_bits.size());
     size_t differing = 0, first = 0;
@@ -126,19 +127,21 @@ void expect_same_bits(const std::vector<unsigned char>& got, const std::vector<u
 class CpuFp8Matmul : public ::testing::TestWithParam<std::tuple<Fp8Format, Fp8Format, DType>> {
 protected:
     Problem problem(int64_t M, int64_t N, int64_t K, bool bias, bool accumulate) const {
-        return {M, N, K, std::get<0>(GetParam()), std::get<1>(GetParam()), std::get<2>(GetParam()), bias, accumulate};
+        return {M,    N,         K, std::get<0>(GetParam()), std::get<1>(GetParam()), std::get<2>(GetParam()),
+                bias, accumulate};
     }
 };
 
 TEST_P(CpuFp8Matmul, EqualsTheNaiveOrderBitForBit) {
     uint32_t seed = 11;
-    for (const auto& shape : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {13, 37, 29}, {50, 17, 96}, {7, 64, 1}})
+    for (const auto& shape :
+         std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {13, 37, 29}, {50, 17, 96}, {7, 64, 1}})
         for (const bool bias : {false, true})
             for (const bool accumulate : {false, true}) {
                 const Problem p = problem(shape[0], shape[1], shape[2], bias, accumulate);
                 const Operands o = make_operands(p, seed += 3);
-                SCOPED_TRACE(testing::Message() << "M " << p.M << " N " << p.N << " K " << p.K << " bias " << bias
-                                                << " accumulate " << accumulate);
+                SCOPED_TRACE(testing::Message() << "M " << p.M << " N " << p.N << " K " << p.K << " bias "
+                                                << bias << " accumulate " << accumulate);
                 expect_same_bits(run_fp8_matmul(p, o), naive_fp8_matmul(p, o), p.out_dtype, "fp8_matmul");
             }
 }
@@ -156,23 +159,22 @@ TEST_P(CpuFp8Matmul, SameBitsForAnyThreadCount) {
 }
 
 std::string combination_name(const ::testing::TestParamInfo<std::tuple<Fp8Format, Fp8Format, DType>>& info) {
-    return std::string(fp8_format_name(std::get<0>(info.param))) + "_" + fp8_format_name(std::get<1>(info.param)) +
-           "_" + dtype_name(std::get<2>(info.param));
+    return std::string(fp8_format_name(std::get<0>(info.param))) + "_" +
+           fp8_format_name(std::get<1>(info.param)) + "_" + dtype_name(std::get<2>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Combinations, CpuFp8Matmul,
-    ::testing::Values(std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16),
-                      std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::f16),
-                      std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::f32),
-                      std::make_tuple(Fp8Format::e4m3, Fp8Format::e5m2, DType::bf16),
-                      std::make_tuple(Fp8Format::e5m2, Fp8Format::e4m3, DType::bf16),
-                      std::make_tuple(Fp8Format::e5m2, Fp8Format::e4m3, DType::f32)),
-    combination_name);
+INSTANTIATE_TEST_SUITE_P(Combinations, CpuFp8Matmul,
+                         ::testing::Values(std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16),
+                                           std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::f16),
+                                           std::make_tuple(Fp8Format::e4m3, Fp8Format::e4m3, DType::f32),
+                                           std::make_tuple(Fp8Format::e4m3, Fp8Format::e5m2, DType::bf16),
+                                           std::make_tuple(Fp8Format::e5m2, Fp8Format::e4m3, DType::bf16),
+                                           std::make_tuple(Fp8Format::e5m2, Fp8Format::e4m3, DType::f32)),
+                         combination_name);
 
 // The fp32 sums stay within the standard bound of a recursive summation of exact products:
-// |acc - exact| <= gamma_(K-1) sum |a b| < K u sum |a b|, u = 2^-24, exact computed in float64 (exact here: every
-// product is a multiple of 2^-18 below 2^18, so K of them sum exactly in 53 bits).
+// |acc - exact| <= gamma_(K-1) sum |a b| < K u sum |a b|, u = 2^-24, exact computed in float64 (exact here:
+// every product is a multiple of 2^-18 below 2^18, so K of them sum exactly in 53 bits).
 TEST(CpuFp8MatmulAccuracy, Fp32SumsStayWithinTheSummationBoundOfTheExactProduct) {
     const int64_t M = 4, N = 5, K = 4096;
     const std::vector<uint8_t> a = random_codes(static_cast<size_t>(M * K), Fp8Format::e4m3, 3);
@@ -185,8 +187,8 @@ TEST(CpuFp8MatmulAccuracy, Fp32SumsStayWithinTheSummationBoundOfTheExactProduct)
         for (int64_t n = 0; n < N; ++n) {
             double exact = 0, magnitude = 0;
             for (int64_t k = 0; k < K; ++k) {
-                const double product = static_cast<double>(e4m3_bits_to_float(a[m * K + k])) *
-                                       e4m3_bits_to_float(b[n * K + k]);
+                const double product =
+                    static_cast<double>(e4m3_bits_to_float(a[m * K + k])) * e4m3_bits_to_float(b[n * K + k]);
                 exact += product;
                 magnitude += std::fabs(product);
             }
@@ -206,12 +208,14 @@ TEST(CpuFp8MatmulChecks, RefusesWhatCublasLtRefuses) {
     const TensorView bf16_out(out.data(), DType::bf16, {4, 4});
     EXPECT_NO_THROW(fp8_matmul(bf16_out, e4m3, e5m2, TensorView(bias.data(), DType::bf16, {4}), false));
     EXPECT_THROW(fp8_matmul(bf16_out, e5m2, e5m2, TensorView(), false), Error);
-    EXPECT_THROW(fp8_matmul(bf16_out, e4m3, {codes.data(), 4, 8, Fp8Format::e4m3, 1.f}, TensorView(), false), Error);
+    EXPECT_THROW(fp8_matmul(bf16_out, e4m3, {codes.data(), 4, 8, Fp8Format::e4m3, 1.f}, TensorView(), false),
+                 Error);
     EXPECT_THROW(fp8_matmul(bf16_out, e4m3, e4m3, TensorView(bias.data(), DType::f16, {4}), false), Error);
     EXPECT_THROW(fp8_matmul(TensorView(out32.data(), DType::f32, {4, 4}), e4m3, e4m3,
                             TensorView(out32.data(), DType::f32, {4}), false),
                  Error);
-    EXPECT_THROW(fp8_matmul(TensorView(out.data(), DType::bf16, {4, 3}), e4m3, e4m3, TensorView(), false), Error);
+    EXPECT_THROW(fp8_matmul(TensorView(out.data(), DType::bf16, {4, 3}), e4m3, e4m3, TensorView(), false),
+                 Error);
 }
 
 }  // namespace

@@ -173,7 +173,8 @@ TEST_P(Fp8Conversion, ScalarMatchesReferenceAtEveryMidpointAndAround) {
         inputs.push_back(value);
         if (i + 1 < values.size()) {
             const auto midpoint = static_cast<float>((values[i].value + values[i + 1].value) / 2);
-            inputs.insert(inputs.end(), {midpoint, std::nextafter(midpoint, 0.f), std::nextafter(midpoint, INFINITY)});
+            inputs.insert(inputs.end(),
+                          {midpoint, std::nextafter(midpoint, 0.f), std::nextafter(midpoint, INFINITY)});
         }
     }
     // Past the largest finite value: its midpoint towards the next (absent) value, and beyond.
@@ -241,7 +242,8 @@ TEST_P(Fp8Conversion, ArrayMatchesReferenceForAllFloatBitPatterns) {
                     expected = static_cast<uint8_t>(sign | values[interval].code);
                     uint32_t limit = 0x7f800001u;  // infinity saturates like the largest finite values
                     if (interval + 1 < starts.size()) limit = starts[interval + 1];
-                    end = static_cast<uint32_t>(std::min<uint64_t>(kChunk, uint64_t{limit} - (first & 0x7fffffffu)));
+                    end = static_cast<uint32_t>(
+                        std::min<uint64_t>(kChunk, uint64_t{limit} - (first & 0x7fffffffu)));
                 }
                 uint8_t differs = 0;
                 for (uint32_t k = j; k < end; ++k) differs |= static_cast<uint8_t>(outputs[k] ^ expected);
@@ -258,9 +260,9 @@ TEST_P(Fp8Conversion, ArrayMatchesReferenceForAllFloatBitPatterns) {
     std::printf("fp8 %s: 2^32 fp32 patterns in %.2f s on %d threads\n", fp8_format_name(format), seconds,
                 omp_get_max_threads());
     const float witness = float_of(first_mismatch.load());
-    EXPECT_EQ(mismatches.load(), 0) << "first at bits 0x" << std::hex << first_mismatch.load() << " (" << witness
-                                    << "): got 0x" << int{float_to_fp8_bits(witness, format)} << ", reference 0x"
-                                    << int{spec_encode(values, witness)};
+    EXPECT_EQ(mismatches.load(), 0) << "first at bits 0x" << std::hex << first_mismatch.load() << " ("
+                                    << witness << "): got 0x" << int{float_to_fp8_bits(witness, format)}
+                                    << ", reference 0x" << int{spec_encode(values, witness)};
 }
 
 TEST_P(Fp8Conversion, QuantizeScalesOnceAndCountsWhatSaturates) {
@@ -269,14 +271,16 @@ TEST_P(Fp8Conversion, QuantizeScalesOnceAndCountsWhatSaturates) {
     const float scale = 3.f;
     const std::vector<float> source = {1.f, -2.5f, max / 4.f, max / 2.f, -max, NAN, INFINITY, 1e-3f, 0.f};
     std::vector<uint8_t> quantized(source.size());
-    const Fp8QuantizeStats stats = quantize_to_fp8(source.data(), scale, quantized.data(), source.size(), format);
+    const Fp8QuantizeStats stats =
+        quantize_to_fp8(source.data(), scale, quantized.data(), source.size(), format);
     for (size_t i = 0; i < source.size(); ++i)
         EXPECT_EQ(quantized[i], float_to_fp8_bits(source[i] * scale, format)) << "element " << i;
     EXPECT_EQ(stats.amax, INFINITY);
     // max/2 * 3, -max * 3 and infinity exceed max; max/4 * 3 does not.
     EXPECT_EQ(stats.saturated, 3u);
     const std::vector<float> finite = {0.5f, -7.f, NAN, 2.f};
-    const Fp8QuantizeStats finite_stats = quantize_to_fp8(finite.data(), 1.f, quantized.data(), finite.size(), format);
+    const Fp8QuantizeStats finite_stats =
+        quantize_to_fp8(finite.data(), 1.f, quantized.data(), finite.size(), format);
     EXPECT_EQ(finite_stats.amax, 7.f);  // NaN ignored
     EXPECT_EQ(finite_stats.saturated, 0u);
 }
@@ -292,7 +296,8 @@ TEST_P(Fp8Conversion, AgreesWithNvidiasHostConversion) {
     for (const uint32_t start : interval_starts(finite_non_negative(spec())))
         for (const uint32_t sign : {0u, 0x80000000u})
             for (uint32_t offset = 0; offset < 4; ++offset) patterns.push_back((sign | start) + offset - 2);
-    for (const uint32_t special : {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800000u, 0xffc00001u})
+    for (const uint32_t special :
+         {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800000u, 0xffc00001u})
         patterns.push_back(special);
     int64_t mismatches = 0;
     uint32_t first = 0;

@@ -132,8 +132,9 @@ TEST(Fp8Scaling, FlatFormRestoresAStateThatContinuesIdentically) {
 
 TEST(Fp8Scaling, BadConfigsAndFlatFormsAreRefused) {
     EXPECT_THROW(Fp8ScalingState(1, Fp8Format::e4m3, {Fp8Scaling::delayed, 0, AmaxCompute::max, 0}), Error);
-    EXPECT_THROW(Fp8ScalingState(1, Fp8Format::e4m3, {Fp8Scaling::delayed, kMaxAmaxHistory + 1, AmaxCompute::max, 0}),
-                 Error);
+    EXPECT_THROW(
+        Fp8ScalingState(1, Fp8Format::e4m3, {Fp8Scaling::delayed, kMaxAmaxHistory + 1, AmaxCompute::max, 0}),
+        Error);
     EXPECT_THROW(Fp8ScalingState(1, Fp8Format::e4m3, {Fp8Scaling::delayed, 4, AmaxCompute::max, -1}), Error);
     Fp8ScalingState state(2, Fp8Format::e4m3, {Fp8Scaling::delayed, 4, AmaxCompute::max, 0});
     EXPECT_THROW(state.load_flat(std::vector<float>(5, 1.f)), Error);

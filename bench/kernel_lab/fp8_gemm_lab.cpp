@@ -38,14 +38,17 @@ const char* kernel_name(Variant variant) {
     return "";
 }
 
-Fp8Format a_format(Variant variant) { return variant == Variant::e5m2_e4m3 ? Fp8Format::e5m2 : Fp8Format::e4m3; }
+Fp8Format a_format(Variant variant) {
+    return variant == Variant::e5m2_e4m3 ? Fp8Format::e5m2 : Fp8Format::e4m3;
+}
 
 constexpr LinearShape kValidationShape{"", "", 96, 80, 128};
 constexpr int64_t kQuantizeValidationRows = 70, kQuantizeValidationCols = 96;
 
 // The lab's device memory and cuBLASLt runner, on its stream.
 struct Device {
-    explicit Device(const LabContext& context) : allocator(context.stream), runner(allocator, context.stream) {}
+    explicit Device(const LabContext& context)
+        : allocator(context.stream), runner(allocator, context.stream) {}
     cuda::DeviceAllocator allocator;
     cuda::LtMatmulRunner runner;
 
@@ -58,8 +61,8 @@ struct Device {
 };
 
 // out (M,N) bf16 = a (M,K) · b (N,K)^T, FP8 (with device scale inverses a_scale, b_scale) or bf16.
-void run_product(Device& device, Variant variant, const LinearShape& s, const void* a, const void* b, void* out,
-                 const float* a_scale, const float* b_scale) {
+void run_product(Device& device, Variant variant, const LinearShape& s, const void* a, const void* b,
+                 void* out, const float* a_scale, const float* b_scale) {
     if (variant == Variant::bf16) {
         cuda::LtProduct p;  // out^T = b · a^T, as run_fp8_gemm
         p.a = b;
@@ -125,7 +128,8 @@ Check validate_product(const LabContext& context, Device& device, Variant varian
         b_bytes.resize(b_count * 2);
         convert_from_float(a.data(), a_bytes.data(), DType::bf16, a_count);
         convert_from_float(b.data(), b_bytes.data(), DType::bf16, b_count);
-        const std::vector<float> a_held = as_floats(a_bytes, DType::bf16), b_held = as_floats(b_bytes, DType::bf16);
+        const std::vector<float> a_held = as_floats(a_bytes, DType::bf16),
+                                 b_held = as_floats(b_bytes, DType::bf16);
         a_values.assign(a_held.begin(), a_held.end());
         b_values.assign(b_held.begin(), b_held.end());
     } else {
@@ -133,10 +137,12 @@ Check validate_product(const LabContext& context, Device& device, Variant varian
         const std::vector<uint8_t> b = random_codes(b_count, Fp8Format::e4m3, random);
         a_bytes.assign(a.begin(), a.end());
         b_bytes.assign(b.begin(), b.end());
-        for (size_t i = 0; i < a_count; ++i) a_values[i] = fp8_bits_to_float(a[i], a_format(variant)) * double{a_scale};
+        for (size_t i = 0; i < a_count; ++i)
+            a_values[i] = fp8_bits_to_float(a[i], a_format(variant)) * double{a_scale};
         for (size_t i = 0; i < b_count; ++i) b_values[i] = e4m3_bits_to_float(b[i]) * double{b_scale};
         std::vector<unsigned char> out(out_count * 2);
-        cpu::fp8_matmul(TensorView(out.data(), DType::bf16, {s.M, s.N}), {a.data(), s.M, s.K, a_format(variant), a_scale},
+        cpu::fp8_matmul(TensorView(out.data(), DType::bf16, {s.M, s.N}),
+                        {a.data(), s.M, s.K, a_format(variant), a_scale},
                         {b.data(), s.N, s.K, Fp8Format::e4m3, b_scale}, TensorView(), false);
         cpu = as_floats(out, DType::bf16);
     }
@@ -145,7 +151,8 @@ Check validate_product(const LabContext& context, Device& device, Variant varian
         for (int64_t n = 0; n < s.N; ++n) {
             double sum = 0;
             for (int64_t k = 0; k < s.K; ++k)
-                sum += a_values[static_cast<size_t>(m * s.K + k)] * b_values[static_cast<size_t>(n * s.K + k)];
+                sum +=
+                    a_values[static_cast<size_t>(m * s.K + k)] * b_values[static_cast<size_t>(n * s.K + k)];
             reference[static_cast<size_t>(m * s.N + n)] = static_cast<float>(sum);
         }
     if (variant == Variant::bf16) cpu = rounded(reference, DType::bf16);
@@ -155,7 +162,8 @@ Check validate_product(const LabContext& context, Device& device, Variant varian
     const float scales_host[2] = {a_scale, b_scale};
     const Buffer scales = device.upload(scales_host, sizeof scales_host, context.stream);
     const Buffer out = device.allocator.allocate(out_count * 2);
-    run_product(device, variant, s, a.data(), b.data(), out.data(), scales.as<float>(), scales.as<float>() + 1);
+    run_product(device, variant, s, a.data(), b.data(), out.data(), scales.as<float>(),
+                scales.as<float>() + 1);
     std::vector<unsigned char> gpu_bytes(out_count * 2);
     CUDA_CHECK(cudaStreamSynchronize(context.stream));
     CUDA_CHECK(cudaMemcpy(gpu_bytes.data(), out.data(), gpu_bytes.size(), cudaMemcpyDeviceToHost));
@@ -175,8 +183,9 @@ Check validate_quantize(const LabContext& context, Device& device) {
     convert_from_float(values.data(), input.data(), DType::bf16, count);
     const float scale_value = 16.f;
     std::vector<uint8_t> codes(count), transposed(count);
-    const Fp8QuantizeStats stats = cpu::quantize_fp8(TensorView(input.data(), DType::bf16, {rows, cols}), scale_value,
-                                                     Fp8Format::e4m3, codes.data(), transposed.data());
+    const Fp8QuantizeStats stats =
+        cpu::quantize_fp8(TensorView(input.data(), DType::bf16, {rows, cols}), scale_value, Fp8Format::e4m3,
+                          codes.data(), transposed.data());
     const Buffer in = device.upload(input.data(), input.size(), context.stream);
     const Buffer scale = device.upload(&scale_value, sizeof scale_value, context.stream);
     const Buffer totals = device.allocator.allocate(16);  // amax (float), then the count (u64)
@@ -225,13 +234,15 @@ ProductSet make_set(const LabContext& context, Device& device, Variant variant, 
         set.a = device.allocator.allocate(a_count * 2);
         set.b = device.allocator.allocate(b_count * 2);
         fill_random(set.a.data(), DType::bf16, static_cast<int64_t>(a_count), seed, 1.f, 0.f, context.stream);
-        fill_random(set.b.data(), DType::bf16, static_cast<int64_t>(b_count), seed + 1, 1.f, 0.f, context.stream);
+        fill_random(set.b.data(), DType::bf16, static_cast<int64_t>(b_count), seed + 1, 1.f, 0.f,
+                    context.stream);
         return set;
     }
     const Buffer staging = device.allocator.allocate(std::max(a_count, b_count) * 2);
     const auto quantized = [&](size_t count, int64_t rows, Fp8Format format, uint64_t fill_seed) {
         Buffer codes = device.allocator.allocate(count);
-        fill_random(staging.data(), DType::bf16, static_cast<int64_t>(count), fill_seed, 1.f, 0.f, context.stream);
+        fill_random(staging.data(), DType::bf16, static_cast<int64_t>(count), fill_seed, 1.f, 0.f,
+                    context.stream);
         cuda::Fp8QuantizeParams params;
         params.in = staging.data();
         params.rows = rows;
@@ -248,14 +259,15 @@ ProductSet make_set(const LabContext& context, Device& device, Variant variant, 
     return set;
 }
 
-Row product_row(const LabContext& context, Device& device, Variant variant, const LinearShape& s, const float* one,
-                const Check& check, const char* suffix) {
+Row product_row(const LabContext& context, Device& device, Variant variant, const LinearShape& s,
+                const float* one, const Check& check, const char* suffix) {
     const size_t set_bytes = static_cast<size_t>(s.M * s.K + s.N * s.K) * (variant == Variant::bf16 ? 2 : 1) +
                              static_cast<size_t>(s.M * s.N) * 2;
     const int sets = rotation_sets(set_bytes, context.l2_bytes);
     std::vector<ProductSet> rotation;
     for (int i = 0; i < sets; ++i)
-        rotation.push_back(make_set(context, device, variant, s, one, context.seed + 2 * static_cast<uint64_t>(i)));
+        rotation.push_back(
+            make_set(context, device, variant, s, one, context.seed + 2 * static_cast<uint64_t>(i)));
     const double milliseconds = time_with_events(
         context.stream,
         [&](int i) {
@@ -287,8 +299,8 @@ Row quantize_row(const LabContext& context, Device& device, const LinearShape& s
         inputs.push_back(device.allocator.allocate(count * 2));
         codes.push_back(device.allocator.allocate(count));
         transposed.push_back(device.allocator.allocate(count));
-        fill_random(inputs.back().data(), DType::bf16, static_cast<int64_t>(count), context.seed + 7 + i, 1.f, 0.f,
-                    context.stream);
+        fill_random(inputs.back().data(), DType::bf16, static_cast<int64_t>(count), context.seed + 7 + i, 1.f,
+                    0.f, context.stream);
     }
     const Buffer totals = device.allocator.allocate(16);
     const double milliseconds = time_with_events(
@@ -364,7 +376,8 @@ std::vector<Row> fp8_gemm_rows(const LabContext& context) {
         if (!with_fp8 || std::string(shape.layer) != "mlp_up") continue;
         // The MLP-up input gradient: dinp (M, C) = dout (M, 4C) · W (4C, C), i.e. B = W^T (C, 4C).
         const LinearShape gradient{shape.model, shape.layer, shape.M, shape.K, shape.N};
-        rows.push_back(product_row(context, device, Variant::bf16, gradient, one.as<float>(), checks[0], " dgrad"));
+        rows.push_back(
+            product_row(context, device, Variant::bf16, gradient, one.as<float>(), checks[0], " dgrad"));
         rows.push_back(
             product_row(context, device, Variant::e5m2_e4m3, gradient, one.as<float>(), checks[2], " dgrad"));
         rows.push_back(quantize_row(context, device, shape, one.as<float>(), quantize_check));

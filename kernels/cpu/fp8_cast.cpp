@@ -8,7 +8,7 @@
 namespace mixgpt::cpu {
 namespace {
 
-constexpr int64_t kBlockRows = 64;     // rows one thread quantizes at a time
+constexpr int64_t kBlockRows = 64;      // rows one thread quantizes at a time
 constexpr int64_t kTransposeTile = 64;  // square tiles of the transposed copy
 
 }  // namespace
@@ -34,7 +34,8 @@ Fp8QuantizeStats quantize_fp8(const TensorView& in, float scale, Fp8Format forma
             const auto count = static_cast<size_t>(std::min(kBlockRows, rows - block * kBlockRows) * cols);
             convert_to_float(static_cast<const char*>(in.data) + static_cast<size_t>(first) * element_bytes,
                              in.dtype, values.data(), count);
-            const Fp8QuantizeStats stats = quantize_to_fp8(values.data(), scale, codes + first, count, format);
+            const Fp8QuantizeStats stats =
+                quantize_to_fp8(values.data(), scale, codes + first, count, format);
             amax = std::max(amax, stats.amax);
             saturated += stats.saturated;
         }
@@ -45,9 +46,10 @@ Fp8QuantizeStats quantize_fp8(const TensorView& in, float scale, Fp8Format forma
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t row_tile = 0; row_tile < row_tiles; ++row_tile)
             for (int64_t col_tile = 0; col_tile < col_tiles; ++col_tile)
-                for (int64_t c = col_tile * kTransposeTile; c < std::min(cols, (col_tile + 1) * kTransposeTile); ++c)
-                    for (int64_t r = row_tile * kTransposeTile; r < std::min(rows, (row_tile + 1) * kTransposeTile);
-                         ++r)
+                for (int64_t c = col_tile * kTransposeTile;
+                     c < std::min(cols, (col_tile + 1) * kTransposeTile); ++c)
+                    for (int64_t r = row_tile * kTransposeTile;
+                         r < std::min(rows, (row_tile + 1) * kTransposeTile); ++r)
                         codes_transposed[c * rows + r] = codes[r * cols + c];
     }
     return {amax, saturated};

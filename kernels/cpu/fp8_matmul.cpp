@@ -34,8 +34,8 @@ static_assert(kTileColumns == 16, "a tile row is two Vec8");
 // sums (kTileRows, kTileColumns) = A · panel[:, 0 .. kTileColumns), each sum over k in ascending
 // order from 0. a_packed (K, kTileRows): the tile's rows of A interleaved, a_packed[k][r] = A[r][k];
 // panel (K, kTileColumns used of `panel_stride`).
-MIXGPT_FMA_CLONES void multiply_tile(const float* a_packed, int64_t K, const float* panel, int64_t panel_stride,
-                                      float* sums) {
+MIXGPT_FMA_CLONES void multiply_tile(const float* a_packed, int64_t K, const float* panel,
+                                     int64_t panel_stride, float* sums) {
     Vec8 acc[kTileRows][2] = {};
     for (int64_t k = 0; k < K; ++k) {
         const float* b = panel + k * panel_stride;
@@ -118,8 +118,8 @@ void fp8_matmul(TensorView out, const Fp8Matrix& a, const Fp8Matrix& b, TensorVi
             for (int64_t column = 0; column < N; column += kTileColumns) {
                 const int64_t columns = std::min(kTileColumns, N - column);
                 for (int64_t row = 0; row < rows; row += kTileRows) {
-                    multiply_tile(&a_packed[static_cast<size_t>(row * K)], K, &panel[static_cast<size_t>(column)],
-                                  padded_columns, sums);
+                    multiply_tile(&a_packed[static_cast<size_t>(row * K)], K,
+                                  &panel[static_cast<size_t>(column)], padded_columns, sums);
                     for (int64_t r = 0; r < std::min(kTileRows, rows - row); ++r)
                         for (int64_t c = 0; c < columns; ++c)
                             result[static_cast<size_t>((row + r) * N + column + c)] =

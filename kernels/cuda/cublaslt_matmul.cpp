@@ -46,8 +46,10 @@ cudaDataType bias_type_of(const LtProduct& product) {
 // alignment and by which scales are present.
 void set_call_pointers(cublasLtMatmulDesc_t operation, const LtProduct& product) {
     if (product.bias != nullptr) set_attribute(operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, product.bias);
-    if (product.a_scale != nullptr) set_attribute(operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, product.a_scale);
-    if (product.b_scale != nullptr) set_attribute(operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, product.b_scale);
+    if (product.a_scale != nullptr)
+        set_attribute(operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, product.a_scale);
+    if (product.b_scale != nullptr)
+        set_attribute(operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, product.b_scale);
 }
 
 }  // namespace
@@ -103,7 +105,8 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N);
         set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p));
         if (p.bias != nullptr)
-            set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(bias_type_of(p)));
+            set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                          static_cast<int32_t>(bias_type_of(p)));
         set_call_pointers(plan.operation, p);
 
         // Stored shapes: A (m,k) or (k,m) transposed, B (k,n) or (n,k) transposed.
@@ -175,21 +178,25 @@ namespace {
 
 // cuBLASLt's FP8 rules (kernels/cuda/README.md), each checked with a message naming it.
 void check_fp8_gemm(const Fp8Gemm& g) {
-    const std::string where = "cuda fp8 gemm (M " + std::to_string(g.M) + ", N " + std::to_string(g.N) + ", K " +
-                              std::to_string(g.K) + "): ";
+    const std::string where = "cuda fp8 gemm (M " + std::to_string(g.M) + ", N " + std::to_string(g.N) +
+                              ", K " + std::to_string(g.K) + "): ";
     MIXGPT_REQUIRE(g.M > 0 && g.N > 0 && g.K > 0, where + "every dimension must be positive");
     MIXGPT_REQUIRE(g.a != nullptr && g.b != nullptr && g.out != nullptr && g.a_scale_inverse != nullptr &&
                        g.b_scale_inverse != nullptr,
                    where + "a, b, out and both scale inverses must be device pointers, not null");
     MIXGPT_REQUIRE(!(g.a_format == Fp8Format::e5m2 && g.b_format == Fp8Format::e5m2),
                    where + "e5m2 x e5m2 is not in cuBLASLt's FP8 table (one operand must be e4m3)");
-    MIXGPT_REQUIRE(g.out_dtype == DType::bf16 || g.out_dtype == DType::f16 || g.out_dtype == DType::f32,
-                   where + "out is " + dtype_name(g.out_dtype) + "; cuBLASLt's FP8 products write bf16, fp16 or fp32");
-    MIXGPT_REQUIRE(g.K % 16 == 0, where + "K must be a multiple of 16 (cuBLASLt FP8: the leading dimension of both "
-                                          "operands, K one-byte elements, a multiple of 16 bytes)");
+    MIXGPT_REQUIRE(
+        g.out_dtype == DType::bf16 || g.out_dtype == DType::f16 || g.out_dtype == DType::f32,
+        where + "out is " + dtype_name(g.out_dtype) + "; cuBLASLt's FP8 products write bf16, fp16 or fp32");
+    MIXGPT_REQUIRE(g.K % 16 == 0,
+                   where +
+                       "K must be a multiple of 16 (cuBLASLt FP8: the leading dimension of both "
+                       "operands, K one-byte elements, a multiple of 16 bytes)");
     MIXGPT_REQUIRE(g.N * static_cast<int64_t>(dtype_size(g.out_dtype)) % 16 == 0,
-                   where + "N times the size of out's element must be a multiple of 16 bytes (cuBLASLt FP8: the "
-                           "output's leading dimension)");
+                   where +
+                       "N times the size of out's element must be a multiple of 16 bytes (cuBLASLt FP8: the "
+                       "output's leading dimension)");
     for (const void* pointer : {static_cast<const void*>(g.a), static_cast<const void*>(g.b),
                                 static_cast<const void*>(g.out), g.bias})
         MIXGPT_REQUIRE(pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0,
@@ -216,7 +223,9 @@ void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& g) {
     p.k = g.K;
     p.input_type = cuda_type_of(g.b_format);
     p.b_type = static_cast<int>(cuda_type_of(g.a_format));
-    p.output_type = g.out_dtype == DType::f32 ? CUDA_R_32F : g.out_dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+    p.output_type = g.out_dtype == DType::f32   ? CUDA_R_32F
+                    : g.out_dtype == DType::f16 ? CUDA_R_16F
+                                                : CUDA_R_16BF;
     p.compute_type = CUBLAS_COMPUTE_32F;
     p.bias = g.bias;
     p.bias_type = g.out_dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;

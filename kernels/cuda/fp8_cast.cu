@@ -60,7 +60,8 @@ __device__ __forceinline__ void store_pair(uint8_t* p, uint32_t pair, bool both,
 
 __device__ __forceinline__ unsigned warp_sum_unsigned(unsigned value) {
 #pragma unroll
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullMask, value, offset);
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+        value += __shfl_xor_sync(kFullMask, value, offset);
     return value;
 }
 
@@ -150,11 +151,14 @@ __global__ void __launch_bounds__(kAmaxThreads) fp8_amax_kernel(const T* in, int
     add_block_totals(amax, 0u, amaxes, unused, kAmaxThreads / kWarpSize, total, nullptr);
 }
 
-bool is_float_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
+bool is_float_dtype(DType dtype) {
+    return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+}
 
 template <typename T>
 void launch_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
-    const int64_t tiles = ((p.rows + kTileRows - 1) / kTileRows) * ((p.cols + kTileColumns - 1) / kTileColumns);
+    const int64_t tiles =
+        ((p.rows + kTileRows - 1) / kTileRows) * ((p.cols + kTileColumns - 1) / kTileColumns);
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, kMaxBlocks)));
     const dim3 block(kThreadsX, kThreadsY);
     const size_t shared_bytes = kTileBytes + 2 * kThreadsY * sizeof(float);
@@ -167,8 +171,8 @@ void launch_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
 }  // namespace
 
 void fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
-    MIXGPT_REQUIRE(is_float_dtype(p.in_dtype),
-                   std::string("cuda fp8_quantize: in is ") + dtype_name(p.in_dtype) + ", expected fp32, bf16 or fp16");
+    MIXGPT_REQUIRE(is_float_dtype(p.in_dtype), std::string("cuda fp8_quantize: in is ") +
+                                                   dtype_name(p.in_dtype) + ", expected fp32, bf16 or fp16");
     MIXGPT_REQUIRE(p.rows >= 0 && p.cols >= 0, "cuda fp8_quantize: negative shape");
     if (p.rows == 0 || p.cols == 0) return;
     MIXGPT_REQUIRE(p.in != nullptr && p.codes != nullptr && p.scale != nullptr,
@@ -177,16 +181,18 @@ void fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
 }
 
 void fp8_amax(const void* in, DType in_dtype, int64_t count, float* amax, cudaStream_t stream) {
-    MIXGPT_REQUIRE(is_float_dtype(in_dtype),
-                   std::string("cuda fp8_amax: in is ") + dtype_name(in_dtype) + ", expected fp32, bf16 or fp16");
+    MIXGPT_REQUIRE(is_float_dtype(in_dtype), std::string("cuda fp8_amax: in is ") + dtype_name(in_dtype) +
+                                                 ", expected fp32, bf16 or fp16");
     if (count <= 0) return;
-    MIXGPT_REQUIRE(in != nullptr && amax != nullptr, "cuda fp8_amax: in and amax must be device pointers, not null");
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(blocks_for(count, kAmaxThreads), kMaxBlocks));
+    MIXGPT_REQUIRE(in != nullptr && amax != nullptr,
+                   "cuda fp8_amax: in and amax must be device pointers, not null");
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<int64_t>(blocks_for(count, kAmaxThreads), kMaxBlocks));
     const size_t shared_bytes = 2 * (kAmaxThreads / kWarpSize) * sizeof(float);
     dispatch_dtype(in_dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_kernel(fp8_amax_kernel<T>, blocks, kAmaxThreads, shared_bytes, stream, static_cast<const T*>(in), count,
-                      amax);
+        launch_kernel(fp8_amax_kernel<T>, blocks, kAmaxThreads, shared_bytes, stream,
+                      static_cast<const T*>(in), count, amax);
     });
 }
 

@@ -21,11 +21,11 @@ struct Fp8QuantizeParams {
     DType in_dtype = DType::bf16;
     int64_t rows = 0, cols = 0;
     Fp8Format format = Fp8Format::e4m3;
-    const float* scale = nullptr;               // device, one float: codes = FP8(fl(in · *scale))
-    uint8_t* codes = nullptr;                   // (rows, cols)
-    uint8_t* codes_transposed = nullptr;        // (cols, rows), or null for none
-    float* amax = nullptr;                      // device, or null: *amax = max(*amax, amax of in)
-    unsigned long long* saturated = nullptr;    // device, or null: += elements that saturated
+    const float* scale = nullptr;             // device, one float: codes = FP8(fl(in · *scale))
+    uint8_t* codes = nullptr;                 // (rows, cols)
+    uint8_t* codes_transposed = nullptr;      // (cols, rows), or null for none
+    float* amax = nullptr;                    // device, or null: *amax = max(*amax, amax of in)
+    unsigned long long* saturated = nullptr;  // device, or null: += elements that saturated
 };
 
 // Enqueues the quantization on `stream`. amax (NaN ignored, as fmaxf does) and the saturation

@@ -22,7 +22,7 @@ __device__ __forceinline__ float scale_from_amax(float amax, float scaled_max, f
 __global__ void __launch_bounds__(kThreads)
     fp8_delayed_update_kernel(float* values, int tensors, int length, AmaxCompute compute, float scaled_max) {
     const SharedPointer<float> history = dynamic_shared_memory<float>();  // (length)
-    const SharedPointer<float> amaxes = history + length;                // (warps)
+    const SharedPointer<float> amaxes = history + length;                 // (warps)
     const int t = static_cast<int>(blockIdx.x);
     float* slots = values + 2 * tensors + static_cast<int64_t>(t) * length;
     float amax = 0.f;
@@ -32,7 +32,8 @@ __global__ void __launch_bounds__(kThreads)
         amax = fmaxf(amax, slot);
     }
     amax = warp_max(amax);
-    const int lane = static_cast<int>(threadIdx.x) % kWarpSize, warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize,
+              warp = static_cast<int>(threadIdx.x) / kWarpSize;
     if (lane == 0) amaxes[warp] = amax;
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -49,7 +50,8 @@ __global__ void __launch_bounds__(kThreads)
         slots[i] = i == 0 ? 0.f : static_cast<float>(history[i - 1]);
 }
 
-__global__ void fp8_current_update_kernel(float* values, int tensors, int length, int tensor, float scaled_max) {
+__global__ void fp8_current_update_kernel(float* values, int tensors, int length, int tensor,
+                                          float scaled_max) {
     float* slot = values + 2 * tensors + static_cast<int64_t>(tensor) * length;
     const float scale = scale_from_amax(*slot, scaled_max, 1.f);
     values[tensor] = scale;
@@ -69,15 +71,16 @@ void fp8_update_delayed(const Fp8ScalingDevice& state, cudaStream_t stream) {
     check_state(state, "fp8_update_delayed");
     if (state.tensors == 0) return;
     const size_t shared_bytes = (state.config.history_length + kThreads / kWarpSize) * sizeof(float);
-    launch_kernel(fp8_delayed_update_kernel, static_cast<unsigned>(state.tensors), kThreads, shared_bytes, stream,
-                  state.values, state.tensors, state.config.history_length, state.config.amax_compute,
+    launch_kernel(fp8_delayed_update_kernel, static_cast<unsigned>(state.tensors), kThreads, shared_bytes,
+                  stream, state.values, state.tensors, state.config.history_length, state.config.amax_compute,
                   fp8_scaled_max(state.format, state.config.margin));
 }
 
 void fp8_update_current(const Fp8ScalingDevice& state, int tensor, cudaStream_t stream) {
     check_state(state, "fp8_update_current");
-    MIXGPT_REQUIRE(tensor >= 0 && tensor < state.tensors,
-                   "cuda fp8_update_current: tensor " + std::to_string(tensor) + " of " + std::to_string(state.tensors));
+    MIXGPT_REQUIRE(
+        tensor >= 0 && tensor < state.tensors,
+        "cuda fp8_update_current: tensor " + std::to_string(tensor) + " of " + std::to_string(state.tensors));
     launch_kernel(fp8_current_update_kernel, 1, 1, 0, stream, state.values, state.tensors,
                   state.config.history_length, tensor, fp8_scaled_max(state.format, state.config.margin));
 }

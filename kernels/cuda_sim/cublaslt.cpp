@@ -201,13 +201,14 @@ cublasStatus_t validate(Problem& p) {
     if (!valid_operation(p.op) || !product_shape(p.op, p.a, p.b, p.c, p.d, p.m, p.n, p.k))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (!supported_types(p.op, p.a.type, p.b.type, p.d.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (is_fp8(p.a.type) && !fp8_layout_allowed(p.op, p.a, p.b, p.d, p.m, p.k)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (is_fp8(p.a.type) && !fp8_layout_allowed(p.op, p.a, p.b, p.d, p.m, p.k))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     return CUBLAS_STATUS_SUCCESS;
 }
 
 // One product as cublasLtMatmul was asked for it.
 struct Product {
-    int tensor_core_k;  // products summed exactly before each fp32 accumulation; 0: one FMA each
+    int tensor_core_k;               // products summed exactly before each fp32 accumulation; 0: one FMA each
     const float *a_scale, *b_scale;  // FP8: read when the product runs; null: 1
     bool transpose_a, transpose_b;
     Layout a, b, c, d;

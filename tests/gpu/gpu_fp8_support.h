@@ -38,8 +38,8 @@ protected:
     template <typename T>
     Buffer upload(const std::vector<T>& values) {
         Buffer buffer = allocator->allocate(values.size() * sizeof(T));
-        CUDA_CHECK(cudaMemcpyAsync(buffer.data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice,
-                                   stream));
+        CUDA_CHECK(cudaMemcpyAsync(buffer.data(), values.data(), values.size() * sizeof(T),
+                                   cudaMemcpyHostToDevice, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
         return buffer;
     }

@@ -30,7 +30,10 @@ std::vector<float> values_with_outliers(size_t count, float range, uint32_t seed
     std::vector<float> values(count);
     for (float& value : values) {
         const uint32_t kind = random() % 200;
-        value = kind == 0 ? -INFINITY : kind == 1 && with_nan ? NAN : kind < 8 ? 16 * normal(random) : normal(random);
+        value = kind == 0               ? -INFINITY
+                : kind == 1 && with_nan ? NAN
+                : kind < 8              ? 16 * normal(random)
+                                        : normal(random);
     }
     return values;
 }
@@ -49,15 +52,16 @@ struct Shape {
 class GpuFp8QuantizeTest : public GpuFp8Test {
 protected:
     void expect_matches_cpu(DType dtype, Fp8Format format, Shape shape, bool transposed, uint32_t seed) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " " << fp8_format_name(format) << " " << shape.rows
-                                        << " x " << shape.cols << (transposed ? " transposed" : ""));
+        SCOPED_TRACE(testing::Message()
+                     << dtype_name(dtype) << " " << fp8_format_name(format) << " " << shape.rows << " x "
+                     << shape.cols << (transposed ? " transposed" : ""));
         const size_t count = static_cast<size_t>(shape.rows * shape.cols);
         const float scale_value = fp8_max(format) / 8.f;
         const std::vector<unsigned char> input = stored(values_with_outliers(count, 8.f, seed, false), dtype);
         std::vector<uint8_t> want(count), want_transposed(count);
-        const Fp8QuantizeStats want_stats =
-            cpu::quantize_fp8(TensorView(const_cast<unsigned char*>(input.data()), dtype, {shape.rows, shape.cols}),
-                              scale_value, format, want.data(), want_transposed.data());
+        const Fp8QuantizeStats want_stats = cpu::quantize_fp8(
+            TensorView(const_cast<unsigned char*>(input.data()), dtype, {shape.rows, shape.cols}),
+            scale_value, format, want.data(), want_transposed.data());
 
         const Buffer in = upload(input), scale = upload(std::vector<float>{scale_value});
         // The totals accumulate: amax from 0.5 (below the tensor's), the count from 5.
@@ -92,8 +96,10 @@ TEST_P(GpuFp8Quantize, CodesTransposeAmaxAndCountEqualTheCpus) {
     const auto [dtype, format] = GetParam();
     uint32_t seed = run_seed();
     // Partial tiles, odd sizes (byte stores), one element, one column.
-    for (const Shape shape : {Shape{37, 70}, Shape{64, 128}, Shape{33, 65}, Shape{1, 1}, Shape{3, 1}, Shape{130, 200}})
-        for (const bool transposed : {false, true}) expect_matches_cpu(dtype, format, shape, transposed, ++seed);
+    for (const Shape shape :
+         {Shape{37, 70}, Shape{64, 128}, Shape{33, 65}, Shape{1, 1}, Shape{3, 1}, Shape{130, 200}})
+        for (const bool transposed : {false, true})
+            expect_matches_cpu(dtype, format, shape, transposed, ++seed);
 }
 
 // More tiles than blocks (1024): blocks walk several tiles, reusing the shared tile.
@@ -111,7 +117,8 @@ INSTANTIATE_TEST_SUITE_P(GpuDtypesAndFormats, GpuFp8Quantize,
 
 TEST_F(GpuFp8Test, NaNInputsGiveTheNaNCodeAndLeaveAmaxAlone) {
     const std::vector<float> input = {1.f, NAN, -3.f, -NAN, 2.f, 0.f};
-    const Buffer in = upload(input), scale = upload(std::vector<float>{2.f}), amax = upload(std::vector<float>{0.f});
+    const Buffer in = upload(input), scale = upload(std::vector<float>{2.f}),
+                 amax = upload(std::vector<float>{0.f});
     const Buffer codes = filled(input.size(), 0);
     cuda::Fp8QuantizeParams params;
     params.in = in.data();
@@ -137,7 +144,8 @@ TEST_F(GpuFp8Test, AmaxPassEqualsTheCpusMax) {
         std::vector<float> held(values.size());
         convert_to_float(input.data(), dtype, held.data(), held.size());
         std::vector<uint8_t> ignored(values.size());
-        const float want = quantize_to_fp8(held.data(), 1.f, ignored.data(), held.size(), Fp8Format::e4m3).amax;
+        const float want =
+            quantize_to_fp8(held.data(), 1.f, ignored.data(), held.size(), Fp8Format::e4m3).amax;
         const Buffer in = upload(input), amax = upload(std::vector<float>{0.f});
         cuda::fp8_amax(in.data(), dtype, static_cast<int64_t>(values.size()), amax.as<float>(), stream);
         EXPECT_EQ(download<float>(amax.data(), 1)[0], want) << dtype_name(dtype);
@@ -172,12 +180,13 @@ TEST_P(GpuFp8Scaling, DelayedUpdateEqualsTheCpuStateStepByStep) {
             if (step == 5 && t == 1) amax = INFINITY;
             if (step == 8 && t == 2) amax = 1e-39f;
             cpu_state.record(t, {amax, 0});
-            CUDA_CHECK(cudaMemcpyAsync(device.amax_slot(t), &cpu_state.flat()[2 * tensors + t * 5], sizeof(float),
-                                       cudaMemcpyHostToDevice, stream));
+            CUDA_CHECK(cudaMemcpyAsync(device.amax_slot(t), &cpu_state.flat()[2 * tensors + t * 5],
+                                       sizeof(float), cudaMemcpyHostToDevice, stream));
         }
         cpu_state.update_delayed();
         cuda::fp8_update_delayed(device, stream);
-        ASSERT_EQ(download<float>(values.data(), cpu_state.flat().size()), cpu_state.flat()) << "step " << step;
+        ASSERT_EQ(download<float>(values.data(), cpu_state.flat().size()), cpu_state.flat())
+            << "step " << step;
     }
 }
 
@@ -193,16 +202,19 @@ TEST_P(GpuFp8Scaling, CurrentScalingFromTheAmaxPassEqualsTheCpus) {
         if (std::isfinite(value)) finite.push_back(value);
     for (const std::vector<float>* input : std::vector<const std::vector<float>*>{&tensor, &finite}) {
         std::vector<uint8_t> ignored(input->size());
-        const float amax = quantize_to_fp8(input->data(), 1.f, ignored.data(), input->size(), Fp8Format::e4m3).amax;
+        const float amax =
+            quantize_to_fp8(input->data(), 1.f, ignored.data(), input->size(), Fp8Format::e4m3).amax;
         cpu_state.update_current(1, amax);
         const Buffer in = upload(*input);
-        cuda::fp8_amax(in.data(), DType::f32, static_cast<int64_t>(input->size()), device.amax_slot(1), stream);
+        cuda::fp8_amax(in.data(), DType::f32, static_cast<int64_t>(input->size()), device.amax_slot(1),
+                       stream);
         cuda::fp8_update_current(device, 1, stream);
         EXPECT_EQ(download<float>(values.data(), cpu_state.flat().size()), cpu_state.flat());
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuAmaxComputations, GpuFp8Scaling, ::testing::Values(AmaxCompute::max, AmaxCompute::most_recent),
+INSTANTIATE_TEST_SUITE_P(GpuAmaxComputations, GpuFp8Scaling,
+                         ::testing::Values(AmaxCompute::max, AmaxCompute::most_recent),
                          [](const ::testing::TestParamInfo<AmaxCompute>& info) {
                              return std::string(amax_compute_name(info.param));
                          });

@@ -116,7 +116,8 @@ TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) {
 
     const Buffer gpu_out = upload(cpu_out);
     cpu::fp8_matmul(TensorView(cpu_out.data(), c.out_dtype, {c.M, c.N}),
-                    {a.data(), c.M, c.K, c.a_format, a_scale_inverse}, {b.data(), c.N, c.K, c.b_format, b_scale_inverse},
+                    {a.data(), c.M, c.K, c.a_format, a_scale_inverse},
+                    {b.data(), c.N, c.K, c.b_format, b_scale_inverse},
                     c.bias ? TensorView(bias.data(), bias_dtype, {c.N}) : TensorView(), c.accumulate);
 
     const Buffer a_device = upload(a), b_device = upload(b), bias_device = upload(bias);
@@ -138,19 +139,22 @@ TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) {
     gemm.accumulate = c.accumulate;
     cuda::run_fp8_gemm(runner, gemm);
     const std::vector<unsigned char> gpu_bytes = download<unsigned char>(gpu_out.data(), cpu_out.size());
-    expect_within_twice_the_cpus_error(as_doubles(gpu_bytes, c.out_dtype), as_doubles(cpu_out, c.out_dtype), reference,
-                                       c.out_dtype);
+    expect_within_twice_the_cpus_error(as_doubles(gpu_bytes, c.out_dtype), as_doubles(cpu_out, c.out_dtype),
+                                       reference, c.out_dtype);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    GpuCombinations, GpuFp8Gemm,
-    ::testing::Values(GemmCase{"e4m3_e4m3_bf16_bias", Fp8Format::e4m3, Fp8Format::e4m3, DType::bf16, true, false, 24, 40, 96},
-                      GemmCase{"e4m3_e4m3_fp16", Fp8Format::e4m3, Fp8Format::e4m3, DType::f16, false, false, 7, 16, 32},
-                      GemmCase{"e5m2_e4m3_bf16_accumulate", Fp8Format::e5m2, Fp8Format::e4m3, DType::bf16, false, true,
-                               33, 24, 64},
-                      GemmCase{"e4m3_e5m2_fp32_accumulate_bias", Fp8Format::e4m3, Fp8Format::e5m2, DType::f32, true,
-                               true, 16, 20, 48}),
-    [](const ::testing::TestParamInfo<GemmCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(GpuCombinations, GpuFp8Gemm,
+                         ::testing::Values(GemmCase{"e4m3_e4m3_bf16_bias", Fp8Format::e4m3, Fp8Format::e4m3,
+                                                    DType::bf16, true, false, 24, 40, 96},
+                                           GemmCase{"e4m3_e4m3_fp16", Fp8Format::e4m3, Fp8Format::e4m3,
+                                                    DType::f16, false, false, 7, 16, 32},
+                                           GemmCase{"e5m2_e4m3_bf16_accumulate", Fp8Format::e5m2,
+                                                    Fp8Format::e4m3, DType::bf16, false, true, 33, 24, 64},
+                                           GemmCase{"e4m3_e5m2_fp32_accumulate_bias", Fp8Format::e4m3,
+                                                    Fp8Format::e5m2, DType::f32, true, true, 16, 20, 48}),
+                         [](const ::testing::TestParamInfo<GemmCase>& info) {
+                             return std::string(info.param.name);
+                         });
 
 // run_fp8_gemm names the rule a product breaks before cuBLASLt sees it.
 TEST_F(GpuFp8Test, GemmRefusesWhatCublasLtsFp8RulesForbid) {
@@ -196,7 +200,8 @@ TEST_F(GpuFp8Test, GemmRefusesWhatCublasLtsFp8RulesForbid) {
 TEST_F(GpuFp8Test, CublasLtRefusesFp8OutsideTheTnLayoutOnHopper) {
     cudaDeviceProp properties{};
     CUDA_CHECK(cudaGetDeviceProperties(&properties, 0));
-    if (properties.major * 10 + properties.minor >= 100) GTEST_SKIP() << "Blackwell and newer take any layout";
+    if (properties.major * 10 + properties.minor >= 100)
+        GTEST_SKIP() << "Blackwell and newer take any layout";
     const Buffer a = filled(64 * 64, 0x38), b = filled(64 * 64, 0x38), d = filled(64 * 64 * 2, 0);
     const Buffer scale = upload(std::vector<float>{1.f});
     cuda::LtMatmulRunner runner(*allocator, stream);
@@ -225,9 +230,10 @@ TEST_F(GpuFp8Test, CublasLtRefusesFp8OutsideTheTnLayoutOnHopper) {
 
 TEST(GpuFp8Support, ComputeCapabilityBelow89IsAOneLineErrorNamingIt) {
     const std::string problem = cuda::fp8_support_problem(8, 0, "NVIDIA A100-SXM4-80GB", 1);
-    EXPECT_EQ(problem,
-              "fp8 needs a GPU of compute capability 8.9 or newer (Ada, Hopper): device 1 (NVIDIA A100-SXM4-80GB) "
-              "has 8.0");
+    EXPECT_EQ(
+        problem,
+        "fp8 needs a GPU of compute capability 8.9 or newer (Ada, Hopper): device 1 (NVIDIA A100-SXM4-80GB) "
+        "has 8.0");
     EXPECT_EQ(cuda::fp8_support_problem(8, 6, "NVIDIA A10", 0).find('\n'), std::string::npos);
     EXPECT_EQ(cuda::fp8_support_problem(8, 9, "NVIDIA L4", 0), "");
     EXPECT_EQ(cuda::fp8_support_problem(9, 0, "NVIDIA H100", 0), "");
@@ -263,8 +269,10 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
     state.record(0, cpu::quantize_fp8(x_view, 1.f, Fp8Format::e4m3, ignored.data(), nullptr));
     state.record(1, cpu::quantize_fp8(w_view, 1.f, Fp8Format::e4m3, ignored.data(), nullptr));
     state.update_delayed();
-    const Fp8QuantizeStats x_stats = cpu::quantize_fp8(x_view, state.scale(0), Fp8Format::e4m3, x_codes.data(), nullptr);
-    const Fp8QuantizeStats w_stats = cpu::quantize_fp8(w_view, state.scale(1), Fp8Format::e4m3, w_codes.data(), nullptr);
+    const Fp8QuantizeStats x_stats =
+        cpu::quantize_fp8(x_view, state.scale(0), Fp8Format::e4m3, x_codes.data(), nullptr);
+    const Fp8QuantizeStats w_stats =
+        cpu::quantize_fp8(w_view, state.scale(1), Fp8Format::e4m3, w_codes.data(), nullptr);
     state.record(0, x_stats);
     state.record(1, w_stats);
     std::vector<unsigned char> cpu_out(static_cast<size_t>(M * N) * 2);
@@ -275,13 +283,15 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
     // GPU: the same sequence, one synchronization at the end.
     Fp8ScalingState initial(2, Fp8Format::e4m3, config);
     const Buffer values = upload(initial.flat()), counts = upload(std::vector<unsigned long long>{0, 0});
-    const cuda::Fp8ScalingDevice device{values.as<float>(), counts.as<unsigned long long>(), 2, Fp8Format::e4m3, config};
+    const cuda::Fp8ScalingDevice device{values.as<float>(), counts.as<unsigned long long>(), 2,
+                                        Fp8Format::e4m3, config};
     const Buffer one = upload(std::vector<float>{1.f});
     const Buffer x_in = upload(x_bf16), w_in = upload(w_bf16);
     const Buffer x_device = allocator->allocate(x.size()), w_device = allocator->allocate(w.size()),
                  scratch = allocator->allocate(std::max(x.size(), w.size()));
     const Buffer out = allocator->allocate(cpu_out.size());
-    const auto quantize = [&](const Buffer& in, int64_t rows, int tensor, const float* scale, const Buffer& codes) {
+    const auto quantize = [&](const Buffer& in, int64_t rows, int tensor, const float* scale,
+                              const Buffer& codes) {
         cuda::Fp8QuantizeParams params;
         params.in = in.data();
         params.rows = rows;
@@ -320,12 +330,14 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
         for (int64_t n = 0; n < N; ++n) {
             double sum = 0;
             for (int64_t k = 0; k < K; ++k)
-                sum += static_cast<double>(e4m3_bits_to_float(x_codes[m * K + k])) * e4m3_bits_to_float(w_codes[n * K + k]);
+                sum += static_cast<double>(e4m3_bits_to_float(x_codes[m * K + k])) *
+                       e4m3_bits_to_float(w_codes[n * K + k]);
             reference[static_cast<size_t>(m * N + n)] =
                 sum * static_cast<double>(state.scale_inverse(0)) * state.scale_inverse(1);
         }
-    expect_within_twice_the_cpus_error(as_doubles(download<unsigned char>(out.data(), cpu_out.size()), DType::bf16),
-                                       as_doubles(cpu_out, DType::bf16), reference, DType::bf16);
+    expect_within_twice_the_cpus_error(
+        as_doubles(download<unsigned char>(out.data(), cpu_out.size()), DType::bf16),
+        as_doubles(cpu_out, DType::bf16), reference, DType::bf16);
 }
 
 }  // namespace

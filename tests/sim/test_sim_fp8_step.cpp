@@ -33,9 +33,10 @@ TEST(SimFp8Step, ScalesAreUpdatedAndUsedWithoutAHostWait) {
         const Buffer x = allocator.allocate(M * K * 2), w = allocator.allocate(N * K * 2);  // bf16, zeros
         const Buffer x_codes = allocator.allocate(M * K), w_codes = allocator.allocate(N * K);
         const Buffer out = allocator.allocate(M * N * 2);
-        CUDA_CHECK(cudaMemcpyAsync(values.data(), initial.flat().data(), values.bytes(), cudaMemcpyHostToDevice, stream));
-        const cuda::Fp8ScalingDevice state{values.as<float>(), saturated.as<unsigned long long>(), 2, Fp8Format::e4m3,
-                                           config};
+        CUDA_CHECK(cudaMemcpyAsync(values.data(), initial.flat().data(), values.bytes(),
+                                   cudaMemcpyHostToDevice, stream));
+        const cuda::Fp8ScalingDevice state{values.as<float>(), saturated.as<unsigned long long>(), 2,
+                                           Fp8Format::e4m3, config};
         cuda::LtMatmulRunner runner(allocator, stream);
         const auto quantize = [&](const Buffer& in, int64_t rows, int tensor, const Buffer& codes) {
             cuda::Fp8QuantizeParams params;

@@ -5,6 +5,8 @@
 #     ldmatrix and 16-byte cp.async copies;
 #   - the vectorized instantiations of LayerNorm (forward and backward), the classifier with its
 #     gradient and AdamW load and store global memory 16 bytes at a time;
+#   - the FP8 quantization kernels convert with cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (two values per
+#     instruction; PTX for sm_89 and newer, which `make ptx` targets with GPU_ARCHS' last, 90);
 #   - no kernel uses local memory (a stack array or a spill in PTX).
 # Prints one row per kernel with its instruction counts; exits 1 if a check fails.
 # ptxas turns each PTX instruction named here into one SASS instruction kind (mma.sync into
@@ -20,9 +22,9 @@ fi
 
 # One line per kernel: mangled name, then the counts of the columns below.
 counts=$(awk '
-  function flush() { if (name != "") print name, mma, ldmatrix, cp_async, load16, store16, local }
+  function flush() { if (name != "") print name, mma, ldmatrix, cp_async, load16, store16, local, cvt_fp8 }
   /^\.(visible |weak )?\.?entry / {
-    flush(); name = $NF; sub(/\(.*/, "", name); mma = ldmatrix = cp_async = load16 = store16 = local = 0
+    flush(); name = $NF; sub(/\(.*/, "", name); mma = ldmatrix = cp_async = load16 = store16 = local = cvt_fp8 = 0
   }
   /mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(bf16|f16)\.(bf16|f16)\.f32/ { mma++ }
   /ldmatrix\.sync\.aligned/ { ldmatrix++ }
@@ -30,6 +32,7 @@ counts=$(awk '
   /^[ \t]*ld\.global[a-zA-Z0-9:_.]*\.(v4\.(f32|u32|b32|s32)|v2\.(f64|u64|b64|s64))/ { load16++ }
   /^[ \t]*st\.global[a-zA-Z0-9:_.]*\.(v4\.(f32|u32|b32|s32)|v2\.(f64|u64|b64|s64))/ { store16++ }
   /\.local/ { local++ }
+  /cvt\.rn\.satfinite\.(e4m3x2|e5m2x2)\.f32/ { cvt_fp8++ }
   END { flush() }
 ' "${files[@]}")
 
@@ -40,19 +43,20 @@ rules=(
   'layernorm_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[248]E;load16 store16;16-byte LayerNorm accesses'
   'classifier_kernelI(f|6__half|13__nv_bfloat16)Li[48]ELb1E;load16 store16;16-byte classifier accesses'
   'adamw_kernelI(f|6__half|13__nv_bfloat16)Li4E;load16 store16;16-byte AdamW accesses'
+  'fp8_quantize_kernel;cvt_fp8;FP8 conversion instructions'
 )
-columns=(mma ldmatrix cp_async load16 store16 local)
+columns=(mma ldmatrix cp_async load16 store16 local cvt_fp8)
 
 # "layernorm_forward_kernel<float, 4, false>" for a mangled kernel name.
 readable_name() {
   c++filt "$1" | sed -E 's/\(anonymous namespace\):://g; s/\(.*//; s/^void //; s/mixgpt::cuda::(flash::)?//'
 }
 
-printf '%-72s %6s %8s %8s %7s %8s %6s\n' kernel mma.sync ldmatrix cp.async "16B ld" "16B st" local
+printf '%-72s %6s %8s %8s %7s %8s %6s %7s\n' kernel mma.sync ldmatrix cp.async "16B ld" "16B st" local cvt.fp8
 while read -r name rest; do
   readable=$(readable_name "$name")
   read -r -a values <<<"$rest"
-  printf '%-72s %6d %8d %8d %7d %8d %6d\n' "${readable:0:72}" "${values[@]}"
+  printf '%-72s %6d %8d %8d %7d %8d %6d %7d\n' "${readable:0:72}" "${values[@]}"
 done <<<"$counts"
 
 failures=0

@@ -15,6 +15,7 @@
 
 #include "bench/kernel_lab/attention_lab.h"
 #include "bench/kernel_lab/backend_lab.h"
+#include "bench/kernel_lab/fp8_gemm_lab.h"
 #include "bench/kernel_lab/lab_ceilings.h"
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
@@ -114,6 +115,7 @@ int run(const LabOptions& options, const std::string& command) {
     else
         log_warning("kernel lab: flash attention runs in bf16 or fp16 only; skipped in " + options.precision);
     if (!options.attention_only) run_section("backend ops", [&] { return backend_rows(context); });
+    if (!options.attention_only) run_section("fp8 gemm", [&] { return fp8_gemm_rows(context); });
     const std::vector<KernelOccupancy> occupancy = occupancy_of(launches.launches());
     const std::string json = report_json(info, context.ceilings, rows, occupancy);
     if (options.json)

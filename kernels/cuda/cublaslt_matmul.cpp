@@ -1,8 +1,10 @@
 #include "kernels/cuda/cublaslt_matmul.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/cuda_check.h"
+#include "core/error.h"
 #include "core/log.h"
 
 namespace mixgpt::cuda {
@@ -31,10 +33,23 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value));
 }
 
-// The per-call bias pointer. The heuristic reads its value for the alignment it may assume, so it is
-// set before the heuristic too, and plans are keyed by that alignment.
-void set_bias_pointer(cublasLtMatmulDesc_t operation, const LtProduct& product) {
+cudaDataType b_type_of(const LtProduct& product) {
+    return product.b_type < 0 ? product.input_type : static_cast<cudaDataType>(product.b_type);
+}
+
+cudaDataType bias_type_of(const LtProduct& product) {
+    return product.bias_type < 0 ? product.output_type : static_cast<cudaDataType>(product.bias_type);
+}
+
+// The per-call pointers: bias and the FP8 scales. The heuristic reads the bias's value for the
+// alignment it may assume, so they are set before the heuristic too, and plans are keyed by that
+// alignment and by which scales are present.
+void set_call_pointers(cublasLtMatmulDesc_t operation, const LtProduct& product) {
     if (product.bias != nullptr) set_attribute(operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, product.bias);
+    if (product.a_scale != nullptr)
+        set_attribute(operation, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, product.a_scale);
+    if (product.b_scale != nullptr)
+        set_attribute(operation, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, product.b_scale);
 }
 
 }  // namespace
@@ -66,7 +81,10 @@ LtMatmulRunner::Key LtMatmulRunner::key_of(const LtProduct& p) {
             alignment_of(p.a),
             alignment_of(p.b),
             alignment_of(p.d),
-            alignment_of(p.bias)};
+            alignment_of(p.bias),
+            static_cast<int64_t>(b_type_of(p)),
+            static_cast<int64_t>(bias_type_of(p)),
+            (p.a_scale != nullptr ? 1 : 0) + (p.b_scale != nullptr ? 2 : 0)};
 }
 
 void LtMatmulRunner::destroy(Plan& plan) {
@@ -88,14 +106,14 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p));
         if (p.bias != nullptr)
             set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                          static_cast<int32_t>(p.output_type));
-        set_bias_pointer(plan.operation, p);
+                          static_cast<int32_t>(bias_type_of(p)));
+        set_call_pointers(plan.operation, p);
 
         // Stored shapes: A (m,k) or (k,m) transposed, B (k,n) or (n,k) transposed.
         const auto u64 = [](int64_t value) { return static_cast<uint64_t>(value); };
         CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, p.input_type, u64(p.transpose_a ? p.k : p.m),
                                                 u64(p.transpose_a ? p.m : p.k), p.lda));
-        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, p.input_type, u64(p.transpose_b ? p.n : p.k),
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, b_type_of(p), u64(p.transpose_b ? p.n : p.k),
                                                 u64(p.transpose_b ? p.k : p.n), p.ldb));
         CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, p.output_type, u64(p.m), u64(p.n), p.ldd));
         CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, p.output_type, u64(p.m), u64(p.n), p.ldd));
@@ -140,7 +158,7 @@ bool LtMatmulRunner::try_run(const LtProduct& product) {
     if (found == plans_.end()) found = plans_.emplace(key, make_plan(product)).first;
     Plan& plan = found->second;
     if (!plan.has_algorithm) return false;
-    set_bias_pointer(plan.operation, product);
+    set_call_pointers(plan.operation, product);
     const float alpha = 1.f;
     const float beta = product.accumulate ? 1.f : 0.f;
     CUBLAS_CHECK(cublasLtMatmul(handle_, plan.operation, &alpha, product.a, plan.a, product.b, plan.b, &beta,
@@ -150,6 +168,74 @@ bool LtMatmulRunner::try_run(const LtProduct& product) {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
 #endif
     return true;
+}
+
+cudaDataType cuda_type_of(Fp8Format format) {
+    return format == Fp8Format::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+}
+
+namespace {
+
+// cuBLASLt's FP8 rules (kernels/cuda/README.md), each checked with a message naming it.
+void check_fp8_gemm(const Fp8Gemm& g) {
+    const std::string where = "cuda fp8 gemm (M " + std::to_string(g.M) + ", N " + std::to_string(g.N) +
+                              ", K " + std::to_string(g.K) + "): ";
+    MIXGPT_REQUIRE(g.M > 0 && g.N > 0 && g.K > 0, where + "every dimension must be positive");
+    MIXGPT_REQUIRE(g.a != nullptr && g.b != nullptr && g.out != nullptr && g.a_scale_inverse != nullptr &&
+                       g.b_scale_inverse != nullptr,
+                   where + "a, b, out and both scale inverses must be device pointers, not null");
+    MIXGPT_REQUIRE(!(g.a_format == Fp8Format::e5m2 && g.b_format == Fp8Format::e5m2),
+                   where + "e5m2 x e5m2 is not in cuBLASLt's FP8 table (one operand must be e4m3)");
+    MIXGPT_REQUIRE(
+        g.out_dtype == DType::bf16 || g.out_dtype == DType::f16 || g.out_dtype == DType::f32,
+        where + "out is " + dtype_name(g.out_dtype) + "; cuBLASLt's FP8 products write bf16, fp16 or fp32");
+    MIXGPT_REQUIRE(g.K % 16 == 0,
+                   where +
+                       "K must be a multiple of 16 (cuBLASLt FP8: the leading dimension of both "
+                       "operands, K one-byte elements, a multiple of 16 bytes)");
+    MIXGPT_REQUIRE(g.N * static_cast<int64_t>(dtype_size(g.out_dtype)) % 16 == 0,
+                   where +
+                       "N times the size of out's element must be a multiple of 16 bytes (cuBLASLt FP8: the "
+                       "output's leading dimension)");
+    for (const void* pointer : {static_cast<const void*>(g.a), static_cast<const void*>(g.b),
+                                static_cast<const void*>(g.out), g.bias})
+        MIXGPT_REQUIRE(pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0,
+                       where + "a, b, out and bias must be 16-byte aligned (cuBLASLt FP8)");
+}
+
+}  // namespace
+
+void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& g) {
+    check_fp8_gemm(g);
+    // out^T (N,M) = B (N,K) · A^T (K,M) in column-major terms: cuBLASLt's A is our B, stored (N,K)
+    // row-major, i.e. (K,N) column-major and transposed; its B is our A, (K,M) column-major as is.
+    LtProduct p;
+    p.a = g.b;
+    p.transpose_a = true;
+    p.lda = g.K;
+    p.b = g.a;
+    p.transpose_b = false;
+    p.ldb = g.K;
+    p.d = g.out;
+    p.ldd = g.N;
+    p.m = g.N;
+    p.n = g.M;
+    p.k = g.K;
+    p.input_type = cuda_type_of(g.b_format);
+    p.b_type = static_cast<int>(cuda_type_of(g.a_format));
+    p.output_type = g.out_dtype == DType::f32   ? CUDA_R_32F
+                    : g.out_dtype == DType::f16 ? CUDA_R_16F
+                                                : CUDA_R_16BF;
+    p.compute_type = CUBLAS_COMPUTE_32F;
+    p.bias = g.bias;
+    p.bias_type = g.out_dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+    p.accumulate = g.accumulate;
+    p.a_scale = g.b_scale_inverse;
+    p.b_scale = g.a_scale_inverse;
+    MIXGPT_REQUIRE(runner.try_run(p), "cuBLASLt has no FP8 algorithm for M " + std::to_string(g.M) + ", N " +
+                                          std::to_string(g.N) + ", K " + std::to_string(g.K) + " (" +
+                                          fp8_format_name(g.a_format) + " x " + fp8_format_name(g.b_format) +
+                                          " -> " + dtype_name(g.out_dtype) + ")");
 }
 
 }  // namespace mixgpt::cuda

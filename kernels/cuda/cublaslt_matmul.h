@@ -1,6 +1,7 @@
 // cuBLASLt products with their descriptors and heuristic-chosen algorithm cached
 // per problem (shape, layouts, types, epilogue, operand alignment), and one
-// 32 MiB workspace for the stream they run on.
+// 32 MiB workspace for the stream they run on; and the FP8 product in row-major
+// terms (run_fp8_gemm), with the rules cuBLASLt sets for it checked first.
 #pragma once
 
 #include <cublasLt.h>
@@ -10,6 +11,8 @@
 #include <cstdint>
 #include <map>
 
+#include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/memory.h"
 #include "kernels/cuda/device_memory.h"
 
@@ -28,11 +31,18 @@ struct LtProduct {
     void* d = nullptr;
     int64_t ldd = 0;
     int64_t m = 0, n = 0, k = 0;
-    cudaDataType input_type = CUDA_R_32F;   // A and B
+    cudaDataType input_type = CUDA_R_32F;   // A, and B unless b_type says otherwise
     cudaDataType output_type = CUDA_R_32F;  // C, D and bias
     cublasComputeType_t compute_type = CUBLAS_COMPUTE_32F;
     const void* bias = nullptr;  // (m), or null for none
     bool accumulate = false;     // D += product instead of D = product
+    // FP8 operands (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2; kernels/cuda/README.md has cuBLASLt's rules):
+    // B's type when it differs from A's (-1: input_type), and the device scalars (one float each,
+    // null: 1) the product is multiplied by: D = a_scale · b_scale · op(A) op(B) [+ C] [+ bias].
+    int b_type = -1;
+    int bias_type = -1;  // the bias's cudaDataType (-1: output_type); FP8 products with fp32 D take bf16
+    const float* a_scale = nullptr;
+    const float* b_scale = nullptr;
 };
 
 class LtMatmulRunner {
@@ -49,7 +59,7 @@ public:
     bool try_run(const LtProduct& product);
 
 private:
-    using Key = std::array<int64_t, 17>;
+    using Key = std::array<int64_t, 20>;
     struct Plan {
         cublasLtMatmulDesc_t operation = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
@@ -66,5 +76,32 @@ private:
     Buffer workspace_;
     std::map<Key, Plan> plans_;
 };
+
+// An FP8 product in row-major terms, what the CPU's cpu::fp8_matmul computes
+// (kernels/cpu/fp8_matmul.h):
+//   out (M,N) = *a_scale_inverse · *b_scale_inverse · (A (M,K) · B (N,K)^T) [+ out] [+ bias (N)]
+// A and B are FP8 codes, row-major with K contiguous; out is bf16, fp16 or fp32.
+struct Fp8Gemm {
+    const uint8_t* a = nullptr;  // (M,K)
+    Fp8Format a_format = Fp8Format::e4m3;
+    const float* a_scale_inverse = nullptr;  // device, one float
+    const uint8_t* b = nullptr;              // (N,K)
+    Fp8Format b_format = Fp8Format::e4m3;
+    const float* b_scale_inverse = nullptr;  // device, one float
+    void* out = nullptr;                     // (M,N)
+    DType out_dtype = DType::bf16;
+    const void* bias = nullptr;  // (N): bf16 for bf16 and fp32 out, fp16 for fp16 out; or null
+    int64_t M = 0, N = 0, K = 0;
+    bool accumulate = false;  // out += instead of out =
+};
+
+// Enqueues the product on the runner's stream as cuBLASLt's "TN" product out^T = B · A^T. Throws
+// Error, before cuBLASLt sees it, when the product breaks one of cuBLASLt's FP8 rules (a type
+// combination outside its table, K or N·sizeof(out) not a multiple of 16 bytes, a pointer not
+// 16-byte aligned: the rule named), and when cuBLASLt has no algorithm for it anyway.
+void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& gemm);
+
+// The cudaDataType of an FP8 format (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2).
+cudaDataType cuda_type_of(Fp8Format format);
 
 }  // namespace mixgpt::cuda

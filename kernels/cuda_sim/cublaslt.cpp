@@ -5,10 +5,18 @@
 //   - the heuristic offers one algorithm for the documented type combinations and refuses the
 //     others (CUBLAS_STATUS_NOT_SUPPORTED); the algorithm remembers the operand alignments it was
 //     chosen for, and a product whose pointers are less aligned is refused;
-//   - layouts must agree on m, n and k, and every leading dimension must cover its rows.
+//   - layouts must agree on m, n and k, and every leading dimension must cover its rows;
+//   - FP8 operands (E4M3, E5M2) only as cuBLASLt's documentation allows them: on a device of
+//     compute capability 8.9 or newer, compute type CUBLAS_COMPUTE_32F with fp32 scale, A
+//     transposed and B not (the "TN" format), not both E5M2, D (and C) bf16, fp16 or fp32, the
+//     bias bf16 (fp16 with fp16 D), K and every leading dimension a multiple of 16 bytes, m·D's
+//     size too, and the operands 16-byte aligned; A and B scale pointers multiply the product.
+//     Anything else is refused as the library refuses it (NOT_SUPPORTED from the heuristic,
+//     INVALID_VALUE from the product). FP8 outputs (D scale and D amax pointers) are not
+//     simulated and are refused: mixgpt's FP8 products write bf16, fp16 or fp32.
 // Products accumulate in fp32, as on a GPU (see `compute`), so a GEMM's rounding error has the
 // size a GPU's has. A product runs when its stream gets there (runtime.h); what it needs is
-// read when it is asked for.
+// read when it is asked for, and the scales' values when it runs.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -20,7 +28,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fp8.h"
 #include "kernels/cuda_libraries.h"
+#include "kernels/cuda_sim/device_limits.h"
 #include "kernels/cuda_sim/runtime.h"
 
 namespace {
@@ -32,6 +42,8 @@ struct MatmulDesc {
     uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     int32_t bias_type = -1;  // -1: D's type
     const void* bias = nullptr;
+    const float* a_scale = nullptr;  // FP8 only; null: 1
+    const float* b_scale = nullptr;
 };
 
 struct Layout {
@@ -71,13 +83,52 @@ uint32_t alignment_of(const void* pointer) {
     return alignment;
 }
 
-bool supported_types(const MatmulDesc& op, cudaDataType ab, cudaDataType cd) {
+bool is_fp8(cudaDataType type) { return type == CUDA_R_8F_E4M3 || type == CUDA_R_8F_E5M2; }
+
+size_t type_size(cudaDataType type) {
+    switch (type) {
+        case CUDA_R_32F:
+            return 4;
+        case CUDA_R_16F:
+        case CUDA_R_16BF:
+            return 2;
+        default:
+            return 1;
+    }
+}
+
+bool supported_types(const MatmulDesc& op, cudaDataType a, cudaDataType b, cudaDataType cd) {
     if (op.scale != CUDA_R_32F) return false;
-    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return ab == CUDA_R_32F && cd == CUDA_R_32F;
+    if (is_fp8(a) || is_fp8(b)) {
+        const mixgpt::cuda_sim::DeviceLimits& device = mixgpt::cuda_sim::device_limits();
+        return device.major * 10 + device.minor >= 89 && op.compute == CUBLAS_COMPUTE_32F && is_fp8(a) &&
+               is_fp8(b) && !(a == CUDA_R_8F_E5M2 && b == CUDA_R_8F_E5M2) &&
+               (cd == CUDA_R_16BF || cd == CUDA_R_16F || cd == CUDA_R_32F);
+    }
+    if (a != b || op.a_scale != nullptr || op.b_scale != nullptr) return false;
+    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return a == CUDA_R_32F && cd == CUDA_R_32F;
     if (op.compute != CUBLAS_COMPUTE_32F) return false;
-    if (ab == CUDA_R_32F) return cd == CUDA_R_32F;
-    if (ab == CUDA_R_16F || ab == CUDA_R_16BF) return cd == ab || cd == CUDA_R_32F;
+    if (a == CUDA_R_32F) return cd == CUDA_R_32F;
+    if (a == CUDA_R_16F || a == CUDA_R_16BF) return cd == a || cd == CUDA_R_32F;
     return false;
+}
+
+// FP8's layout rules ("To use FP8 kernels ... A must be transposed and B non-transposed (the TN
+// format)"; all matrix dimensions and leading dimensions as Tensor Core Usage lists them, which
+// for FP8 are requirements: ((op_A == N ? m : k) · size_A), ((op_B == N ? k : n) · size_B),
+// m · size_C and every ld · size a multiple of 16 bytes).
+bool fp8_layout_allowed(const MatmulDesc& op, const Layout& a, const Layout& b, const Layout& d, uint64_t m,
+                        uint64_t k) {
+    if (op.transpose_a != CUBLAS_OP_T || op.transpose_b != CUBLAS_OP_N) return false;
+    const auto multiple_of_16 = [](uint64_t bytes) { return bytes % 16 == 0; };
+    return multiple_of_16(k) && multiple_of_16(static_cast<uint64_t>(a.ld)) &&
+           multiple_of_16(static_cast<uint64_t>(b.ld)) && multiple_of_16(m * type_size(d.type)) &&
+           multiple_of_16(static_cast<uint64_t>(d.ld) * type_size(d.type));
+}
+
+// The bias type a product with D of type `d` takes: D's, but bf16 for FP8 products with fp32 D.
+cudaDataType expected_bias_type(cudaDataType a, cudaDataType d) {
+    return is_fp8(a) && d == CUDA_R_32F ? CUDA_R_16BF : d;
 }
 
 // m, n, k of the product, or false when the layouts disagree.
@@ -89,7 +140,7 @@ bool product_shape(const MatmulDesc& op, const Layout& a, const Layout& b, const
     n = op.transpose_b == CUBLAS_OP_N ? b.cols : b.rows;
     const auto covers = [](const Layout& l) { return l.ld >= 1 && static_cast<uint64_t>(l.ld) >= l.rows; };
     return kb == k && c.rows == m && c.cols == n && d.rows == m && d.cols == n && covers(a) && covers(b) &&
-           covers(c) && covers(d) && c.type == d.type && a.type == b.type;
+           covers(c) && covers(d) && c.type == d.type;
 }
 
 bool valid_operation(const MatmulDesc& op) {
@@ -106,6 +157,10 @@ double load(const void* base, cudaDataType type, int64_t index) {
             return __half2float(static_cast<const __half*>(base)[index]);
         case CUDA_R_16BF:
             return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]);
+        case CUDA_R_8F_E4M3:
+            return mixgpt::e4m3_bits_to_float(static_cast<const uint8_t*>(base)[index]);
+        case CUDA_R_8F_E5M2:
+            return mixgpt::e5m2_bits_to_float(static_cast<const uint8_t*>(base)[index]);
         default:
             return 0;
     }
@@ -146,12 +201,16 @@ Problem problem_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLt
 cublasStatus_t validate(Problem& p) {
     if (!valid_operation(p.op) || !product_shape(p.op, p.a, p.b, p.c, p.d, p.m, p.n, p.k))
         return CUBLAS_STATUS_INVALID_VALUE;
-    return supported_types(p.op, p.a.type, p.d.type) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!supported_types(p.op, p.a.type, p.b.type, p.d.type)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (is_fp8(p.a.type) && !fp8_layout_allowed(p.op, p.a, p.b, p.d, p.m, p.k))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 // One product as cublasLtMatmul was asked for it.
 struct Product {
-    int tensor_core_k;  // products summed exactly before each fp32 accumulation; 0: one FMA each
+    int tensor_core_k;               // products summed exactly before each fp32 accumulation; 0: one FMA each
+    const float *a_scale, *b_scale;  // FP8: read when the product runs; null: 1
     bool transpose_a, transpose_b;
     Layout a, b, c, d;
     uint64_t m, n, k;
@@ -163,10 +222,14 @@ struct Product {
 };
 
 // How many products a tensor-core instruction sums before its fp32 accumulator takes them (the
-// k of mma.m16n8k8 for TF32, of m16n8k16 for BF16/FP16); 0 for FP32 inputs without TF32, which
-// cuBLAS multiplies on the CUDA cores with one fp32 FMA per product.
+// k of mma.m16n8k8 for TF32, of m16n8k16 for BF16/FP16, of m16n8k32 and wgmma's k for FP8); 0 for
+// FP32 inputs without TF32, which cuBLAS multiplies on the CUDA cores with one fp32 FMA per
+// product. (Hopper's FP8 tensor cores are reported to keep fewer accumulator bits, which cuBLASLt
+// promotes to fp32 at intervals unless CUBLASLT_MATMUL_DESC_FAST_ACCUM is set; this models an
+// fp32 accumulator, so a GPU's FP8 sums may differ from these in their last bits.)
 int tensor_core_k(const MatmulDesc& op, cudaDataType ab) {
     if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return 8;
+    if (is_fp8(ab)) return 32;
     return ab == CUDA_R_32F ? 0 : 16;
 }
 
@@ -202,9 +265,16 @@ void compute(const Product& p) {
         for (uint64_t j = 0; j < p.n; ++j)
             op_b[l * p.n + j] = load(p.b_data, p.b.type,
                                      static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
+    // FP8: alpha · scale_A · scale_B as one fp32 factor (kernels/cpu/fp8_matmul.h's order).
+    float alpha = p.alpha;
+    if (p.a_scale != nullptr || p.b_scale != nullptr) {
+        const float a_scale = p.a_scale != nullptr ? *p.a_scale : 1.f;
+        const float b_scale = p.b_scale != nullptr ? *p.b_scale : 1.f;
+        alpha = p.alpha * (a_scale * b_scale);
+    }
     for (uint64_t j = 0; j < p.n; ++j)
         for (uint64_t i = 0; i < p.m; ++i) {
-            float value = p.alpha * accumulate(&op_a[i * p.k], &op_b[j], p.n, p.k, p.tensor_core_k);
+            float value = alpha * accumulate(&op_a[i * p.k], &op_b[j], p.n, p.k, p.tensor_core_k);
             if (p.beta != 0.f)
                 value = std::fma(
                     p.beta,
@@ -283,6 +353,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
             return read_value(op.bias_type, buffer, bytes);
         case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
             return read_value(op.bias, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:
+            return read_value(op.a_scale, buffer, bytes);
+        case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
+            return read_value(op.b_scale, buffer, bytes);
         default:
             return refuse("cublasLtMatmulDescSetAttribute", "attribute not simulated",
                           CUBLAS_STATUS_NOT_SUPPORTED);
@@ -342,6 +416,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     *found = 0;
     if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
     if (const cublasStatus_t status = validate(problem); status != CUBLAS_STATUS_SUCCESS) return status;
+    // FP8 kernels need every operand 16-byte aligned.
+    if (is_fp8(problem.a.type) && *std::min_element(p.alignment, p.alignment + 4) < 16)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     results[0] = cublasLtMatmulHeuristicResult_t{};
     const Algorithm algorithm{kAlgorithmTag,
                               {p.alignment[0], p.alignment[1], p.alignment[2], p.alignment[3]}};
@@ -377,14 +454,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                           CUBLAS_STATUS_INVALID_VALUE);
     const bool with_bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS;
     const cudaDataType bias_type = op.bias_type < 0 ? d.type : static_cast<cudaDataType>(op.bias_type);
-    if (with_bias && (op.bias == nullptr || bias_type != d.type))
-        return refuse(call, "bias epilogue without a bias of D's type", CUBLAS_STATUS_INVALID_VALUE);
+    if (with_bias && (op.bias == nullptr || bias_type != expected_bias_type(a.type, d.type)))
+        return refuse(call, "bias epilogue without a bias of the type D takes", CUBLAS_STATUS_INVALID_VALUE);
     float alpha_value, beta_value;
     std::memcpy(&alpha_value, alpha, sizeof alpha_value);
     std::memcpy(&beta_value, beta, sizeof beta_value);
     // What the product needs is read now, as cuBLASLt reads its descriptors when called; the
     // product runs when the stream gets there.
     const Product product{tensor_core_k(op, a.type),
+                          op.a_scale,
+                          op.b_scale,
                           op.transpose_a == CUBLAS_OP_T,
                           op.transpose_b == CUBLAS_OP_T,
                           a,

@@ -1,5 +1,5 @@
-// The CUDA device functions the kernels call, for the simulator: barriers, warp shuffles and
-// bit casts, in the global namespace under their CUDA names. Shuffles follow the CUDA C++
+// The CUDA device functions the kernels call, for the simulator: barriers, warp shuffles, integer
+// atomics and bit casts, in the global namespace under their CUDA names. Shuffles follow the CUDA C++
 // Programming Guide: an xor partner outside the caller's `width` segment gives the caller's own
 // value, and reading from a lane outside `mask` is a fault. Only what the kernels call is here.
 #pragma once
@@ -74,3 +74,16 @@ To mixgpt_sim_bit_cast(From from) {
 inline float __int_as_float(int x) { return mixgpt_sim_bit_cast<float>(x); }
 inline float __uint_as_float(unsigned x) { return mixgpt_sim_bit_cast<float>(x); }
 inline unsigned __float_as_uint(float x) { return mixgpt_sim_bit_cast<unsigned>(x); }
+
+// Integer atomics. A simulated thread runs until a barrier or a warp collective, and blocks run one
+// after another, so a read-modify-write is atomic as written. Each returns the old value, as CUDA's.
+inline unsigned atomicMax(unsigned* address, unsigned value) {
+    const unsigned old = *address;
+    if (value > old) *address = value;
+    return old;
+}
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+    const unsigned long long old = *address;
+    *address = old + value;
+    return old;
+}

@@ -38,6 +38,11 @@ const std::vector<SharedBankBudget>& shared_bank_budgets() {
         {"key_kernel", 2,
          "flash dK/dV: lse and delta of a tile, read by column; 2 is g++'s code, not the GPU's"},
         {"query_kernel", 1, "flash dQ and D: lse and delta of the warp's rows (broadcast)"},
+        {"fp8_quantize_kernel", 1,
+         "code tile rows 68 bytes apart: a warp's row stores share words, a column pair's reads span 16 "
+         "banks"},
+        {"fp8_amax_kernel", 1, "per-warp maxima, read by lane (as block_sum)"},
+        {"fp8_delayed_update_kernel", 1, "the amax history read and written by consecutive threads"},
     };
     return budgets;
 }

@@ -1,0 +1,48 @@
+// The kernel lab's FP8 section (bench/kernel_lab/fp8_gemm_lab.h) at its smoke sizes on the CUDA
+// simulator: every product and the quantization pass their validation, every row is timed, and
+// the rows are the documented ones (BF16 and FP8 per linear layer of d12 and d24, the MLP-up input
+// gradient in both, the quantization). The times are the simulator's and mean nothing.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/kernel_lab/fp8_gemm_lab.h"
+#include "bench/kernel_lab/lab_context.h"
+#include "bench/kernel_lab/lab_report.h"
+
+namespace mixgpt::lab {
+namespace {
+
+TEST(SimFp8Lab, EveryRowValidatesAndIsTimedAtSmokeSizes) {
+    const std::unique_ptr<Backend> gpu = make_backend({"cuda", 0, Precision::bf16, 0});
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    LabContext context(*gpu);
+    context.stream = stream;
+    context.l2_bytes = kSmokeCacheBytes;
+    context.timing = {1, 2};
+    context.sizes = LabSizes::smoke;
+    const std::vector<Row> rows = fp8_gemm_rows(context);
+    const std::vector<LinearShape> shapes = linear_shapes(LabSizes::smoke);
+    ASSERT_EQ(rows.size(), 2 * shapes.size() + 2 * 3u);  // + per model: two dgrad products, one quantization
+    int fp8_rows = 0, quantize_rows = 0;
+    for (const Row& row : rows) {
+        SCOPED_TRACE(row.kernel + " " + row.shape);
+        EXPECT_TRUE(row.valid) << row.validation;
+        EXPECT_EQ(row.validation.rfind("ok", 0), 0u) << row.validation;
+        EXPECT_TRUE(std::isfinite(row.milliseconds) && row.milliseconds > 0) << row.milliseconds;
+        EXPECT_TRUE(std::isfinite(row.achieved) && row.achieved > 0) << row.achieved;
+        fp8_rows += row.kernel.rfind("fp8_gemm", 0) == 0;
+        quantize_rows += row.kernel.rfind("fp8_quantize", 0) == 0;
+    }
+    EXPECT_EQ(fp8_rows, static_cast<int>(shapes.size()) + 2);
+    EXPECT_EQ(quantize_rows, 2);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace mixgpt::lab

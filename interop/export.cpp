@@ -98,6 +98,7 @@ ExportResult export_hf(const ExportOptions& options) {
     facts.run_directory = run_directory_of(options.source, loaded.path);
     facts.dtype = options.dtype;
     facts.commit = build_commit();
+    facts.tokenizer = hf_tokenizer_description(tokenizer);
     write_whole_file((folder / "README.md").string(), model_card(facts));
 
     ExportResult result;

@@ -35,10 +35,12 @@ struct PrepareArguments {
 void choose_tokenizer(PrepareArguments& arguments) {
     PrepareOptions& options = arguments.options;
     if (arguments.tokenizer == "gpt2" || !arguments.gpt2_files.empty()) {
-        MIXGPT_REQUIRE(arguments.tokenizer == "gpt2" || arguments.tokenizer == "sentencepiece",
-                       "--gpt2-files goes with --tokenizer gpt2, not with --tokenizer " + arguments.tokenizer);
-        MIXGPT_REQUIRE(!arguments.gpt2_files.empty(),
-                       "--tokenizer gpt2 needs --gpt2-files DIR (encoder.json + vocab.bpe, or a .tiktoken file)");
+        MIXGPT_REQUIRE(
+            arguments.tokenizer == "gpt2" || arguments.tokenizer == "sentencepiece",
+            "--gpt2-files goes with --tokenizer gpt2, not with --tokenizer " + arguments.tokenizer);
+        MIXGPT_REQUIRE(
+            !arguments.gpt2_files.empty(),
+            "--tokenizer gpt2 needs --gpt2-files DIR (encoder.json + vocab.bpe, or a .tiktoken file)");
         options.tokenizer_path = arguments.gpt2_files;
         options.tokenizer_kind = TokenizerKind::gpt2;
     } else if (arguments.tokenizer != "sentencepiece") {
@@ -72,9 +74,9 @@ void run(PrepareArguments& arguments) {
 void add_prepare_command(CLI::App& app) {
     auto arguments = std::make_shared<PrepareArguments>();
     PrepareOptions& options = arguments->options;
-    CLI::App* command = app.add_subcommand(
-        "prepare",
-        "Encode a corpus into an HDF5 token dataset, with a SentencePiece tokenizer trained on it or GPT-2's");
+    CLI::App* command = app.add_subcommand("prepare",
+                                           "Encode a corpus into an HDF5 token dataset, with a SentencePiece "
+                                           "tokenizer trained on it or GPT-2's");
     add_config_option(*command);
     command->add_option("inputs", options.corpus.inputs,
                         "Input files, directories (recursive) or glob patterns");
@@ -92,7 +94,9 @@ void add_prepare_command(CLI::App& app) {
         ->capture_default_str();
     command->add_flag("--skip-bad-lines", options.corpus.skip_bad_lines,
                       "JSONL: skip and count bad lines instead of failing");
-    command->add_option("--vocab-size", options.tokenizer.vocab_size, "Vocabulary size of the trained SentencePiece tokenizer")
+    command
+        ->add_option("--vocab-size", options.tokenizer.vocab_size,
+                     "Vocabulary size of the trained SentencePiece tokenizer")
         ->capture_default_str();
     command->add_option("--model-type", arguments->model_type, "Tokenizer model: bpe or unigram")
         ->capture_default_str();
@@ -100,13 +104,16 @@ void add_prepare_command(CLI::App& app) {
         ->add_option("--tokenizer-sample-bytes", options.tokenizer_sample_bytes,
                      "Bytes of the corpus the tokenizer trains on, spread over all inputs")
         ->capture_default_str();
-    command->add_option("--tokenizer", arguments->tokenizer,
-                        "sentencepiece: train one on the corpus; gpt2: GPT-2's BPE (50,257 tokens, with "
-                        "--gpt2-files); or the path of a tokenizer to reuse (a SentencePiece .model, GPT-2 files)")
+    command
+        ->add_option(
+            "--tokenizer", arguments->tokenizer,
+            "sentencepiece: train one on the corpus; gpt2: GPT-2's BPE (50,257 tokens, with "
+            "--gpt2-files); or the path of a tokenizer to reuse (a SentencePiece .model, GPT-2 files)")
         ->capture_default_str();
-    command->add_option("--gpt2-files", arguments->gpt2_files,
-                        "With --tokenizer gpt2: a folder holding GPT-2's encoder.json + vocab.bpe (or vocab.json "
-                        "+ merges.txt, or a .tiktoken rank file), or one of those files");
+    command->add_option(
+        "--gpt2-files", arguments->gpt2_files,
+        "With --tokenizer gpt2: a folder holding GPT-2's encoder.json + vocab.bpe (or vocab.json "
+        "+ merges.txt, or a .tiktoken rank file), or one of those files");
     command
         ->add_option("--val-fraction", options.val_fraction, "Fraction of documents in the validation split")
         ->capture_default_str();

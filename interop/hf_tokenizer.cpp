@@ -59,15 +59,17 @@ Tokenizer load_hf_tokenizer(const std::string& directory) {
                    directory +
                        ": unsupported tokenizer: tokenizer.json alone; mixgpt needs a SentencePiece "
                        "tokenizer.model with byte fallback, or GPT-2's vocab.json + merges.txt");
-    throw Error(directory + ": no tokenizer.model, no vocab.json + merges.txt (mixgpt needs a SentencePiece or a "
-                            "GPT-2 tokenizer)");
+    throw Error(directory +
+                ": no tokenizer.model, no vocab.json + merges.txt (mixgpt needs a SentencePiece or a "
+                "GPT-2 tokenizer)");
 }
 
 std::string copy_tokenizer_files(const Tokenizer& tokenizer, const std::string& directory) {
     std::vector<std::string> names;
     for (const std::string& file : tokenizer.files())
-        names.push_back(tokenizer.kind() == TokenizerKind::sentencepiece ? std::string(kTokenizerModelFile)
-                                                                          : fs::path(file).filename().string());
+        names.push_back(tokenizer.kind() == TokenizerKind::sentencepiece
+                            ? std::string(kTokenizerModelFile)
+                            : fs::path(file).filename().string());
     for (size_t i = 0; i < names.size(); ++i) {
         std::error_code error;
         fs::copy_file(tokenizer.files()[i], fs::path(directory) / names[i], error);
@@ -79,7 +81,8 @@ std::string copy_tokenizer_files(const Tokenizer& tokenizer, const std::string& 
 std::string hf_tokenizer_description(const Tokenizer& tokenizer) {
     if (tokenizer.kind() == TokenizerKind::gpt2)
         return "The tokenizer is GPT-2's byte-level BPE (50,257 tokens, `<|endoftext|>` between documents): "
-               "`vocab.json`, `merges.txt` and `tokenizer.json`, loaded by transformers as a GPT2TokenizerFast "
+               "`vocab.json`, `merges.txt` and `tokenizer.json`, loaded by transformers as a "
+               "GPT2TokenizerFast "
                "with no BOS/EOS added.";
     return "The tokenizer is mixgpt's SentencePiece model (`tokenizer.model`, byte fallback, "
            "`<|endoftext|>` between documents), loaded by transformers as a LlamaTokenizer in legacy mode "

@@ -22,10 +22,12 @@ Json byte_level(bool add_prefix_space, bool trim_offsets) {
 
 // `object` (a JSON object) with the fields `name: raw_json` added at its end. The vocabulary is
 // written as text: an ordered_json object of 50,257 keys would take quadratic time to build.
-std::string with_raw_fields(const Json& object, const std::vector<std::pair<std::string, std::string>>& fields) {
+std::string with_raw_fields(const Json& object,
+                            const std::vector<std::pair<std::string, std::string>>& fields) {
     std::string text = object.dump();
     text.pop_back();  // the closing brace
-    for (const auto& [name, raw] : fields) text += (text.size() > 1 ? "," : "") + Json(name).dump() + ":" + raw;
+    for (const auto& [name, raw] : fields)
+        text += (text.size() > 1 ? "," : "") + Json(name).dump() + ":" + raw;
     return text + "}";
 }
 
@@ -33,13 +35,15 @@ std::string with_raw_fields(const Json& object, const std::vector<std::pair<std:
 std::string vocab_json_text(const Gpt2Vocabulary& vocabulary) {
     std::string text = "{";
     for (size_t id = 0; id < vocabulary.tokens.size(); ++id)
-        text += (id ? "," : "") + Json(byte_alphabet_text(vocabulary.tokens[id])).dump() + ":" + std::to_string(id);
+        text += (id ? "," : "") + Json(byte_alphabet_text(vocabulary.tokens[id])).dump() + ":" +
+                std::to_string(id);
     return text + "}";
 }
 
 }  // namespace
 
-void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_length, const std::string& directory) {
+void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_length,
+                             const std::string& directory) {
     const fs::path folder(directory);
     const Gpt2Vocabulary& vocabulary = tokenizer.vocabulary();
     const std::string vocab = vocab_json_text(vocabulary);
@@ -52,8 +56,8 @@ void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_lengt
         merges_text += merge + "\n";
     }
     const std::string eot(tokenizer.surface(tokenizer.eot_id()));
-    const Json added_token = {{"id", tokenizer.eot_id()}, {"content", eot},    {"single_word", false},
-                              {"lstrip", false},          {"rstrip", false},   {"normalized", true},
+    const Json added_token = {{"id", tokenizer.eot_id()}, {"content", eot},  {"single_word", false},
+                              {"lstrip", false},          {"rstrip", false}, {"normalized", true},
                               {"special", true}};
     const Json head = {{"version", "1.0"},
                        {"truncation", nullptr},
@@ -84,7 +88,8 @@ void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_lengt
     const Json special = {{"bos_token", eot}, {"eos_token", eot}, {"unk_token", eot}};
     write_whole_file((folder / "vocab.json").string(), vocab + "\n");
     write_whole_file((folder / "merges.txt").string(), merges_text);
-    write_whole_file((folder / "tokenizer.json").string(), with_raw_fields(head, {{"model", model_text}}) + "\n");
+    write_whole_file((folder / "tokenizer.json").string(),
+                     with_raw_fields(head, {{"model", model_text}}) + "\n");
     write_whole_file((folder / "tokenizer_config.json").string(), config.dump(2) + "\n");
     write_whole_file((folder / "special_tokens_map.json").string(), special.dump(2) + "\n");
 }

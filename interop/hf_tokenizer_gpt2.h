@@ -20,6 +20,7 @@
 
 namespace mixgpt::interop {
 
-void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_length, const std::string& directory);
+void write_hf_gpt2_tokenizer(const Gpt2Tokenizer& tokenizer, int model_max_length,
+                             const std::string& directory);
 
 }  // namespace mixgpt::interop

@@ -161,7 +161,8 @@ ImportResult import_hf(const ImportOptions& options) {
             checkpoint.options.emplace_back(option, metadata_text(file, key));
 
     StagingDirectory staging(options.output, options.force);
-    checkpoint.tokenizer_path = (fs::path(options.output) / copy_tokenizer_files(tokenizer, staging.path())).string();
+    checkpoint.tokenizer_path =
+        (fs::path(options.output) / copy_tokenizer_files(tokenizer, staging.path())).string();
     const std::string staged =
         checkpoint_path((fs::path(staging.path()) / "checkpoints").string(), checkpoint.step);
     write_checkpoint(staged, checkpoint);

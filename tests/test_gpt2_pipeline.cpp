@@ -48,8 +48,8 @@ protected:
         const std::vector<std::string> generated = testing_support::generated_documents(80, 7);
         for (size_t i = 0; i < generated.size(); ++i)
             directory_->write("corpus/generated" + std::to_string(100 + i) + ".txt", generated[i]);
-        PrepareOptions prepare = testing_support::tiny_prepare_options(directory_->file("corpus"),
-                                                                      directory_->file("data"), 0);
+        PrepareOptions prepare =
+            testing_support::tiny_prepare_options(directory_->file("corpus"), directory_->file("data"), 0);
         prepare.tokenizer_path = testing::gpt2_files_directory();
         prepare.tokenizer_kind = TokenizerKind::gpt2;
         prepared_ = new PrepareResult(run_prepare(prepare));
@@ -92,7 +92,8 @@ TEST_F(Gpt2PipelineTest, PrepareGivesTheReferenceIdsAndRecordsTheTokenizer) {
     EXPECT_EQ(info.tokenizer_sha256, gpt2_tokenizer().sha256());
     ASSERT_EQ(info.tokenizer_files.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {  // copies of the given files, beside the dataset
-        EXPECT_EQ(fs::path(info.tokenizer_files[i]).parent_path(), fs::path(prepared_->dataset_path).parent_path());
+        EXPECT_EQ(fs::path(info.tokenizer_files[i]).parent_path(),
+                  fs::path(prepared_->dataset_path).parent_path());
         EXPECT_EQ(sha256_file_hex(info.tokenizer_files[i]), sha256_file_hex(gpt2_tokenizer().files()[i]));
     }
     EXPECT_EQ(info.tokenizer_path, info.tokenizer_files[0]);
@@ -123,10 +124,11 @@ TEST_F(Gpt2PipelineTest, LongDocumentsAreCutWithoutChangingTokens) {
     // newline would split a whitespace run that GPT-2 keeps whole.
     std::string text;
     for (int i = 0; text.size() < 2 * TextSegment::kSegmentBytes + 999; ++i)
-        text += "line " + std::to_string(i) + " \xC3\xA9t\xC3\xA9\n\n \n\t\n" + std::string(static_cast<size_t>(i % 4), ' ') +
-                "x\xE3\x80\x80y \n\n";
+        text += "line " + std::to_string(i) + " \xC3\xA9t\xC3\xA9\n\n \n\t\n" +
+                std::string(static_cast<size_t>(i % 4), ' ') + "x\xE3\x80\x80y \n\n";
     directory.write("long/1.txt", text);
-    PrepareOptions options = testing_support::tiny_prepare_options(directory.file("long"), directory.file("out"), 0);
+    PrepareOptions options =
+        testing_support::tiny_prepare_options(directory.file("long"), directory.file("out"), 0);
     options.tokenizer_path = testing::gpt2_files_directory();
     options.val_fraction = 0;
     const PrepareResult result = run_prepare(options);

@@ -19,11 +19,13 @@ std::string fixture_path(const std::string& file) {
 
 std::string read_gzip(const std::string& path) {
     gzFile file = gzopen(path.c_str(), "rb");
-    if (file == nullptr) throw std::runtime_error(path + ": cannot open (run the tests from the repository root)");
+    if (file == nullptr)
+        throw std::runtime_error(path + ": cannot open (run the tests from the repository root)");
     std::string content;
     char buffer[1 << 16];
     int read = 0;
-    while ((read = gzread(file, buffer, sizeof buffer)) > 0) content.append(buffer, static_cast<size_t>(read));
+    while ((read = gzread(file, buffer, sizeof buffer)) > 0)
+        content.append(buffer, static_cast<size_t>(read));
     const bool failed = read < 0;
     gzclose(file);
     if (failed) throw std::runtime_error(path + ": corrupt gzip data");

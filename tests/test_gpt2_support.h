@@ -21,7 +21,7 @@ struct Gpt2Reference {
     std::vector<std::pair<std::string, std::vector<int32_t>>> documents;  // text, tiktoken's ids
     std::string kjv_text_sha256;  // of the KJV chapters concatenated, as the fixture saw them
     std::vector<std::pair<int64_t, std::string>> kjv_chapters;  // token count, SHA-256 of the ids
-    std::string r50k_base_sha256;  // OpenAI's r50k_base.tiktoken (GPT-2's ranks)
+    std::string r50k_base_sha256;                               // OpenAI's r50k_base.tiktoken (GPT-2's ranks)
 };
 const Gpt2Reference& gpt2_reference();
 

@@ -63,9 +63,29 @@ TEST(Gpt2Tokenizer, RoundTripsArbitraryBytesAndCountsInvalidUtf8) {
     const Tokenizer& tokenizer = gpt2_tokenizer();
     std::mt19937 random(5);
     // Random bytes, and random mixes of the pieces the pre-tokenizer distinguishes.
-    const std::vector<std::string> pieces = {" ", "  ", "\n", "\t", "\r\n", "\xC2\xA0", "\xE3\x80\x80", "'s", "'",
-                                             "a", "Z", "\xC3\xA9", "\xE6\xBC\xA2", "7", "\xC2\xBD", ".", "!",
-                                             "\xF0\x9F\x98\x80", "\xCC\x81", "\x80", "\xFF", "\xE6\x9C", "\0"};
+    const std::vector<std::string> pieces = {" ",
+                                             "  ",
+                                             "\n",
+                                             "\t",
+                                             "\r\n",
+                                             "\xC2\xA0",
+                                             "\xE3\x80\x80",
+                                             "'s",
+                                             "'",
+                                             "a",
+                                             "Z",
+                                             "\xC3\xA9",
+                                             "\xE6\xBC\xA2",
+                                             "7",
+                                             "\xC2\xBD",
+                                             ".",
+                                             "!",
+                                             "\xF0\x9F\x98\x80",
+                                             "\xCC\x81",
+                                             "\x80",
+                                             "\xFF",
+                                             "\xE6\x9C",
+                                             "\0"};
     for (int trial = 0; trial < 200; ++trial) {
         std::string text;
         const int length = static_cast<int>(random() % 300);
@@ -127,7 +147,8 @@ std::string base64(const std::string& bytes) {
     std::string text;
     for (size_t i = 0; i < bytes.size(); i += 3) {
         uint32_t group = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-        if (i + 1 < bytes.size()) group |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+        if (i + 1 < bytes.size())
+            group |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
         if (i + 2 < bytes.size()) group |= static_cast<unsigned char>(bytes[i + 2]);
         for (size_t k = 0; k < 4; ++k)
             text += i + k <= bytes.size() ? kAlphabet[(group >> (18 - 6 * k)) & 63] : '=';
@@ -150,7 +171,8 @@ TEST(Gpt2Tokenizer, TiktokenRankFileGivesTheSameTokenizer) {
     EXPECT_EQ(from_ranks.eot_id(), 50256);
     EXPECT_TRUE(gpt2_model(from_ranks)->vocabulary().merges == vocabulary.merges);
     EXPECT_EQ(from_ranks.sha256(), gpt2_tokenizer().sha256());
-    for (const auto& [text, ids] : gpt2_reference().documents) EXPECT_EQ(from_ranks.encode(text), ids) << text;
+    for (const auto& [text, ids] : gpt2_reference().documents)
+        EXPECT_EQ(from_ranks.encode(text), ids) << text;
     EXPECT_EQ(Tokenizer::load(directory.path()).sha256(), gpt2_tokenizer().sha256());  // found in the folder
 }
 
@@ -196,7 +218,8 @@ TEST(Gpt2Files, ReadsASmallVocabularyAndRefusesBrokenFilesInOneLine) {
     EXPECT_EQ(small.vocab_size(), 259);
     // One piece; a+b (rank 0) joins both pairs before ab+c (rank 1): x ab c ab, then x abc ab.
     EXPECT_EQ(small.encode("xabcab"), (std::vector<int32_t>{'x', 257, 256}));
-    const auto error_for = [&](const std::string& name, const std::string& vocab_json, const std::string& merges) {
+    const auto error_for = [&](const std::string& name, const std::string& vocab_json,
+                               const std::string& merges) {
         directory.write(name + "/vocab.json", vocab_json);
         directory.write(name + "/merges.txt", merges);
         const std::string message = error_of([&] { Tokenizer::load(directory.file(name)); });
@@ -206,7 +229,8 @@ TEST(Gpt2Files, ReadsASmallVocabularyAndRefusesBrokenFilesInOneLine) {
     EXPECT_NE(error_for("json", "{\"a\": ", good.merges).find("vocab.json: not JSON"), std::string::npos);
     std::string no_eot = good.vocab_json;
     no_eot.replace(no_eot.find("<|endoftext|>"), 13, "<|end|>");
-    EXPECT_NE(error_for("eot", no_eot, good.merges).find("vocab.json: no <|endoftext|> token"), std::string::npos);
+    EXPECT_NE(error_for("eot", no_eot, good.merges).find("vocab.json: no <|endoftext|> token"),
+              std::string::npos);
     EXPECT_NE(error_for("ids", "{\"a\": 3}", good.merges).find("has id 3 (ids must be 0 .. size - 1"),
               std::string::npos);
     EXPECT_NE(error_for("bytes", "{\"a\": 0}", "#version: 0.2\n").find("no token for the byte 0x00"),
@@ -220,20 +244,25 @@ TEST(Gpt2Files, ReadsASmallVocabularyAndRefusesBrokenFilesInOneLine) {
     EXPECT_NE(error_for("order", good.vocab_json, "#version: 0.2\nab c\na b\n")
                   .find("merge 0 uses a token that no earlier merge makes"),
               std::string::npos);
-    EXPECT_NE(error_for("shape", good.vocab_json, "#version: 0.2\na b c\n").find("merges.txt:2: expected two tokens"),
+    EXPECT_NE(error_for("shape", good.vocab_json, "#version: 0.2\na b c\n")
+                  .find("merges.txt:2: expected two tokens"),
               std::string::npos);
-    EXPECT_NE(error_of([&] { Tokenizer::load(directory.write("lone/encoder.json", good.vocab_json)); })
-                  .find("encoder.json and vocab.bpe must lie side by side"),
+    EXPECT_NE(error_of([&] {
+                  Tokenizer::load(directory.write("lone/encoder.json", good.vocab_json));
+              }).find("encoder.json and vocab.bpe must lie side by side"),
               std::string::npos);
-    EXPECT_NE(error_of([&] { Tokenizer::load(directory.write("bad.tiktoken", "IQ== 0\n!!!! 1\n")); })
-                  .find("bad.tiktoken:2: '!!!!' is not base64"),
+    EXPECT_NE(error_of([&] {
+                  Tokenizer::load(directory.write("bad.tiktoken", "IQ== 0\n!!!! 1\n"));
+              }).find("bad.tiktoken:2: '!!!!' is not base64"),
               std::string::npos);
-    EXPECT_NE(error_of([&] { Tokenizer::load(directory.write("gap.tiktoken", "IQ== 0\nIg== 2\n")); })
-                  .find("gap.tiktoken: rank 1 is missing"),
+    EXPECT_NE(error_of([&] {
+                  Tokenizer::load(directory.write("gap.tiktoken", "IQ== 0\nIg== 2\n"));
+              }).find("gap.tiktoken: rank 1 is missing"),
               std::string::npos);
     directory.write("empty_dir/readme.txt", "");
-    EXPECT_NE(error_of([&] { Tokenizer::load(directory.file("empty_dir")); }).find("no GPT-2 tokenizer files"),
-              std::string::npos);
+    EXPECT_NE(
+        error_of([&] { Tokenizer::load(directory.file("empty_dir")); }).find("no GPT-2 tokenizer files"),
+        std::string::npos);
 }
 
 }  // namespace

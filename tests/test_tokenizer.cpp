@@ -94,7 +94,8 @@ TEST(TokenizerRoundTrip, MultilingualTextWithEmojiAndCombiningMarks) {
     // Scripts, emoji sequences (skin tone, ZWJ, flags), stacked combining marks,
     // whitespace runs, CRLF, a NUL byte and a noncharacter, mostly unseen in training.
     static const char kText[] =
-        "漢字かなカナ한글 🧑🏾‍🚀 🏳️‍🌈 \xF0\x9F\x87\xAF\xF0\x9F\x87\xB5 q\xCC\x83\xCC\x81 ∮ E⋅da "
+        "漢字かなカナ한글 🧑🏾‍🚀 🏳️‍🌈 \xF0\x9F\x87\xAF\xF0\x9F\x87\xB5 q\xCC\x83\xCC\x81 ∮ "
+        "E⋅da "
         "= Q, "
         "  leading and trailing spaces  \t\ttabs\r\nCRLF\n\n\nblank lines, a NUL \0 byte, U+FFFF "
         "\xEF\xBF\xBF ";
@@ -150,8 +151,9 @@ TEST(TokenizerSpecialTokens, EndOfTextIsNeverProducedFromText) {
     EXPECT_EQ(tokenizer.decode(ids), text);
     EXPECT_EQ(tokenizer.decode({tokenizer.eot_id()}), "<|endoftext|>");
     for (int byte = 0; byte < 256; ++byte)
-        EXPECT_EQ(tokenizer.surface(sentencepiece_model(tokenizer)->byte_id(static_cast<unsigned char>(byte))),
-                  std::string(1, static_cast<char>(byte)));
+        EXPECT_EQ(
+            tokenizer.surface(sentencepiece_model(tokenizer)->byte_id(static_cast<unsigned char>(byte))),
+            std::string(1, static_cast<char>(byte)));
 }
 
 TEST(TokenizerSpecialTokens, ShaIsTheModelFilesHash) {

@@ -69,11 +69,13 @@ DatasetInfo read_dataset_info(const std::string& dataset_path) {
     info.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
     const std::filesystem::path folder = std::filesystem::path(dataset_path).parent_path();
     info.tokenizer_path = (folder / file.attribute_string("/", "tokenizer_file")).string();
-    info.tokenizer_kind = file.has_attribute("/", "tokenizer_kind") ? file.attribute_string("/", "tokenizer_kind")
-                                                                    : std::string("sentencepiece");
+    info.tokenizer_kind = file.has_attribute("/", "tokenizer_kind")
+                              ? file.attribute_string("/", "tokenizer_kind")
+                              : std::string("sentencepiece");
     if (file.has_attribute("/", "tokenizer_files")) {
         std::istringstream names(file.attribute_string("/", "tokenizer_files"));
-        for (std::string name; std::getline(names, name);) info.tokenizer_files.push_back((folder / name).string());
+        for (std::string name; std::getline(names, name);)
+            info.tokenizer_files.push_back((folder / name).string());
     }
     if (info.tokenizer_files.empty()) info.tokenizer_files.push_back(info.tokenizer_path);
     info.command = file.attribute_string("/", "command");

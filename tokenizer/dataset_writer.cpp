@@ -101,7 +101,8 @@ void DatasetWriter::finish(int64_t invalid_utf8_bytes, int64_t skipped_lines) {
     file_.set_attribute("/", "tokenizer_sha256", metadata_.tokenizer_sha256);
     file_.set_attribute("/", "tokenizer_kind", metadata_.tokenizer_kind);
     std::string tokenizer_files;
-    for (const std::string& name : metadata_.tokenizer_files) tokenizer_files += (tokenizer_files.empty() ? "" : "\n") + name;
+    for (const std::string& name : metadata_.tokenizer_files)
+        tokenizer_files += (tokenizer_files.empty() ? "" : "\n") + name;
     file_.set_attribute("/", "tokenizer_files", tokenizer_files);
     file_.set_attribute("/", "tokenizer_file", metadata_.tokenizer_files.at(0));
     file_.set_attribute("/", "command", metadata_.command);

@@ -50,8 +50,9 @@ void Gpt2Bpe::encode(std::string_view piece, std::vector<int32_t>& ids, Scratch&
     const auto count = static_cast<int32_t>(piece.size());
     symbols.resize(piece.size());
     for (int32_t i = 0; i < count; ++i)
-        symbols[static_cast<size_t>(i)] = {byte_ids_[static_cast<unsigned char>(piece[static_cast<size_t>(i)])],
-                                           i - 1, i + 1 < count ? i + 1 : -1};
+        symbols[static_cast<size_t>(i)] = {
+            byte_ids_[static_cast<unsigned char>(piece[static_cast<size_t>(i)])], i - 1,
+            i + 1 < count ? i + 1 : -1};
     scratch.heap.clear();
     for (int32_t i = 0; i + 1 < count; ++i) push_candidate(scratch, i);
     while (!scratch.heap.empty()) {

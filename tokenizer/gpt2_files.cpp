@@ -17,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The pairs of file names, main file first.
-constexpr std::array<std::array<const char*, 2>, 2> kFilePairs = {{{"encoder.json", "vocab.bpe"},
-                                                                   {"vocab.json", "merges.txt"}}};
+constexpr std::array<std::array<const char*, 2>, 2> kFilePairs = {
+    {{"encoder.json", "vocab.bpe"}, {"vocab.json", "merges.txt"}}};
 constexpr const char* kTiktokenExtension = ".tiktoken";
 constexpr char32_t kAlphabetEnd = 0x144;  // the byte alphabet uses code points below U+0144
 
@@ -54,7 +54,8 @@ const std::array<int, kAlphabetEnd>& character_byte_table() {
     static const std::array<int, kAlphabetEnd> table = [] {
         std::array<int, kAlphabetEnd> bytes;
         bytes.fill(-1);
-        for (int byte = 0; byte < 256; ++byte) bytes[byte_character_table()[static_cast<size_t>(byte)]] = byte;
+        for (int byte = 0; byte < 256; ++byte)
+            bytes[byte_character_table()[static_cast<size_t>(byte)]] = byte;
         return bytes;
     }();
     return table;
@@ -77,8 +78,9 @@ std::string alphabet_text_bytes(const std::string& text, const std::string& wher
         const size_t length = utf8::decode_character(text.data() + i, text.size() - i, c);
         MIXGPT_REQUIRE(length > 0, where + ": token '" + text + "' is not valid UTF-8");
         const int byte = c < kAlphabetEnd ? character_byte_table()[c] : -1;
-        MIXGPT_REQUIRE(byte >= 0, where + ": token '" + text +
-                                      "' has a character outside GPT-2's byte alphabet (not a byte-level BPE)");
+        MIXGPT_REQUIRE(byte >= 0,
+                       where + ": token '" + text +
+                           "' has a character outside GPT-2's byte alphabet (not a byte-level BPE)");
         bytes += static_cast<char>(byte);
         i += length;
     }
@@ -108,10 +110,10 @@ void read_json_vocabulary(const std::string& path, Gpt2Vocabulary& vocabulary) {
     vocabulary.tokens.assign(json.size(), std::string());
     std::vector<bool> seen(json.size(), false);
     for (const auto& [token, id] : json.items()) {
-        MIXGPT_REQUIRE(id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                           id.get<int64_t>() < static_cast<int64_t>(json.size()) && !seen[id.get<size_t>()],
-                       path + ": token '" + token + "' has id " + id.dump() +
-                           " (ids must be 0 .. size - 1, each once)");
+        MIXGPT_REQUIRE(
+            id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                id.get<int64_t>() < static_cast<int64_t>(json.size()) && !seen[id.get<size_t>()],
+            path + ": token '" + token + "' has id " + id.dump() + " (ids must be 0 .. size - 1, each once)");
         seen[id.get<size_t>()] = true;
         vocabulary.tokens[id.get<size_t>()] = alphabet_text_bytes(token, path);
         if (token == kGpt2EndOfText) vocabulary.eot_id = id.get<int32_t>();
@@ -131,8 +133,8 @@ void read_merges(const std::string& path, Gpt2Vocabulary& vocabulary, const Toke
         if (line.empty() || (line_number == 1 && line.rfind("#version", 0) == 0)) continue;
         const size_t space = line.find(' ');
         const std::string where = format("%s:%zu", path.c_str(), line_number);
-        MIXGPT_REQUIRE(space != std::string::npos && space > 0 && line.find(' ', space + 1) == std::string::npos &&
-                           space + 1 < line.size(),
+        MIXGPT_REQUIRE(space != std::string::npos && space > 0 &&
+                           line.find(' ', space + 1) == std::string::npos && space + 1 < line.size(),
                        where + ": expected two tokens separated by one space, got '" + line + "'");
         const std::string left = alphabet_text_bytes(line.substr(0, space), where);
         const std::string right = alphabet_text_bytes(line.substr(space + 1), where);
@@ -151,7 +153,8 @@ std::string base64_decode(std::string_view text, const std::string& where) {
         for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(alphabet[i])] = i;
         return table;
     }();
-    MIXGPT_REQUIRE(!text.empty() && text.size() % 4 == 0, where + ": '" + std::string(text) + "' is not base64");
+    MIXGPT_REQUIRE(!text.empty() && text.size() % 4 == 0,
+                   where + ": '" + std::string(text) + "' is not base64");
     std::string bytes;
     uint32_t bits = 0;
     int bit_count = 0;
@@ -201,7 +204,8 @@ void read_tiktoken(const std::string& path, Gpt2Vocabulary& vocabulary) {
         vocabulary.tokens[rank] = base64_decode(line.substr(0, space), where);
     }
     for (size_t rank = 0; rank < seen.size(); ++rank)
-        MIXGPT_REQUIRE(seen[rank], path + format(": rank %zu is missing (ranks must be 0 .. count - 1)", rank));
+        MIXGPT_REQUIRE(seen[rank],
+                       path + format(": rank %zu is missing (ranks must be 0 .. count - 1)", rank));
     MIXGPT_REQUIRE(!vocabulary.tokens.empty(), path + ": no ranks");
     vocabulary.eot_id = static_cast<int32_t>(vocabulary.tokens.size());
     vocabulary.tokens.push_back(kGpt2EndOfText);
@@ -232,10 +236,10 @@ void rebuild_merges(const std::string& path, Gpt2Vocabulary& vocabulary, const T
         }
         const auto left = ids.find(parts[0]);
         const auto right = parts.size() == 2 ? ids.find(parts[1]) : ids.end();
-        MIXGPT_REQUIRE(parts.size() == 2 && left != ids.end() && right != ids.end() && left->second < rank &&
-                           right->second < rank,
-                       path + format(": the token of rank %d is not made by merging two tokens ranked before it",
-                                     rank));
+        MIXGPT_REQUIRE(
+            parts.size() == 2 && left != ids.end() && right != ids.end() && left->second < rank &&
+                right->second < rank,
+            path + format(": the token of rank %d is not made by merging two tokens ranked before it", rank));
         vocabulary.merges.emplace_back(left->second, right->second);
     }
 }
@@ -244,8 +248,9 @@ void rebuild_merges(const std::string& path, Gpt2Vocabulary& vocabulary, const T
 void validate(const Gpt2Vocabulary& vocabulary, const TokenIds& ids, const std::string& vocabulary_path,
               const std::string& path) {
     for (int byte = 0; byte < 256; ++byte)
-        MIXGPT_REQUIRE(ids.count(std::string(1, static_cast<char>(byte))) == 1,
-                       vocabulary_path + format(": no token for the byte 0x%02X (not a byte-level BPE)", byte));
+        MIXGPT_REQUIRE(
+            ids.count(std::string(1, static_cast<char>(byte))) == 1,
+            vocabulary_path + format(": no token for the byte 0x%02X (not a byte-level BPE)", byte));
     MIXGPT_REQUIRE(vocabulary.eot_id >= 0, vocabulary_path + ": no " + kGpt2EndOfText + " token");
     // made[id]: the rank of the merge that makes token id (-1: a single byte or never made).
     std::vector<int64_t> made(vocabulary.tokens.size(), -1);
@@ -255,9 +260,10 @@ void validate(const Gpt2Vocabulary& vocabulary, const TokenIds& ids, const std::
                                      vocabulary.tokens[static_cast<size_t>(right)]);
         MIXGPT_REQUIRE(result != ids.end(),
                        path + format(": merge %zu makes a token that is not in the vocabulary", rank));
-        MIXGPT_REQUIRE(made[static_cast<size_t>(result->second)] < 0,
-                       path + format(": merges %lld and %zu make the same token",
-                                     static_cast<long long>(made[static_cast<size_t>(result->second)]), rank));
+        MIXGPT_REQUIRE(
+            made[static_cast<size_t>(result->second)] < 0,
+            path + format(": merges %lld and %zu make the same token",
+                          static_cast<long long>(made[static_cast<size_t>(result->second)]), rank));
         for (int32_t part : {left, right}) {
             const bool byte = vocabulary.tokens[static_cast<size_t>(part)].size() == 1;
             MIXGPT_REQUIRE(byte || (made[static_cast<size_t>(part)] >= 0),
@@ -286,11 +292,14 @@ std::vector<std::string> find_gpt2_files(const std::string& path) {
                 return {(given / pair[0]).string(), (given / pair[1]).string()};
         std::vector<std::string> rank_files;
         for (const auto& entry : fs::directory_iterator(given))
-            if (entry.is_regular_file() && is_tiktoken(entry.path())) rank_files.push_back(entry.path().string());
+            if (entry.is_regular_file() && is_tiktoken(entry.path()))
+                rank_files.push_back(entry.path().string());
         MIXGPT_REQUIRE(rank_files.size() <= 1, path + ": holds several .tiktoken files; name one");
-        MIXGPT_REQUIRE(rank_files.size() == 1,
-                       path + ": no GPT-2 tokenizer files (encoder.json + vocab.bpe, vocab.json + merges.txt, or "
-                              "a .tiktoken rank file)");
+        MIXGPT_REQUIRE(
+            rank_files.size() == 1,
+            path +
+                ": no GPT-2 tokenizer files (encoder.json + vocab.bpe, vocab.json + merges.txt, or "
+                "a .tiktoken rank file)");
         return rank_files;
     }
     MIXGPT_REQUIRE(fs::exists(given), path + ": no such file or directory");
@@ -303,7 +312,8 @@ std::vector<std::string> find_gpt2_files(const std::string& path) {
                        path + ": GPT-2's " + pair[0] + " and " + pair[1] + " must lie side by side");
         return {main.string(), other.string()};
     }
-    throw Error(path + ": not a GPT-2 tokenizer file (encoder.json, vocab.bpe, vocab.json, merges.txt, *.tiktoken)");
+    throw Error(path +
+                ": not a GPT-2 tokenizer file (encoder.json, vocab.bpe, vocab.json, merges.txt, *.tiktoken)");
 }
 
 Gpt2Vocabulary read_gpt2_vocabulary(const std::vector<std::string>& files) {

@@ -78,8 +78,9 @@ std::string canonical_gpt2_text(const Gpt2Vocabulary& vocabulary) {
 }
 
 std::shared_ptr<const Gpt2Tokenizer> gpt2_model(const Tokenizer& tokenizer) {
-    MIXGPT_REQUIRE(tokenizer.kind() == TokenizerKind::gpt2,
-                   tokenizer.path() + ": a " + tokenizer_kind_name(tokenizer.kind()) + " tokenizer, not GPT-2's");
+    MIXGPT_REQUIRE(
+        tokenizer.kind() == TokenizerKind::gpt2,
+        tokenizer.path() + ": a " + tokenizer_kind_name(tokenizer.kind()) + " tokenizer, not GPT-2's");
     return std::static_pointer_cast<const Gpt2Tokenizer>(tokenizer.model());
 }
 

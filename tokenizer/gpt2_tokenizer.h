@@ -27,7 +27,9 @@ public:
     int vocab_size() const override { return static_cast<int>(vocabulary_.tokens.size()); }
     int32_t eot_id() const override { return vocabulary_.eot_id; }
     int32_t unk_id() const override { return -1; }
-    std::string_view surface(int32_t id) const override { return vocabulary_.tokens.at(static_cast<size_t>(id)); }
+    std::string_view surface(int32_t id) const override {
+        return vocabulary_.tokens.at(static_cast<size_t>(id));
+    }
     std::unique_ptr<TextEncoder> make_encoder() const override;
     const std::string& sha256() const override { return sha256_; }
     const std::vector<std::string>& files() const override { return files_; }

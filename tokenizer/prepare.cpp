@@ -65,8 +65,8 @@ std::optional<Tokenizer> load_reused_tokenizer(const PrepareOptions& options) {
     Tokenizer tokenizer = Tokenizer::load(options.tokenizer_path);
     MIXGPT_REQUIRE(!options.tokenizer_kind || *options.tokenizer_kind == tokenizer.kind(),
                    options.tokenizer_path + ": holds a " + tokenizer_kind_name(tokenizer.kind()) +
-                       " tokenizer, not a " + tokenizer_kind_name(options.tokenizer_kind.value_or(tokenizer.kind())) +
-                       " one");
+                       " tokenizer, not a " +
+                       tokenizer_kind_name(options.tokenizer_kind.value_or(tokenizer.kind())) + " one");
     return tokenizer;
 }
 
@@ -75,7 +75,8 @@ std::optional<Tokenizer> load_reused_tokenizer(const PrepareOptions& options) {
 std::vector<std::string> tokenizer_destinations(const std::optional<Tokenizer>& reused,
                                                 const std::string& directory) {
     const std::filesystem::path folder(directory);
-    if (!reused || reused->kind() == TokenizerKind::sentencepiece) return {(folder / kTokenizerFileName).string()};
+    if (!reused || reused->kind() == TokenizerKind::sentencepiece)
+        return {(folder / kTokenizerFileName).string()};
     std::vector<std::string> destinations;
     for (const std::string& file : reused->files())
         destinations.push_back((folder / std::filesystem::path(file).filename()).string());
@@ -93,7 +94,8 @@ void copy_file_to(const std::string& source, const std::string& destination) {
 Tokenizer make_tokenizer(const PrepareOptions& options, const std::optional<Tokenizer>& reused,
                          const Corpus& corpus, const std::vector<std::unique_ptr<AtomicOutput>>& outputs) {
     if (reused) {
-        for (size_t i = 0; i < outputs.size(); ++i) copy_file_to(reused->files()[i], outputs[i]->temporary_path());
+        for (size_t i = 0; i < outputs.size(); ++i)
+            copy_file_to(reused->files()[i], outputs[i]->temporary_path());
         return *reused;
     }
     const std::string& temporary_path = outputs.front()->temporary_path();
@@ -219,8 +221,8 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     bool reuse_in_place = reused.has_value();
     for (size_t i = 0; reused && i < result.tokenizer_files.size(); ++i) {
         std::error_code not_found;
-        reuse_in_place = reuse_in_place &&
-                         std::filesystem::equivalent(reused->files()[i], result.tokenizer_files[i], not_found);
+        reuse_in_place = reuse_in_place && std::filesystem::equivalent(reused->files()[i],
+                                                                       result.tokenizer_files[i], not_found);
     }
     if (!reuse_in_place)
         for (const std::string& file : result.tokenizer_files) check_not_present(file, options.force);

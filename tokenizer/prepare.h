@@ -29,7 +29,8 @@ struct PrepareOptions {
     CorpusOptions corpus;          // the inputs and how to read them
     std::string builtin_corpus;    // "kjv": the built-in corpus instead of inputs
     std::string output_directory;  // empty: data/<builtin_corpus>
-    std::string tokenizer_path;    // reuse this tokenizer (any path Tokenizer::load takes) instead of training one
+    std::string
+        tokenizer_path;  // reuse this tokenizer (any path Tokenizer::load takes) instead of training one
     std::optional<TokenizerKind> tokenizer_kind;  // set: the reused tokenizer must be of this kind
     TokenizerTrainingOptions tokenizer;
     int64_t tokenizer_sample_bytes = 100'000'000;
@@ -42,7 +43,7 @@ struct PrepareOptions {
 
 struct PrepareResult {
     std::string dataset_path;
-    std::string tokenizer_path;               // its main file
+    std::string tokenizer_path;                // its main file
     std::vector<std::string> tokenizer_files;  // all its files, beside the dataset
     SplitInfo train, val;
     int64_t invalid_utf8_bytes = 0;

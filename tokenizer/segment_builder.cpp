@@ -21,7 +21,8 @@ bool ends_with_whitespace(std::string_view text) {
 size_t segment_cut(std::string_view text) {
     if (text.empty()) return 0;
     for (size_t position = text.size() - 1; position > 0; --position) {
-        if ((text[position] == ' ' || text[position] == '\n') && !ends_with_whitespace(text.substr(0, position)))
+        if ((text[position] == ' ' || text[position] == '\n') &&
+            !ends_with_whitespace(text.substr(0, position)))
             return position;
     }
     const size_t boundary = utf8::character_boundary_at_or_before(text.data(), text.size() - 1);

@@ -133,7 +133,8 @@ std::unique_ptr<TextEncoder> SentencePieceTokenizer::make_encoder() const {
 void SentencePieceTokenizer::encode_unit(std::string_view unit, std::vector<int32_t>& ids) const {
     std::vector<int> pieces;
     const auto status = processor_.Encode(unit, &pieces);
-    MIXGPT_REQUIRE(status.ok(), files_.front() + ": SentencePiece encoding failed (" + status.ToString() + ")");
+    MIXGPT_REQUIRE(status.ok(),
+                   files_.front() + ": SentencePiece encoding failed (" + status.ToString() + ")");
     ids.insert(ids.end(), pieces.begin(), pieces.end());
 }
 

@@ -28,14 +28,17 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+    return decode(ids.data(), ids.size());
+}
 
 std::string Tokenizer::decode(const int32_t* ids, size_t count) const {
     std::string text;
     const int32_t vocab = vocab_size();
     for (size_t i = 0; i < count; ++i) {
-        MIXGPT_REQUIRE(ids[i] >= 0 && ids[i] < vocab, format("token id %d is outside the vocabulary [0, %d) of %s",
-                                                             ids[i], vocab, path().c_str()));
+        MIXGPT_REQUIRE(
+            ids[i] >= 0 && ids[i] < vocab,
+            format("token id %d is outside the vocabulary [0, %d) of %s", ids[i], vocab, path().c_str()));
         text += surface(ids[i]);
     }
     return text;

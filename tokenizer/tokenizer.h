@@ -29,7 +29,7 @@
 namespace mixgpt {
 
 enum class TokenizerKind { sentencepiece, gpt2 };
-const char* tokenizer_kind_name(TokenizerKind kind);  // "sentencepiece", "gpt2"
+const char* tokenizer_kind_name(TokenizerKind kind);          // "sentencepiece", "gpt2"
 TokenizerKind parse_tokenizer_kind(const std::string& name);  // throws Error for another name
 
 // Bulk encoding for one thread (not thread-safe; make one per thread).
@@ -48,8 +48,8 @@ public:
     virtual TokenizerKind kind() const = 0;
     virtual int vocab_size() const = 0;
     virtual int32_t eot_id() const = 0;
-    virtual int32_t unk_id() const = 0;                       // -1 when the kind has none
-    virtual std::string_view surface(int32_t id) const = 0;   // the bytes one token decodes to
+    virtual int32_t unk_id() const = 0;                      // -1 when the kind has none
+    virtual std::string_view surface(int32_t id) const = 0;  // the bytes one token decodes to
     virtual std::unique_ptr<TextEncoder> make_encoder() const = 0;
     virtual const std::string& sha256() const = 0;
     virtual const std::vector<std::string>& files() const = 0;  // paths; the first is the main one

@@ -143,8 +143,10 @@ TEST_F(Gpt2PipelineTest, ATokenizerOfAnotherKindIsRefused) {
         testing_support::tiny_prepare_options(directory_->file("corpus"), directory.file("out"), 0);
     options.tokenizer_path = testing::tiny_tokenizer_path();
     options.tokenizer_kind = TokenizerKind::gpt2;
-    EXPECT_EQ(error_of([&] { run_prepare(options); }),
-              testing::tiny_tokenizer_path() + ": holds a sentencepiece tokenizer, not a gpt2 one");
+    EXPECT_EQ(
+        error_of([&] { run_prepare(options); }),
+        testing::tiny_tokenizer_path() +
+            ": not a GPT-2 tokenizer file (encoder.json, vocab.bpe, vocab.json, merges.txt, *.tiktoken)");
     EXPECT_FALSE(fs::exists(directory.file("out")));
 }
 

@@ -59,15 +59,11 @@ void write_file(const std::string& path, const std::string& bytes) {
     MIXGPT_REQUIRE(file.good(), path + ": cannot write");
 }
 
-// A reused tokenizer, loaded and checked against the kind asked for.
+// A reused tokenizer, loaded as the kind asked for, if any.
 std::optional<Tokenizer> load_reused_tokenizer(const PrepareOptions& options) {
     if (options.tokenizer_path.empty()) return std::nullopt;
-    Tokenizer tokenizer = Tokenizer::load(options.tokenizer_path);
-    MIXGPT_REQUIRE(!options.tokenizer_kind || *options.tokenizer_kind == tokenizer.kind(),
-                   options.tokenizer_path + ": holds a " + tokenizer_kind_name(tokenizer.kind()) +
-                       " tokenizer, not a " +
-                       tokenizer_kind_name(options.tokenizer_kind.value_or(tokenizer.kind())) + " one");
-    return tokenizer;
+    if (options.tokenizer_kind) return Tokenizer::load(options.tokenizer_path, *options.tokenizer_kind);
+    return Tokenizer::load(options.tokenizer_path);
 }
 
 // Where the tokenizer's files go beside the dataset: a SentencePiece model as tokenizer.model,

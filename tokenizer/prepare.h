@@ -31,7 +31,7 @@ struct PrepareOptions {
     std::string output_directory;  // empty: data/<builtin_corpus>
     std::string
         tokenizer_path;  // reuse this tokenizer (any path Tokenizer::load takes) instead of training one
-    std::optional<TokenizerKind> tokenizer_kind;  // set: the reused tokenizer must be of this kind
+    std::optional<TokenizerKind> tokenizer_kind;  // set: load the reused tokenizer as this kind
     TokenizerTrainingOptions tokenizer;
     int64_t tokenizer_sample_bytes = 100'000'000;
     double val_fraction = 0.05;

@@ -18,7 +18,11 @@ TokenizerKind parse_tokenizer_kind(const std::string& name) {
 }
 
 Tokenizer Tokenizer::load(const std::string& path) {
-    if (is_gpt2_tokenizer_path(path)) return Tokenizer(Gpt2Tokenizer::load(path));
+    return load(path, is_gpt2_tokenizer_path(path) ? TokenizerKind::gpt2 : TokenizerKind::sentencepiece);
+}
+
+Tokenizer Tokenizer::load(const std::string& path, TokenizerKind kind) {
+    if (kind == TokenizerKind::gpt2) return Tokenizer(Gpt2Tokenizer::load(path));
     return Tokenizer(SentencePieceTokenizer::load(path));
 }
 

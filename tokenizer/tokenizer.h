@@ -65,6 +65,8 @@ public:
     //   any other file                      a SentencePiece model
     // Throws Error naming the file and what is wrong.
     static Tokenizer load(const std::string& path);
+    // Loads `path` as a tokenizer of `kind` (errors then say what that kind needs).
+    static Tokenizer load(const std::string& path, TokenizerKind kind);
 
     explicit Tokenizer(std::shared_ptr<const TokenizerModel> model) : model_(std::move(model)) {}
 

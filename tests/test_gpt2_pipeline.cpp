@@ -18,6 +18,7 @@
 #include "interop/import.h"
 #include "model/checkpoint.h"
 #include "tests/test_gpt2_support.h"
+#include "tests/test_process_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tests/test_train_support.h"
@@ -35,6 +36,28 @@ using testing::gpt2_reference;
 using testing::gpt2_tokenizer;
 
 std::string read_text(const std::string& path) { return testing::read_file(path); }
+
+// The command line: --tokenizer gpt2 without --gpt2-files is one line; with them, prepare works.
+TEST(Gpt2Cli, PrepareTakesTheTokenizerChoice) {
+    const TempDirectory directory;
+    const std::string corpus = directory.write("corpus/a.txt", gpt2_reference().documents[0].first);
+    const auto run = [&](const std::vector<std::string>& arguments) {
+        return test::wait_for(test::spawn(arguments, directory.file("out.txt"), directory.file("err.txt")),
+                              directory.file("out.txt"), directory.file("err.txt"));
+    };
+    const test::Outcome missing =
+        run({"prepare", corpus, "--output", directory.file("x"), "--tokenizer", "gpt2"});
+    EXPECT_NE(missing.exit_status, 0);
+    EXPECT_EQ(missing.err,
+              "mixgpt: error: --tokenizer gpt2 needs --gpt2-files DIR (encoder.json + vocab.bpe, or a "
+              ".tiktoken file)\n");
+    const test::Outcome made =
+        run({"prepare", corpus, "--output", directory.file("data"), "--tokenizer", "gpt2", "--gpt2-files",
+             testing::gpt2_files_directory(), "--val-fraction", "0"});
+    EXPECT_EQ(made.exit_status, 0) << made.err;
+    EXPECT_EQ(read_dataset_info(directory.file("data/dataset.h5")).tokenizer_kind, "gpt2");
+    EXPECT_TRUE(fs::exists(directory.file("data/vocab.bpe")));
+}
 
 // A GPT-2 dataset of the fixture's hand-written documents and generated ones, a run of two
 // steps on it, and its export; made once for the tests below.

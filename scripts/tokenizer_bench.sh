@@ -49,6 +49,7 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "corpus: $(du -m "$work/corpus.jsonl" | cut -f1) MB of KJV chapters as JSONL; $(nproc) cores, threads ${threads} (0: all)"
 echo "load average (1, 5, 15 min) before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 echo "| tokenizer | runs (MB/s) | median MB/s |"
 echo "| --- | --- | --- |"
 echo "| SentencePiece BPE 8192 (prepare --corpus kjv) | ${sp_speeds[*]} | $(median "${sp_speeds[@]}") |"

@@ -114,7 +114,7 @@ SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS))
 # the library is not compiled with clang).
 FUZZ_SOURCES_toml_config := cli/toml_config.cpp
 FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.cpp tokenizer/input_stream.cpp \
-                               tokenizer/segment_builder.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
+                               tokenizer/segment_builder.cpp tokenizer/unicode_classes.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
                                core/error.cpp core/log.cpp
 FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
 FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/token_store.cpp core/h5.cpp core/error.cpp \

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/build_info.h"
 #include "core/dtype.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "eval/checkpoint_model.h"
@@ -98,6 +98,7 @@ ExportResult export_hf(const ExportOptions& options) {
     facts.run_directory = run_directory_of(options.source, loaded.path);
     facts.dtype = options.dtype;
     facts.commit = build_commit();
+    facts.tokenizer = hf_tokenizer_description(tokenizer);
     write_whole_file((folder / "README.md").string(), model_card(facts));
 
     ExportResult result;

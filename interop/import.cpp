@@ -150,7 +150,6 @@ ImportResult import_hf(const ImportOptions& options) {
     checkpoint.precision = precision.empty() ? Precision::fp32 : parse_precision(precision);
     checkpoint.step = metadata_int(file, kMetadataStep);
     checkpoint.tokens_seen = metadata_int(file, kMetadataTokensSeen);
-    checkpoint.tokenizer_path = (fs::path(options.output) / kTokenizerModelFile).string();
     checkpoint.tokenizer_sha256 = tokenizer.sha256();
     checkpoint.adam_m.assign(checkpoint.parameters.size(), 0.f);
     checkpoint.adam_v.assign(checkpoint.parameters.size(), 0.f);
@@ -162,9 +161,8 @@ ImportResult import_hf(const ImportOptions& options) {
             checkpoint.options.emplace_back(option, metadata_text(file, key));
 
     StagingDirectory staging(options.output, options.force);
-    std::error_code error;
-    fs::copy_file(tokenizer.path(), fs::path(staging.path()) / kTokenizerModelFile, error);
-    MIXGPT_REQUIRE(!error, tokenizer.path() + ": cannot copy (" + error.message() + ")");
+    checkpoint.tokenizer_path =
+        (fs::path(options.output) / copy_tokenizer_files(tokenizer, staging.path())).string();
     const std::string staged =
         checkpoint_path((fs::path(staging.path()) / "checkpoints").string(), checkpoint.step);
     write_checkpoint(staged, checkpoint);

@@ -13,6 +13,7 @@ struct ModelCardFacts {
     std::string run_directory;  // "" when a checkpoint file was exported: no eval.json or metrics.jsonl
     std::string dtype;          // "fp32", "bf16" or "fp16": the exported weights
     std::string commit;         // the exporting build's
+    std::string tokenizer;      // which tokenizer the folder ships (interop/hf_tokenizer.h)
 };
 
 // Markdown: corpus (the dataset trained on), tokens seen, steps, training precision, exported

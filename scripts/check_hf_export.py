@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Independent check of a `mixgpt export` folder: NumPy, sentencepiece and the standard library
-only, no mixgpt code.
+"""Independent check of a `mixgpt export` folder: NumPy, sentencepiece (for a SentencePiece
+tokenizer; a GPT-2 one is read by scripts/gpt2_tokenizer.py) and the standard library only, no
+mixgpt code.
 
 1. Parses model.safetensors by the format's specification (8-byte little-endian header length,
    JSON header, data offsets that tile the data area) and checks that it holds exactly the
    tensors of GPT2LMHeadModel for config.json's shape, with GPT-2's names, shapes and one float
    dtype (F32, BF16 or F16).
-2. Tokenizes a text file with tokenizer.model (one document: its tokens, then end of text, as
+2. Tokenizes a text file with the folder's tokenizer (one document: its tokens, then end of text, as
    `mixgpt eval --text` does) or reads a split of a prepared dataset (needs h5py), and computes
    the mean loss over the non-overlapping windows of n_positions + 1 tokens with its own float64
    GPT-2 forward pass (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
@@ -16,7 +17,8 @@ only, no mixgpt code.
 4. With --reference, checks the files of `mixgpt export --reference-out` (what
    scripts/hf_transformers_check.py holds transformers to): the logits against its own forward
    pass (relative norm error <= --tolerance), the greedy continuation, and every document's ids
-   against SentencePiece's encoding of the document's text.
+   against the tokenizer's own encoding of the document's text (SentencePiece, or GPT-2's in
+   plain Python).
 
   build/mixgpt export runs/demo -o hf/demo
   build/mixgpt eval runs/demo --json > eval.json
@@ -150,8 +152,7 @@ def window_losses(tensors, config, windows):
 
 def check_reference(tensors, config, folder, reference_folder, tolerance):
     """`mixgpt export --reference-out`'s files (what scripts/hf_transformers_check.py compares
-    transformers with) against this script's own forward pass and SentencePiece: failures as text."""
-    import sentencepiece
+    transformers with) against this script's own forward pass and tokenizer: failures as text."""
     with open(os.path.join(reference_folder, "reference.json")) as file:
         reference = json.load(file)
     T, V, W = reference["seq_len"], reference["vocab_size"], reference["logits_windows"]
@@ -174,26 +175,36 @@ def check_reference(tensors, config, folder, reference_folder, tolerance):
           f"{'identical' if greedy == reference['greedy_ids'] else 'different'}")
     if greedy != reference["greedy_ids"]:
         failures.append(f"greedy continuation: mixgpt {reference['greedy_ids']}, NumPy {greedy}")
-    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
+    tokenizer, name = folder_tokenizer(folder)
     differing = 0
     for d in range(len(offsets) - 1):
         document = tokens[offsets[d]:offsets[d + 1]].tolist()
         if document and document[-1] == reference["eot_id"]:
             document = document[:-1]
-        differing += processor.encode(processor.decode(document)) != document
-    print(f"reference token ids: {len(offsets) - 1} documents re-encoded by SentencePiece, {differing} differ")
+        differing += tokenizer.encode(tokenizer.decode(document)) != document
+    print(f"reference token ids: {len(offsets) - 1} documents re-encoded by {name}, {differing} differ")
     if differing:
-        failures.append(f"{differing} documents' ids differ from SentencePiece's encoding of their text")
+        failures.append(f"{differing} documents' ids differ from {name}'s encoding of their text")
     return failures
+
+
+def folder_tokenizer(folder):
+    """The folder's tokenizer (encode, decode) and its name: SentencePiece's tokenizer.model, else
+    GPT-2's vocab.json + merges.txt read by scripts/gpt2_tokenizer.py."""
+    if os.path.exists(os.path.join(folder, "tokenizer.model")):
+        import sentencepiece
+        return sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model")), "SentencePiece"
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpt2_tokenizer import Gpt2Tokenizer
+    return Gpt2Tokenizer.from_folder(folder), "GPT-2 (plain Python)"
 
 
 def read_tokens(args, folder, config):
     if args.text:
-        import sentencepiece
-        processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, "tokenizer.model"))
+        tokenizer, _ = folder_tokenizer(folder)
         with open(args.text, encoding="utf-8") as file:
             text = file.read()
-        return np.array(processor.encode(text) + [config["eos_token_id"]], dtype=np.int64)
+        return np.array(tokenizer.encode(text) + [config["eos_token_id"]], dtype=np.int64)
     import h5py  # only for --dataset
     with h5py.File(args.dataset, "r") as dataset:
         return dataset[f"/{args.split}/tokens"][:].astype(np.int64)

@@ -12,7 +12,8 @@ Three checks, each printed as one line, exit status 1 if any fails:
              ||hf - mixgpt|| / ||mixgpt|| <= 1e-5 (GUIDE 2.7's FP32 policy)
   greedy     model.generate(do_sample=False) from the reference prompt: the same new token ids
   tokenizer  AutoTokenizer (the default, fast one, and use_fast=False) on the text of every document
-             of the split (decoded from mixgpt's ids with the folder's tokenizer.model): the same
+             of the split (decoded from mixgpt's ids with the folder's tokenizer.model, or for a
+             GPT-2 tokenizer with vocab.json's byte alphabet, scripts/gpt2_tokenizer.py): the same
              ids as mixgpt's, document by document
 """
 import argparse
@@ -65,10 +66,19 @@ def check_greedy(model, torch, device, reference):
     return ok
 
 
+def folder_decoder(export):
+    """The folder's own decoding of ids to text: SentencePiece's, or GPT-2's byte alphabet."""
+    if os.path.exists(os.path.join(export, "tokenizer.model")):
+        import sentencepiece
+        return sentencepiece.SentencePieceProcessor(model_file=os.path.join(export, "tokenizer.model"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpt2_tokenizer import Gpt2Tokenizer
+    return Gpt2Tokenizer.from_folder(export)
+
+
 def check_tokenizer(export, tokens, offsets, eot_id, use_fast):
-    import sentencepiece
     from transformers import AutoTokenizer
-    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(export, "tokenizer.model"))
+    processor = folder_decoder(export)
     tokenizer = AutoTokenizer.from_pretrained(export, **({} if use_fast is None else {"use_fast": use_fast}))
     mismatches, first = 0, None
     for d in range(len(offsets) - 1):

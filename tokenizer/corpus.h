@@ -44,9 +44,10 @@ struct InputFile {
 std::vector<InputFile> resolve_inputs(const CorpusOptions& options);
 
 // A piece of one document. Documents are cut into segments of about
-// kSegmentBytes, at a newline or before a space that follows a non-space (the
-// Encoder's unit boundaries, so the cut does not change the tokens), else at a
-// character boundary. A document's last segment may be empty.
+// kSegmentBytes, before a space or newline that follows a non-whitespace character
+// (a boundary of every tokenizer's pieces, so the cut does not change the tokens;
+// tokenizer/segment_builder.h), else at a character boundary. A document's last
+// segment may be empty.
 struct TextSegment {
     static constexpr size_t kSegmentBytes = size_t{1} << 20;
     std::string text;

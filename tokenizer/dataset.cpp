@@ -1,6 +1,7 @@
 #include "tokenizer/dataset.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -66,8 +67,17 @@ DatasetInfo read_dataset_info(const std::string& dataset_path) {
     require(info.eot_id >= 0 && info.eot_id < info.vocab_size, dataset_path,
             "eot_id is outside the vocabulary");
     info.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
-    const std::string tokenizer_file = file.attribute_string("/", "tokenizer_file");
-    info.tokenizer_path = (std::filesystem::path(dataset_path).parent_path() / tokenizer_file).string();
+    const std::filesystem::path folder = std::filesystem::path(dataset_path).parent_path();
+    info.tokenizer_path = (folder / file.attribute_string("/", "tokenizer_file")).string();
+    info.tokenizer_kind = file.has_attribute("/", "tokenizer_kind")
+                              ? file.attribute_string("/", "tokenizer_kind")
+                              : std::string("sentencepiece");
+    if (file.has_attribute("/", "tokenizer_files")) {
+        std::istringstream names(file.attribute_string("/", "tokenizer_files"));
+        for (std::string name; std::getline(names, name);)
+            info.tokenizer_files.push_back((folder / name).string());
+    }
+    if (info.tokenizer_files.empty()) info.tokenizer_files.push_back(info.tokenizer_path);
     info.command = file.attribute_string("/", "command");
     info.invalid_utf8_bytes = file.attribute_int("/", "invalid_utf8_bytes");
     info.train = read_split(file, "train", info.vocab_size);

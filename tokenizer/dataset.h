@@ -1,8 +1,10 @@
 // The token dataset format: one HDF5 file, readable by any HDF5 tool.
 //
 //   /                  attributes: format = "mixgpt-tokens", format_version = 1,
-//                      vocab_size, eot_id, unk_id, tokenizer_sha256,
-//                      tokenizer_file (the model's name, beside the dataset),
+//                      vocab_size, eot_id, unk_id (-1: none), tokenizer_sha256,
+//                      tokenizer_kind ("sentencepiece" or "gpt2", tokenizer/tokenizer.h),
+//                      tokenizer_files (the names of its files beside the dataset, one per
+//                      line, main file first), tokenizer_file (the main one's name),
 //                      command, seed, val_fraction, invalid_utf8_bytes, skipped_lines
 //   /train, /val       groups with attributes tokens, bytes, documents
 //   /<split>/tokens       (N,)   uint16 when vocab_size <= 65536, else uint32;
@@ -17,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/h5.h"
 
@@ -34,8 +37,10 @@ struct SplitInfo {
 
 struct DatasetInfo {
     std::string path;            // the .h5 file
-    std::string tokenizer_path;  // the SentencePiece model beside it
+    std::string tokenizer_path;  // the tokenizer's main file beside it (Tokenizer::load takes it)
     std::string tokenizer_sha256;
+    std::string tokenizer_kind;                // "sentencepiece" in files written before the attribute
+    std::vector<std::string> tokenizer_files;  // paths of all its files, main file first
     int vocab_size = 0;
     int32_t eot_id = 0;
     SplitInfo train, val;

@@ -99,7 +99,12 @@ void DatasetWriter::finish(int64_t invalid_utf8_bytes, int64_t skipped_lines) {
     file_.set_attribute("/", "eot_id", static_cast<int64_t>(metadata_.eot_id));
     file_.set_attribute("/", "unk_id", static_cast<int64_t>(metadata_.unk_id));
     file_.set_attribute("/", "tokenizer_sha256", metadata_.tokenizer_sha256);
-    file_.set_attribute("/", "tokenizer_file", metadata_.tokenizer_file);
+    file_.set_attribute("/", "tokenizer_kind", metadata_.tokenizer_kind);
+    std::string tokenizer_files;
+    for (const std::string& name : metadata_.tokenizer_files)
+        tokenizer_files += (tokenizer_files.empty() ? "" : "\n") + name;
+    file_.set_attribute("/", "tokenizer_files", tokenizer_files);
+    file_.set_attribute("/", "tokenizer_file", metadata_.tokenizer_files.at(0));
     file_.set_attribute("/", "command", metadata_.command);
     file_.set_attribute("/", "seed", static_cast<int64_t>(metadata_.seed));
     file_.set_attribute("/", "val_fraction", metadata_.val_fraction);

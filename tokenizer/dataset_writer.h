@@ -21,7 +21,8 @@ struct DatasetMetadata {
     int32_t eot_id = 0;
     int32_t unk_id = 0;
     std::string tokenizer_sha256;
-    std::string tokenizer_file = "tokenizer.model";
+    std::string tokenizer_kind = "sentencepiece";
+    std::vector<std::string> tokenizer_files = {"tokenizer.model"};  // names beside the dataset, main first
     std::string command;
     uint64_t seed = 0;
     double val_fraction = 0.0;

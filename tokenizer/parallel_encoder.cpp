@@ -9,7 +9,7 @@ namespace mixgpt {
 ParallelEncoder::ParallelEncoder(const Tokenizer& tokenizer, int threads) {
     const int count = threads > 0 ? threads : omp_get_max_threads();
     encoders_.reserve(static_cast<size_t>(count));
-    for (int i = 0; i < count; ++i) encoders_.emplace_back(tokenizer);
+    for (int i = 0; i < count; ++i) encoders_.push_back(tokenizer.make_encoder());
 }
 
 size_t ParallelEncoder::encode(const std::vector<TextSegment>& segments,
@@ -23,7 +23,7 @@ size_t ParallelEncoder::encode(const std::vector<TextSegment>& segments,
         try {
             auto& out = tokens[static_cast<size_t>(i)];
             out.clear();
-            invalid_bytes += encoders_[static_cast<size_t>(omp_get_thread_num())].encode(
+            invalid_bytes += encoders_[static_cast<size_t>(omp_get_thread_num())]->encode(
                 segments[static_cast<size_t>(i)].text, out);
         } catch (...) {
 #pragma omp critical(mixgpt_parallel_encoder_failure)

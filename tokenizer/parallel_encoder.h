@@ -1,12 +1,13 @@
-// Encodes a batch of text segments on all cores (OpenMP, one Encoder and its
+// Encodes a batch of text segments on all cores (OpenMP, one TextEncoder and its
 // cache per thread, segments handed out dynamically).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "tokenizer/corpus.h"
-#include "tokenizer/encoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mixgpt {
 
@@ -20,7 +21,7 @@ public:
     int threads() const { return static_cast<int>(encoders_.size()); }
 
 private:
-    std::vector<Encoder> encoders_;
+    std::vector<std::unique_ptr<TextEncoder>> encoders_;
 };
 
 }  // namespace mixgpt

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -58,18 +59,42 @@ void write_file(const std::string& path, const std::string& bytes) {
     MIXGPT_REQUIRE(file.good(), path + ": cannot write");
 }
 
-// Writes the tokenizer to `temporary_path`: a copy of the reused model, or
-// one trained on a sample of the corpus.
-Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus,
-                         const std::string& temporary_path) {
-    if (!options.tokenizer_path.empty()) {
-        Tokenizer::load(options.tokenizer_path);  // errors name the given file, not the copy
-        std::error_code error;
-        std::filesystem::copy_file(options.tokenizer_path, temporary_path,
-                                   std::filesystem::copy_options::overwrite_existing, error);
-        if (error) throw Error(temporary_path + ": cannot write (" + error.message() + ")");
-        return Tokenizer::load(temporary_path);
+// A reused tokenizer, loaded as the kind asked for, if any.
+std::optional<Tokenizer> load_reused_tokenizer(const PrepareOptions& options) {
+    if (options.tokenizer_path.empty()) return std::nullopt;
+    if (options.tokenizer_kind) return Tokenizer::load(options.tokenizer_path, *options.tokenizer_kind);
+    return Tokenizer::load(options.tokenizer_path);
+}
+
+// Where the tokenizer's files go beside the dataset: a SentencePiece model as tokenizer.model,
+// GPT-2's files under their own names.
+std::vector<std::string> tokenizer_destinations(const std::optional<Tokenizer>& reused,
+                                                const std::string& directory) {
+    const std::filesystem::path folder(directory);
+    if (!reused || reused->kind() == TokenizerKind::sentencepiece)
+        return {(folder / kTokenizerFileName).string()};
+    std::vector<std::string> destinations;
+    for (const std::string& file : reused->files())
+        destinations.push_back((folder / std::filesystem::path(file).filename()).string());
+    return destinations;
+}
+
+void copy_file_to(const std::string& source, const std::string& destination) {
+    std::error_code error;
+    std::filesystem::copy_file(source, destination, std::filesystem::copy_options::overwrite_existing, error);
+    if (error) throw Error(destination + ": cannot write (" + error.message() + ")");
+}
+
+// Writes the tokenizer's files to the outputs' temporary paths: copies of the reused
+// tokenizer's files, or a model trained on a sample of the corpus.
+Tokenizer make_tokenizer(const PrepareOptions& options, const std::optional<Tokenizer>& reused,
+                         const Corpus& corpus, const std::vector<std::unique_ptr<AtomicOutput>>& outputs) {
+    if (reused) {
+        for (size_t i = 0; i < outputs.size(); ++i)
+            copy_file_to(reused->files()[i], outputs[i]->temporary_path());
+        return *reused;
     }
+    const std::string& temporary_path = outputs.front()->temporary_path();
     const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
     MIXGPT_REQUIRE(sample.bytes() > 0, "empty corpus: " + corpus.description() + " holds no text");
     log_info(format("training a %s tokenizer (vocabulary %d) on %.1f MB of %s",
@@ -184,45 +209,51 @@ PrepareResult run_prepare(const PrepareOptions& options) {
         options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory;
     PrepareResult result;
     result.dataset_path = (std::filesystem::path(directory) / kDatasetFileName).string();
-    result.tokenizer_path = (std::filesystem::path(directory) / kTokenizerFileName).string();
     check_not_present(result.dataset_path, options.force);
-    std::error_code not_found;
-    const bool reuse_in_place =
-        !options.tokenizer_path.empty() &&
-        std::filesystem::equivalent(options.tokenizer_path, result.tokenizer_path, not_found);
-    if (!reuse_in_place) check_not_present(result.tokenizer_path, options.force);
+    auto start = Clock::now();
+    const std::optional<Tokenizer> reused = load_reused_tokenizer(options);
+    result.tokenizer_files = tokenizer_destinations(reused, directory);
+    result.tokenizer_path = result.tokenizer_files.front();
+    bool reuse_in_place = reused.has_value();
+    for (size_t i = 0; reused && i < result.tokenizer_files.size(); ++i) {
+        std::error_code not_found;
+        reuse_in_place = reuse_in_place && std::filesystem::equivalent(reused->files()[i],
+                                                                       result.tokenizer_files[i], not_found);
+    }
+    if (!reuse_in_place)
+        for (const std::string& file : result.tokenizer_files) check_not_present(file, options.force);
 
     Corpus corpus = open_corpus(options);
     const OutputDirectory output_directory(directory);
 
-    auto start = Clock::now();
-    std::optional<AtomicOutput> tokenizer_output;
-    std::optional<Tokenizer> tokenizer;
-    if (reuse_in_place) {
-        tokenizer = Tokenizer::load(result.tokenizer_path);
-    } else {
-        tokenizer_output.emplace(result.tokenizer_path);
-        tokenizer = make_tokenizer(options, corpus, tokenizer_output->temporary_path());
-    }
+    std::vector<std::unique_ptr<AtomicOutput>> tokenizer_outputs;
+    if (!reuse_in_place)
+        for (const std::string& file : result.tokenizer_files)
+            tokenizer_outputs.push_back(std::make_unique<AtomicOutput>(file));
+    const Tokenizer tokenizer =
+        reuse_in_place ? *reused : make_tokenizer(options, reused, corpus, tokenizer_outputs);
     result.tokenizer_seconds = seconds_since(start);
-    log_info(
-        format("tokenizer ready in %.1f s: %d tokens", result.tokenizer_seconds, tokenizer->vocab_size()));
+    log_info(format("tokenizer ready in %.1f s: %s, %d tokens", result.tokenizer_seconds,
+                    tokenizer_kind_name(tokenizer.kind()), tokenizer.vocab_size()));
 
     start = Clock::now();
     AtomicOutput dataset_output(result.dataset_path);
     EncodeTotals totals;
     {
         DatasetMetadata metadata;
-        metadata.vocab_size = tokenizer->vocab_size();
-        metadata.eot_id = tokenizer->eot_id();
-        metadata.unk_id = tokenizer->unk_id();
-        metadata.tokenizer_sha256 = tokenizer->sha256();
-        metadata.tokenizer_file = kTokenizerFileName;
+        metadata.vocab_size = tokenizer.vocab_size();
+        metadata.eot_id = tokenizer.eot_id();
+        metadata.unk_id = tokenizer.unk_id();
+        metadata.tokenizer_sha256 = tokenizer.sha256();
+        metadata.tokenizer_kind = tokenizer_kind_name(tokenizer.kind());
+        metadata.tokenizer_files.clear();
+        for (const std::string& file : result.tokenizer_files)
+            metadata.tokenizer_files.push_back(std::filesystem::path(file).filename().string());
         metadata.command = options.command;
         metadata.seed = options.seed;
         metadata.val_fraction = options.val_fraction;
         DatasetWriter writer(dataset_output.temporary_path(), metadata);
-        ParallelEncoder encoder(*tokenizer, options.threads);
+        ParallelEncoder encoder(tokenizer, options.threads);
         result.threads = encoder.threads();
         totals = encode_corpus(corpus, encoder, writer, options);
         check_splits(writer, options, corpus);
@@ -234,7 +265,7 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     }
     result.encode_seconds = seconds_since(start);
     result.input_megabytes = static_cast<double>(totals.text_bytes) / 1e6;
-    if (tokenizer_output) tokenizer_output->commit();
+    for (const auto& output : tokenizer_outputs) output->commit();
     dataset_output.commit();
 
     if (result.skipped_lines > 0)

@@ -9,9 +9,11 @@
 
 namespace mixgpt {
 
-// Where to cut `text` so that the tokens do not change: after its last
-// newline, else before its last space that follows a non-space, else at the
-// start of its last character (text.size() when there is none).
+// Where to cut `text` so that the tokens do not change, whatever the tokenizer: before its
+// last space or newline that follows a character other than whitespace (no SentencePiece unit
+// of tokenizer/encoder.h and no GPT-2 piece of tokenizer/gpt2_pretokenizer.h spans that
+// point, and neither side's pieces depend on the other), else at the start of its last
+// character (text.size() when there is none).
 size_t segment_cut(std::string_view text);
 
 class SegmentBuilder {

@@ -10,9 +10,17 @@ bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 }  // namespace
 
 size_t character_length(const char* text, size_t available) {
+    char32_t ignored = 0;
+    return decode_character(text, available, ignored);
+}
+
+size_t decode_character(const char* text, size_t available, char32_t& decoded) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(text);
     const unsigned char lead = bytes[0];
-    if (lead < 0x80) return 1;
+    if (lead < 0x80) {
+        decoded = lead;
+        return 1;
+    }
     size_t length = 0;
     uint32_t code_point = 0;
     if ((lead & 0xE0) == 0xC0) {
@@ -36,6 +44,7 @@ size_t character_length(const char* text, size_t available) {
     if (code_point < smallest[length]) return 0;                 // overlong form
     if (code_point >= 0xD800 && code_point <= 0xDFFF) return 0;  // surrogate
     if (code_point > 0x10FFFF) return 0;
+    decoded = code_point;
     return length;
 }
 

@@ -11,6 +11,8 @@ namespace mixgpt::utf8 {
 // Length in bytes of the valid UTF-8 character starting at `text` (1 to 4),
 // or 0 when the bytes there do not start a valid character. `available` > 0.
 size_t character_length(const char* text, size_t available);
+// The same, and the character's code point in `code_point` when valid.
+size_t decode_character(const char* text, size_t available, char32_t& code_point);
 
 // Length of the longest prefix of [text, text + size) that is valid UTF-8.
 size_t valid_prefix_length(const char* text, size_t size);

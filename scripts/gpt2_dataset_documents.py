@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""Writes the documents of a GPT-2-tokenized mixgpt dataset as JSON lines {"text": ..., "ids": [...]}:
+each document's token ids (end-of-text token removed) and its text, decoded with the dataset's
+encoder.json or vocab.json in plain Python (GPT-2's byte alphabet, no mixgpt code). For
+scripts/check_gpt2_tokenizer.sh and scripts/make_gpt2_fixtures.sh; needs h5py (Debian's python3-h5py).
+
+  /usr/bin/python3 scripts/gpt2_dataset_documents.py data/kjv_gpt2/dataset.h5 [--split train] > docs.jsonl
+"""
+import argparse
+import json
+import os
+import sys
+
+import h5py
+
+
+def byte_alphabet():
+    """GPT-2's bytes_to_unicode: the character each byte is written as."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    characters, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            characters[byte] = chr(byte)
+        else:
+            characters[byte] = chr(256 + extra)
+            extra += 1
+    return {character: byte for byte, character in characters.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dataset")
+    parser.add_argument("--split", default="train")
+    args = parser.parse_args()
+    with h5py.File(args.dataset, "r") as dataset:
+        attribute = lambda name: dataset.attrs[name].decode() if isinstance(dataset.attrs[name], bytes) else dataset.attrs[name]
+        if "tokenizer_kind" not in dataset.attrs or attribute("tokenizer_kind") != "gpt2":
+            sys.exit(f"{args.dataset}: not a GPT-2-tokenized dataset")
+        vocabulary_file = os.path.join(os.path.dirname(args.dataset), attribute("tokenizer_file"))
+        eot = int(dataset.attrs["eot_id"])
+        tokens = dataset[f"/{args.split}/tokens"][:]
+        offsets = dataset[f"/{args.split}/doc_offsets"][:]
+    if vocabulary_file.endswith(".tiktoken"):
+        sys.exit(f"{vocabulary_file}: decode needs encoder.json or vocab.json")
+    with open(vocabulary_file, encoding="utf-8") as file:
+        vocabulary = json.load(file)
+    to_byte = byte_alphabet()
+    token_bytes = {}
+    for token, token_id in vocabulary.items():
+        token_bytes[token_id] = bytes(to_byte[c] for c in token)
+    out = sys.stdout
+    for d in range(len(offsets) - 1):
+        ids = [int(i) for i in tokens[offsets[d]:offsets[d + 1]]]
+        if ids and ids[-1] == eot:
+            ids.pop()
+        text = b"".join(token_bytes[i] for i in ids).decode("utf-8")
+        out.write(json.dumps({"text": text, "ids": ids}, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

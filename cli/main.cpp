@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/openmp_waits.h"
@@ -28,6 +29,15 @@ namespace {
     std::fprintf(stderr, "mixgpt: fatal error: %s\n", what);
     std::fflush(stderr);
     std::_Exit(1);
+}
+
+// What to change when the command ran out of memory: its batch shape where it has one.
+std::string out_of_memory_advice(const CLI::App& app) {
+    for (const CLI::App* command : app.get_subcommands())
+        if (command->get_option_no_throw("--batch-size") != nullptr &&
+            command->get_option_no_throw("--seq-len") != nullptr)
+            return "use a smaller --batch-size/-b or --seq-len/-t";
+    return "free memory, or raise the limit on it (ulimit -v, the cgroup's memory.max)";
 }
 
 }  // namespace
@@ -60,9 +70,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mixgpt: %s (see --help)\n", error.what());
         return 2;
     } catch (const std::bad_alloc&) {
-        std::fprintf(stderr,
-                     "mixgpt: error: out of memory (std::bad_alloc): use a smaller --batch-size/-b or "
-                     "--seq-len/-t\n");
+        std::fprintf(stderr, "mixgpt: error: out of memory (std::bad_alloc): %s\n",
+                     out_of_memory_advice(app).c_str());
         return 1;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt: error: %s\n", error.what());

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/threads_option.h"
 #include "cli/device_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
@@ -126,7 +127,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--device-index", o.device_index, "CUDA device ordinal")
         ->capture_default_str()
         ->group("Run");
-    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
+    add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
     command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (0: only at the end)")
         ->capture_default_str()
         ->group("Run");
@@ -146,10 +147,20 @@ void add_train_command(CLI::App& app) {
         ->group("Run");
     command
         ->add_option("--resume", o.resume,
-                     "continue from the newest valid checkpoint in the output directory (--resume) or a file "
-                     "(--resume FILE)")
+                     "continue from the newest valid checkpoint in the output directory (--resume; an error "
+                     "when there is none), from it or from scratch when there is none (--resume if-present), "
+                     "or from a file (--resume FILE)")
         ->expected(0, 1)
         ->default_str("auto")
+        ->group("Run");
+    command
+        ->add_flag("--overwrite", o.overwrite,
+                   "the output directory holds another run: move its files into replaced-<time>/ inside it and "
+                   "start a new run (without it such a directory is refused)")
+        ->group("Run");
+    command
+        ->add_flag("--allow-nonfinite", o.allow_nonfinite,
+                   "resume even from weights, AdamW moments or a loss scale that are NaN or Inf")
         ->group("Run");
     command->add_flag("--dry-run", o.dry_run, "print the memory plan for each recompute policy and exit")
         ->group("Run");

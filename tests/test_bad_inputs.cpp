@@ -260,7 +260,7 @@ std::vector<BadInput> bad_inputs() {
          1,
          {"total-batch-tokens", "100"}},
         {"train: beta1 out of range", train_with({"--beta1", "1.5"}), 1, {"beta1"}},
-        {"train: negative threads", train_with({"--threads", "-2"}), 1, {"threads", "-2"}},
+        {"train: negative threads", train_with({"--threads", "-2"}), 2, {"--threads", "-2"}},
         {"train: keep no checkpoint", train_with({"--keep-checkpoints", "0"}), 1, {"keep-checkpoints"}},
         {"train: unknown loss scale", train_with({"--loss-scale", "huge"}), 1, {"huge"}},
         {"train: stochastic rounding in fp32",

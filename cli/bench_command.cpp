@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/threads_option.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/atomic_file.h"
 #include "core/error.h"

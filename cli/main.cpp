@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <exception>
 #include <new>
-#include <string>
 
 #include "cli/commands.h"
 #include "cli/openmp_waits.h"
+#include "cli/out_of_memory.h"
 #include "core/error.h"
 
 namespace {
@@ -29,15 +29,6 @@ namespace {
     std::fprintf(stderr, "mixgpt: fatal error: %s\n", what);
     std::fflush(stderr);
     std::_Exit(1);
-}
-
-// What to change when the command ran out of memory: its batch shape where it has one.
-std::string out_of_memory_advice(const CLI::App& app) {
-    for (const CLI::App* command : app.get_subcommands())
-        if (command->get_option_no_throw("--batch-size") != nullptr &&
-            command->get_option_no_throw("--seq-len") != nullptr)
-            return "use a smaller --batch-size/-b or --seq-len/-t";
-    return "free memory, or raise the limit on it (ulimit -v, the cgroup's memory.max)";
 }
 
 }  // namespace
@@ -71,7 +62,7 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "mixgpt: error: out of memory (std::bad_alloc): %s\n",
-                     out_of_memory_advice(app).c_str());
+                     mixgpt::cli::out_of_memory_advice(app).c_str());
         return 1;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt: error: %s\n", error.what());

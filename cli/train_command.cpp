@@ -1,10 +1,12 @@
 // `mixgpt train`: flags (or a TOML file) onto TrainOptions, then run_training or, with
 // --dry-run, the memory plans.
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "cli/commands.h"
-#include "cli/threads_option.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
 
@@ -17,6 +19,22 @@ struct TrainArguments {
     std::string precision = "fp32";
     std::string recompute = "none";
 };
+
+// CLI11 2.1 turns a number too large for int64 into INT64_MAX without a word.
+CLI::Validator fits_int64() {
+    return CLI::Validator(
+        [](std::string& input) -> std::string {
+            try {
+                static_cast<void>(std::stoll(input));
+            } catch (const std::out_of_range&) {
+                return input + " does not fit a 64-bit integer (at most 9223372036854775807)";
+            } catch (const std::exception&) {
+                // not a number: the conversion says so
+            }
+            return "";
+        },
+        "INT64");
+}
 
 void run(TrainArguments& arguments) {
     TrainOptions& options = arguments.options;
@@ -62,8 +80,10 @@ void add_train_command(CLI::App& app) {
                      "tokens per optimizer step (a multiple of B*T*ranks; 0: B*T*ranks)")
         ->capture_default_str()
         ->group("Data");
-    command->add_option("--steps", o.steps, "optimizer steps")->group("Data");
-    command->add_option("--tokens", o.token_budget, "token budget instead of --steps")->group("Data");
+    command->add_option("--steps", o.steps, "optimizer steps")->check(fits_int64())->group("Data");
+    command->add_option("--tokens", o.token_budget, "token budget instead of --steps")
+        ->check(fits_int64())
+        ->group("Data");
 
     command->add_option("--lr", o.learning_rate, "peak learning rate")
         ->capture_default_str()

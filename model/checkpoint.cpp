@@ -67,8 +67,16 @@ int64_t element_count(const std::vector<int64_t>& shape) {
     return count;
 }
 
+// Checked before allocating: a damaged shape attribute (n_layer 48 over a d2's data) would
+// otherwise ask for gigabytes and end as "out of memory".
 template <typename T>
 std::vector<T> read_vector(const h5::File& file, const std::string& name, h5::Type type, int64_t expected) {
+    const int64_t stored = element_count(file.shape(name));
+    MIXGPT_REQUIRE(stored == expected,
+                   format("%s: dataset '%s' has %lld values, the model shape of its attributes needs %lld (a damaged "
+                          "checkpoint)",
+                          file.path().c_str(), name.c_str(), static_cast<long long>(stored),
+                          static_cast<long long>(expected)));
     std::vector<T> values(static_cast<size_t>(expected));
     file.read(name, type, values.data(), expected);
     return values;

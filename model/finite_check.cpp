@@ -41,10 +41,10 @@ void require_finite_part(const ParameterLayout& layout, const std::string& path,
         total += count;
     }
     if (first == nullptr) return;
-    throw Error(format("%s: tensor '%s' of the %s has %lld non-finite values (NaN or Inf), %lld in all; "
+    throw Error(format("%s: tensor '%s' of the %s has %lld non-finite value%s (NaN or Inf), %lld in all; "
                        "refusing the checkpoint (%s accepts it)",
                        path.c_str(), first->name.c_str(), part, static_cast<long long>(first_count),
-                       static_cast<long long>(total), kAllowNonfiniteOption));
+                       first_count == 1 ? "" : "s", static_cast<long long>(total), kAllowNonfiniteOption));
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ void add_export_command(CLI::App& app) {
     command->add_option(
         "--reference-out", reference->output,
         "also write mixgpt's token ids, logits and greedy continuation here, on the CPU in FP32, "
-        "for scripts/hf_transformers_check.py");
+        "for scripts/hf_transformers_check.py (a non-empty folder is replaced only with --force)");
     command
         ->add_option("--reference-tokens", reference->logits_tokens,
                      "validation tokens whose logits go into --reference-out")

@@ -68,7 +68,9 @@ void fill_buffer_pool(void* library, int threads) {
 }
 
 // dlopen with OMP_NUM_THREADS=1, so that OpenBLAS's start-up pool is one buffer; the variable is
-// put back at once (libgomp read it long before, at process start).
+// put back at once (libgomp read it long before, at process start). setenv is not safe while
+// another thread reads the environment: the first backend is made before mixgpt's own threads
+// (data loader, watchdog) start, and OpenMP's idle workers read none.
 void* open_library() {
     const char* previous = std::getenv("OMP_NUM_THREADS");
     const std::string saved = previous != nullptr ? previous : "";

@@ -26,9 +26,11 @@ void add_export_command(CLI::App& app) {
     command->add_option("--dtype", options->dtype, "fp32, bf16 or fp16 (rounded from the FP32 masters)")
         ->capture_default_str();
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
-    command->add_flag("--force", options->force,
-                      "replace an existing non-empty output folder (never an input, a file, or a run in use)");
-    command->add_flag("--allow-nonfinite", options->allow_nonfinite, "export weights that are NaN or Inf anyway");
+    command->add_flag(
+        "--force", options->force,
+        "replace an existing non-empty output folder (never an input, a file, or a run in use)");
+    command->add_flag("--allow-nonfinite", options->allow_nonfinite,
+                      "export weights that are NaN or Inf anyway");
     command->add_option(
         "--reference-out", reference->output,
         "also write mixgpt's token ids, logits and greedy continuation here, on the CPU in FP32, "
@@ -41,12 +43,11 @@ void add_export_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--new-tokens", reference->new_tokens, "the greedy continuation's length")
         ->capture_default_str();
-    add_threads_option(*command, reference->threads,
-                        "CPU threads for --reference-out (0: OpenMP's default)");
+    add_threads_option(*command, reference->threads, "CPU threads for --reference-out (0: OpenMP's default)");
     command->callback([options, reference] {
         if (!reference->output.empty())
-            interop::require_replaceable(reference->output, options->force, {options->source, options->output},
-                                         "--reference-out");
+            interop::require_replaceable(reference->output, options->force,
+                                         {options->source, options->output}, "--reference-out");
         const interop::ExportResult result = interop::export_hf(*options);
         std::cout << format("exported %s (step %lld) to %s: %d tensors, model.safetensors %.1f MB (%s)\n",
                             result.checkpoint.c_str(), static_cast<long long>(result.step),

@@ -36,7 +36,8 @@ void add_sample_command(CLI::App& app) {
     add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
     add_threads_option(*command, options->device.threads, "CPU threads (0: OpenMP's default)");
-    command->add_flag("--allow-nonfinite", options->allow_nonfinite, "use weights that are NaN or Inf anyway");
+    command->add_flag("--allow-nonfinite", options->allow_nonfinite,
+                      "use weights that are NaN or Inf anyway");
     command->add_option("--precision", options->device.precision,
                         "fp32, tf32, bf16, fp16 (default: training's)");
     command->callback([options] {

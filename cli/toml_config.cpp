@@ -4,9 +4,8 @@
 // as a parse_error ("[*" asserts in parse_key; found by fuzz/toml_config), and assert() aborts
 // mixgpt. Not through NDEBUG, which turns them into optimizer assumptions instead.
 #define TOML_ASSERT(expr) static_cast<void>(0)
-#include <toml++/toml.h>
-
 #include <sys/stat.h>
+#include <toml++/toml.h>
 
 #include <cerrno>
 #include <cstring>
@@ -92,10 +91,12 @@ std::string read_config_text(const std::string& path) {
     if (S_ISDIR(status.st_mode))
         throw CLI::ParseError(path + ": is a directory, not a config file", CLI::ExitCodes::FileError);
     if (!S_ISREG(status.st_mode))
-        throw CLI::ParseError(path + ": not a regular file (a device, pipe or socket); a config is a TOML file",
-                              CLI::ExitCodes::FileError);
+        throw CLI::ParseError(
+            path + ": not a regular file (a device, pipe or socket); a config is a TOML file",
+            CLI::ExitCodes::FileError);
     const auto too_large = [&](uintmax_t bytes) {
-        return CLI::ParseError(path + ": " + std::to_string(bytes) + " bytes or more; a config file may have " +
+        return CLI::ParseError(path + ": " + std::to_string(bytes) +
+                                   " bytes or more; a config file may have " +
                                    std::to_string(kMaxConfigBytes) + " bytes at most",
                                CLI::ExitCodes::FileError);
     };

@@ -174,9 +174,10 @@ void add_train_command(CLI::App& app) {
         ->default_str("auto")
         ->group("Run");
     command
-        ->add_flag("--overwrite", o.overwrite,
-                   "the output directory holds another run: move its files into replaced-<time>/ inside it and "
-                   "start a new run (without it such a directory is refused)")
+        ->add_flag(
+            "--overwrite", o.overwrite,
+            "the output directory holds another run: move its files into replaced-<time>/ inside it and "
+            "start a new run (without it such a directory is refused)")
         ->group("Run");
     command
         ->add_flag("--allow-nonfinite", o.allow_nonfinite,

@@ -78,7 +78,8 @@ AvailableMemory host_available_memory() {
 
 size_t address_space_headroom() {
     struct rlimit address_space {};
-    if (::getrlimit(RLIMIT_AS, &address_space) != 0 || address_space.rlim_cur == RLIM_INFINITY) return kUnlimited;
+    if (::getrlimit(RLIMIT_AS, &address_space) != 0 || address_space.rlim_cur == RLIM_INFINITY)
+        return kUnlimited;
     const size_t limit = static_cast<size_t>(address_space.rlim_cur);
     const size_t used = proc_kilobytes("/proc/self/status", "VmSize");
     return used != kUnlimited && used < limit ? limit - used : 0;

@@ -36,7 +36,8 @@ std::string describe_holder(int descriptor) {
 }
 
 bool same_file(int descriptor, const std::string& path) {
-    struct stat opened {}, named {};
+    struct stat opened {
+    }, named{};
     return ::fstat(descriptor, &opened) == 0 && ::stat(path.c_str(), &named) == 0 &&
            opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
 }
@@ -52,13 +53,13 @@ DirectoryLock::DirectoryLock(const std::string& directory) : path_(file_of(direc
     for (;;) {
         const int descriptor = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (descriptor < 0)
-            throw Error(path_ + ": cannot create the run directory's lock file (" + std::strerror(errno) + ")");
+            throw Error(path_ + ": cannot create the run directory's lock file (" + std::strerror(errno) +
+                        ")");
         if (::flock(descriptor, LOCK_EX | LOCK_NB) != 0) {
             const int reason = errno;
             const std::string holder = reason == EWOULDBLOCK ? describe_holder(descriptor) : "";
             ::close(descriptor);
-            if (reason != EWOULDBLOCK)
-                throw Error(path_ + ": cannot lock (" + std::strerror(reason) + ")");
+            if (reason != EWOULDBLOCK) throw Error(path_ + ": cannot lock (" + std::strerror(reason) + ")");
             throw Error(directory + ": in use by " + holder + " (lock " + path_ +
                         "); wait for it to end, or use another directory");
         }
@@ -88,7 +89,8 @@ std::string DirectoryLock::holder_of(const std::string& directory) {
     const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (descriptor < 0) return "";
     std::string holder;
-    if (::flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) holder = describe_holder(descriptor);
+    if (::flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        holder = describe_holder(descriptor);
     ::close(descriptor);
     return holder;
 }

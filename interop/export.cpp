@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/build_info.h"
 #include "core/dtype.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "eval/checkpoint_model.h"

@@ -17,12 +17,12 @@
 namespace mixgpt::interop {
 
 struct ExportOptions {
-    std::string source;          // a checkpoint file or a run directory (its newest valid checkpoint)
-    std::string output;          // the folder to write
-    std::string dtype = "fp32";  // fp32, bf16 or fp16
-    std::string tokenizer;       // "": the checkpoint's tokenizer (its SHA-256 must match either way)
-    bool force = false;          // replace an existing non-empty output folder (never an input, a file,
-                                 // or a run directory in use: interop/staging_directory.h)
+    std::string source;            // a checkpoint file or a run directory (its newest valid checkpoint)
+    std::string output;            // the folder to write
+    std::string dtype = "fp32";    // fp32, bf16 or fp16
+    std::string tokenizer;         // "": the checkpoint's tokenizer (its SHA-256 must match either way)
+    bool force = false;            // replace an existing non-empty output folder (never an input, a file,
+                                   // or a run directory in use: interop/staging_directory.h)
     bool allow_nonfinite = false;  // export weights that are NaN or Inf anyway
 };
 

@@ -102,11 +102,12 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool 
         MIXGPT_REQUIRE(found != nullptr, file.path + ": missing tensor '" + tensor.hf_name + "'");
         const std::vector<float> values = float_values(file, *found, tensor.hf_shape);
         const int64_t nonfinite = count_nonfinite(values.data(), static_cast<int64_t>(values.size()));
-        MIXGPT_REQUIRE(allow_nonfinite || nonfinite == 0,
-                       format("%s: tensor '%s' has %lld non-finite value%s (NaN or Inf); refusing the model (%s "
-                              "imports it anyway)",
-                              file.path.c_str(), found->name.c_str(), static_cast<long long>(nonfinite),
-                              nonfinite == 1 ? "" : "s", kAllowNonfiniteOption));
+        MIXGPT_REQUIRE(
+            allow_nonfinite || nonfinite == 0,
+            format("%s: tensor '%s' has %lld non-finite value%s (NaN or Inf); refusing the model (%s "
+                   "imports it anyway)",
+                   file.path.c_str(), found->name.c_str(), static_cast<long long>(nonfinite),
+                   nonfinite == 1 ? "" : "s", kAllowNonfiniteOption));
         from_gpt2(tensor, values.data(), parameters.data());
         used.insert(found->name);
         if (tensor.view->name == "wte") wte = values;

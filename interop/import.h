@@ -23,10 +23,10 @@
 namespace mixgpt::interop {
 
 struct ImportOptions {
-    std::string directory;  // the Hugging Face folder
-    std::string output;     // the run directory to create
-    bool force = false;     // replace an existing non-empty output directory (never an input, a
-                            // file, or a run in use: interop/staging_directory.h)
+    std::string directory;         // the Hugging Face folder
+    std::string output;            // the run directory to create
+    bool force = false;            // replace an existing non-empty output directory (never an input, a
+                                   // file, or a run in use: interop/staging_directory.h)
     bool allow_nonfinite = false;  // import weights that are NaN or Inf anyway
 };
 

@@ -61,7 +61,8 @@ void remove_stale_staging(const std::string& final_path) {
         const std::string entry_name = entry.path().filename().string();
         for (const std::string marker : {kReplacedMarker, kTemporaryMarker}) {
             const std::string prefix = name + marker;
-            if (entry_name.compare(0, prefix.size(), prefix) != 0 || !process_is_gone(entry_name.substr(prefix.size())))
+            if (entry_name.compare(0, prefix.size(), prefix) != 0 ||
+                !process_is_gone(entry_name.substr(prefix.size())))
                 continue;
             std::error_code ignored;
             if (fs::remove_all(entry.path(), ignored) != static_cast<std::uintmax_t>(-1))
@@ -75,8 +76,8 @@ void remove_stale_staging(const std::string& final_path) {
 
 void stop_if_signalled(const StopSignalGuard& signals, const std::string& output) {
     MIXGPT_REQUIRE(!signals.stop_requested(),
-                   format("%s: stopped by signal %d before it was complete; nothing was written", output.c_str(),
-                          signals.signal_number()));
+                   format("%s: stopped by signal %d before it was complete; nothing was written",
+                          output.c_str(), signals.signal_number()));
 }
 
 void require_replaceable(const std::string& final_path, bool replace, const std::vector<std::string>& inputs,
@@ -86,21 +87,25 @@ void require_replaceable(const std::string& final_path, bool replace, const std:
     for (const std::string& input : inputs) {
         if (input.empty()) continue;
         MIXGPT_REQUIRE(!is_within(resolved(input), output),
-                       final + ": " + (resolved(input) == output ? "is" : "contains") + " the input " + input +
-                           "; an output never replaces what the command reads: choose another " + option);
+                       final + ": " + (resolved(input) == output ? "is" : "contains") + " the input " +
+                           input + "; an output never replaces what the command reads: choose another " +
+                           option);
     }
     std::error_code error;
     const fs::file_status status = fs::status(final, error);
     if (!fs::exists(status)) return;
-    MIXGPT_REQUIRE(fs::is_directory(status), final + ": is a file, not a folder; " + option +
-                                                 " names the folder to write (--force replaces only a folder)");
+    MIXGPT_REQUIRE(fs::is_directory(status),
+                   final + ": is a file, not a folder; " + option +
+                       " names the folder to write (--force replaces only a folder)");
     const std::string holder = DirectoryLock::holder_of(final);
-    MIXGPT_REQUIRE(holder.empty(), final + ": a run directory in use by " + holder + "; choose another " + option);
-    MIXGPT_REQUIRE(replace || fs::is_empty(final, error), final + ": exists and is not empty (--force replaces it)");
+    MIXGPT_REQUIRE(holder.empty(),
+                   final + ": a run directory in use by " + holder + "; choose another " + option);
+    MIXGPT_REQUIRE(replace || fs::is_empty(final, error),
+                   final + ": exists and is not empty (--force replaces it)");
 }
 
-StagingDirectory::StagingDirectory(std::string final_path, bool replace, const std::vector<std::string>& inputs,
-                                   const std::string& option)
+StagingDirectory::StagingDirectory(std::string final_path, bool replace,
+                                   const std::vector<std::string>& inputs, const std::string& option)
     : final_path_(without_trailing_separator(final_path)),
       temporary_path_(final_path_ + kTemporaryMarker + std::to_string(::getpid())) {
     require_replaceable(final_path_, replace, inputs, option);
@@ -125,7 +130,8 @@ void StagingDirectory::commit() {
     const bool exists = fs::exists(final_path_, error);
     if (exists) {
         const std::string holder = DirectoryLock::holder_of(final_path_);
-        MIXGPT_REQUIRE(holder.empty(), final_path_ + ": a run directory in use by " + holder + " since this began; not replaced");
+        MIXGPT_REQUIRE(holder.empty(), final_path_ + ": a run directory in use by " + holder +
+                                           " since this began; not replaced");
         fs::rename(final_path_, replaced, error);
         MIXGPT_REQUIRE(!error, final_path_ + ": cannot replace (" + error.message() + ")");
     }

@@ -72,11 +72,12 @@ int64_t element_count(const std::vector<int64_t>& shape) {
 template <typename T>
 std::vector<T> read_vector(const h5::File& file, const std::string& name, h5::Type type, int64_t expected) {
     const int64_t stored = element_count(file.shape(name));
-    MIXGPT_REQUIRE(stored == expected,
-                   format("%s: dataset '%s' has %lld values, the model shape of its attributes needs %lld (a damaged "
-                          "checkpoint)",
-                          file.path().c_str(), name.c_str(), static_cast<long long>(stored),
-                          static_cast<long long>(expected)));
+    MIXGPT_REQUIRE(
+        stored == expected,
+        format("%s: dataset '%s' has %lld values, the model shape of its attributes needs %lld (a damaged "
+               "checkpoint)",
+               file.path().c_str(), name.c_str(), static_cast<long long>(stored),
+               static_cast<long long>(expected)));
     std::vector<T> values(static_cast<size_t>(expected));
     file.read(name, type, values.data(), expected);
     return values;
@@ -319,7 +320,8 @@ std::string newest_valid_checkpoint(const std::string& directory) {
     return "";
 }
 
-std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep, const std::string& run_id,
+std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep,
+                                                const std::string& run_id,
                                                 const std::string& protected_path) {
     MIXGPT_REQUIRE(keep >= 1, "keep-checkpoints: must be at least 1");
     std::vector<std::string> lineage;  // oldest first

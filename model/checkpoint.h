@@ -80,7 +80,7 @@ std::string newest_valid_checkpoint(const std::string& directory);
 // Removes the checkpoints of lineage `run_id` in `directory` but the newest `keep` (by step) and
 // `protected_path` (the one just written and reported); checkpoints of any other lineage, or of
 // none, are never touched. Returns the paths removed.
-std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep, const std::string& run_id,
-                                                const std::string& protected_path);
+std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep,
+                                                const std::string& run_id, const std::string& protected_path);
 
 }  // namespace mixgpt

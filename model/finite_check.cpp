@@ -41,10 +41,11 @@ void require_finite_part(const ParameterLayout& layout, const std::string& path,
         total += count;
     }
     if (first == nullptr) return;
-    throw Error(format("%s: tensor '%s' of the %s has %lld non-finite value%s (NaN or Inf), %lld in all; "
-                       "refusing the checkpoint (%s accepts it)",
-                       path.c_str(), first->name.c_str(), part, static_cast<long long>(first_count),
-                       first_count == 1 ? "" : "s", static_cast<long long>(total), kAllowNonfiniteOption));
+    throw Error(
+        format("%s: tensor '%s' of the %s has %lld non-finite value%s (NaN or Inf), %lld in all; "
+               "refusing the checkpoint (%s accepts it)",
+               path.c_str(), first->name.c_str(), part, static_cast<long long>(first_count),
+               first_count == 1 ? "" : "s", static_cast<long long>(total), kAllowNonfiniteOption));
 }
 
 }  // namespace
@@ -56,7 +57,9 @@ int64_t count_nonfinite(const float* values, int64_t n) {
 void require_finite_checkpoint(const Checkpoint& checkpoint, const std::string& path) {
     const ParameterLayout layout(checkpoint.config);
     const auto floats = [&](const std::vector<float>& values) {
-        return [&values](int64_t offset, int64_t numel) { return count_nonfinite(values.data() + offset, numel); };
+        return [&values](int64_t offset, int64_t numel) {
+            return count_nonfinite(values.data() + offset, numel);
+        };
     };
     require_finite_part(layout, path, "FP32 weights", floats(checkpoint.parameters));
     if (!checkpoint.working_bits.empty()) {
@@ -65,8 +68,10 @@ void require_finite_checkpoint(const Checkpoint& checkpoint, const std::string& 
             return count_all_ones_exponent(checkpoint.working_bits.data() + offset, numel, mask);
         });
     }
-    if (!checkpoint.adam_m.empty()) require_finite_part(layout, path, "AdamW first moments", floats(checkpoint.adam_m));
-    if (!checkpoint.adam_v.empty()) require_finite_part(layout, path, "AdamW second moments", floats(checkpoint.adam_v));
+    if (!checkpoint.adam_m.empty())
+        require_finite_part(layout, path, "AdamW first moments", floats(checkpoint.adam_m));
+    if (!checkpoint.adam_v.empty())
+        require_finite_part(layout, path, "AdamW second moments", floats(checkpoint.adam_v));
     const float scale = checkpoint.status.loss_scale;
     MIXGPT_REQUIRE(std::isfinite(scale) && scale > 0,
                    format("%s: the loss scale is %g, not a finite positive number; refusing the checkpoint "

@@ -67,8 +67,8 @@ inline std::unique_ptr<TempDirectory> make_bad_input_fixture(const std::string& 
         std::filesystem::copy(testing_support::tiny_dataset().corpus_directory + "/" + name,
                               d.file(std::string("corpus/") + name));
     const Outcome trained =
-        wait_for(spawn({"train", "--dataset", d.file("data"), "--model", "d2", "--n-embd", "32", "-b", "4", "-t",
-                        "16", "--threads", "1", "--steps", "2", "-o", d.file("run")},
+        wait_for(spawn({"train", "--dataset", d.file("data"), "--model", "d2", "--n-embd", "32", "-b", "4",
+                        "-t", "16", "--threads", "1", "--steps", "2", "-o", d.file("run")},
                        d.file("out.txt"), d.file("err.txt")),
                  d.file("out.txt"), d.file("err.txt"));
     EXPECT_EQ(trained.exit_status, 0) << trained.err;
@@ -83,8 +83,8 @@ public:
     explicit BadInputRunner(const TempDirectory& fixture) : fixture_(fixture) {}
 
     std::string substitute(std::string text) const {
-        for (const auto& [key, value] :
-             {std::pair<std::string, std::string>{"{DATA}", fixture_.file("data")}, {"{D}", fixture_.path()}}) {
+        for (const auto& [key, value] : {std::pair<std::string, std::string>{"{DATA}", fixture_.file("data")},
+                                         {"{D}", fixture_.path()}}) {
             for (size_t at = text.find(key); at != std::string::npos; at = text.find(key))
                 text.replace(at, key.size(), value);
         }
@@ -100,8 +100,9 @@ public:
     // `mixgpt arguments...` (placeholders substituted), killed and reported hung after `deadline`.
     Outcome run(const std::vector<std::string>& arguments, const SpawnLimits& limits = {},
                 std::chrono::seconds deadline = std::chrono::seconds(60)) const {
-        return wait_for(spawn(substitute_all(arguments), output_.file("out.txt"), output_.file("err.txt"), limits),
-                        output_.file("out.txt"), output_.file("err.txt"), deadline);
+        return wait_for(
+            spawn(substitute_all(arguments), output_.file("out.txt"), output_.file("err.txt"), limits),
+            output_.file("out.txt"), output_.file("err.txt"), deadline);
     }
 
     // Runs one case; checks everything the file comment lists. Returns the error line.
@@ -115,7 +116,8 @@ public:
         std::string line;
         EXPECT_TRUE(is_one_error_line(outcome.err, line));
         for (const std::string& expected : bad.expected)
-            EXPECT_NE(line.find(substitute(expected)), std::string::npos) << "'" << expected << "' not in: " << line;
+            EXPECT_NE(line.find(substitute(expected)), std::string::npos)
+                << "'" << expected << "' not in: " << line;
         expect_unchanged(before);
         return line;
     }

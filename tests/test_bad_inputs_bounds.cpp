@@ -37,8 +37,9 @@ protected:
 };
 
 std::vector<std::string> tiny_bench(const std::vector<std::string>& extra) {
-    std::vector<std::string> arguments = {"bench", "--model", "d2", "--n-embd", "32", "--vocab-size", "100", "-b",
-                                          "1", "-t", "8", "--steps", "1", "--warmup-steps", "0", "--precision", "fp32"};
+    std::vector<std::string> arguments = {
+        "bench", "--model", "d2", "--n-embd",       "32", "--vocab-size", "100", "-b", "1", "-t",
+        "8",     "--steps", "1",  "--warmup-steps", "0",  "--precision",  "fp32"};
     arguments.insert(arguments.end(), extra.begin(), extra.end());
     return arguments;
 }
@@ -51,29 +52,53 @@ std::vector<BadInput> bounds_cases() {
         return arguments;
     };
     return {
-        {"prepare: --threads 100000", with({"prepare", "--output", "{D}/new", "{D}/corpus"}, threads), 2,
+        {"prepare: --threads 100000",
+         with({"prepare", "--output", "{D}/new", "{D}/corpus"}, threads),
+         2,
          {"--threads", too_many}},
         {"train: --threads 100000", train_with(threads), 2, {"--threads", too_many, "per processor"}},
         {"eval: --threads 100000", with({"eval", "{D}/run"}, threads), 2, {"--threads", too_many}},
         {"sample: --threads 100000", with({"sample", "{D}/run"}, threads), 2, {"--threads", too_many}},
         {"bench: --threads 100000", tiny_bench(threads), 2, {"--threads", too_many}},
-        {"study: --threads 100000", with({"study", "--dataset", "{DATA}", "-o", "{D}/study"}, threads), 2,
+        {"study: --threads 100000",
+         with({"study", "--dataset", "{DATA}", "-o", "{D}/study"}, threads),
+         2,
          {"--threads", too_many}},
-        {"export: --threads 100000", with({"export", "{D}/run", "-o", "{D}/hf", "--reference-out", "{D}/ref"}, threads),
-         2, {"--threads", too_many}},
-        {"train: --threads 20000", train_with({"--threads", "20000"}), 2, {"--threads", "20000 is more than"}},
-        {"train: --threads beyond int", train_with({"--threads", "3000000000"}), 2, {"--threads", "3000000000"}},
-        {"eval: threads = 100000 in the config", {"eval", "{D}/run", "--config", "{D}/threads.toml"}, 2,
+        {"export: --threads 100000",
+         with({"export", "{D}/run", "-o", "{D}/hf", "--reference-out", "{D}/ref"}, threads),
+         2,
          {"--threads", too_many}},
-        {"train: --config /dev/zero", train_with({"--config", "/dev/zero"}), 2,
+        {"train: --threads 20000",
+         train_with({"--threads", "20000"}),
+         2,
+         {"--threads", "20000 is more than"}},
+        {"train: --threads beyond int",
+         train_with({"--threads", "3000000000"}),
+         2,
+         {"--threads", "3000000000"}},
+        {"eval: threads = 100000 in the config",
+         {"eval", "{D}/run", "--config", "{D}/threads.toml"},
+         2,
+         {"--threads", too_many}},
+        {"train: --config /dev/zero",
+         train_with({"--config", "/dev/zero"}),
+         2,
          {"/dev/zero: not a regular file"}},
-        {"train: --config a link to /dev/zero", train_with({"--config", "{D}/zero.toml"}), 2,
+        {"train: --config a link to /dev/zero",
+         train_with({"--config", "{D}/zero.toml"}),
+         2,
          {"{D}/zero.toml: not a regular file"}},
-        {"train: --config a named pipe", train_with({"--config", "{D}/pipe.toml"}), 2,
+        {"train: --config a named pipe",
+         train_with({"--config", "{D}/pipe.toml"}),
+         2,
          {"{D}/pipe.toml: not a regular file"}},
-        {"eval: --config over 1 MiB", {"eval", "{D}/run", "--config", "{D}/huge.toml"}, 2,
+        {"eval: --config over 1 MiB",
+         {"eval", "{D}/run", "--config", "{D}/huge.toml"},
+         2,
          {"{D}/huge.toml", "1048576 bytes at most"}},
-        {"train: --tokens beyond int64", train_with({"--steps", "0", "--tokens", "99999999999999999999"}), 2,
+        {"train: --tokens beyond int64",
+         train_with({"--steps", "0", "--tokens", "99999999999999999999"}),
+         2,
          {"--tokens", "99999999999999999999"}},
     };
 }

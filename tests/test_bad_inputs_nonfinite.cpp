@@ -37,9 +37,9 @@ void reseal_checkpoint(const std::string& path) {
     std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     CheckpointHeader header = parse_checkpoint_header(bytes.data(), bytes.size(), path);
     header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
-    header.payload_crc32 = static_cast<uint32_t>(
-        crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
-              static_cast<uInt>(header.payload_bytes)));
+    header.payload_crc32 =
+        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
+                                    static_cast<uInt>(header.payload_bytes)));
     const std::string block = checkpoint_header_block(header);
     std::fstream(path, std::ios::binary | std::ios::in | std::ios::out).write(block.data(), block.size());
 }
@@ -121,34 +121,66 @@ std::vector<BadInput> nonfinite_cases() {
         "tensor 'h.0.attn.c_attn.weight' of the FP32 weights has 3 non-finite values (NaN or Inf), 3 in all";
     const std::string allow = "--allow-nonfinite";
     return {
-        {"eval: NaN and Inf weights", {"eval", "{D}/nan_weights.h5", "--threads", "1"}, 1,
+        {"eval: NaN and Inf weights",
+         {"eval", "{D}/nan_weights.h5", "--threads", "1"},
+         1,
          {"{D}/nan_weights.h5", weights, allow}},
-        {"eval: a run directory whose checkpoint has NaN weights", {"eval", "{D}/nan_run", "--threads", "1"}, 1,
+        {"eval: a run directory whose checkpoint has NaN weights",
+         {"eval", "{D}/nan_run", "--threads", "1"},
+         1,
          {"{D}/nan_run/checkpoints/step_00000002.h5", weights}},
-        {"sample: NaN and Inf weights", {"sample", "{D}/nan_weights.h5", "--threads", "1"}, 1, {weights, allow}},
-        {"export: NaN and Inf weights", {"export", "{D}/nan_weights.h5", "-o", "{D}/new_hf"}, 1, {weights, allow}},
-        {"train: --resume FILE with NaN weights", train_with({"--resume", "{D}/nan_weights.h5"}), 1,
+        {"sample: NaN and Inf weights",
+         {"sample", "{D}/nan_weights.h5", "--threads", "1"},
+         1,
          {weights, allow}},
-        {"train: --resume a run whose checkpoint has NaN weights", train_with({"--resume"}, "{D}/nan_run"), 1,
+        {"export: NaN and Inf weights",
+         {"export", "{D}/nan_weights.h5", "-o", "{D}/new_hf"},
+         1,
+         {weights, allow}},
+        {"train: --resume FILE with NaN weights",
+         train_with({"--resume", "{D}/nan_weights.h5"}),
+         1,
+         {weights, allow}},
+        {"train: --resume a run whose checkpoint has NaN weights",
+         train_with({"--resume"}, "{D}/nan_run"),
+         1,
          {weights}},
-        {"train: --resume Inf AdamW moments", train_with({"--resume", "{D}/inf_moments.h5"}), 1,
+        {"train: --resume Inf AdamW moments",
+         train_with({"--resume", "{D}/inf_moments.h5"}),
+         1,
          {"tensor 'wte' of the AdamW second moments has 2 non-finite values", allow}},
-        {"train: --resume a NaN loss scale", train_with({"--resume", "{D}/nan_scale.h5"}), 1,
+        {"train: --resume a NaN loss scale",
+         train_with({"--resume", "{D}/nan_scale.h5"}),
+         1,
          {"{D}/nan_scale.h5: the loss scale is nan", allow}},
-        {"eval: NaN in the bf16 working copy", {"eval", "{D}/nan_working.h5", "--threads", "1"}, 1,
+        {"eval: NaN in the bf16 working copy",
+         {"eval", "{D}/nan_working.h5", "--threads", "1"},
+         1,
          {"tensor 'ln_f.weight' of the 16-bit working copy has 1 non-finite value", allow}},
         {"train: --resume NaN in the bf16 working copy",
-         train_with({"--resume", "{D}/nan_working.h5", "--precision", "bf16"}), 1, {"16-bit working copy"}},
-        {"import: a NaN tensor", {"import", "{D}/hf_nan", "-o", "{D}/new_run"}, 1,
+         train_with({"--resume", "{D}/nan_working.h5", "--precision", "bf16"}),
+         1,
+         {"16-bit working copy"}},
+        {"import: a NaN tensor",
+         {"import", "{D}/hf_nan", "-o", "{D}/new_run"},
+         1,
          {"{D}/hf_nan/model.safetensors: tensor 'transformer.h.0.attn.c_attn.weight' has 1 non-finite value",
           allow}},
-        {"import --force: a NaN tensor", {"import", "{D}/hf_nan", "-o", "{D}/corpus", "--force"}, 1,
+        {"import --force: a NaN tensor",
+         {"import", "{D}/hf_nan", "-o", "{D}/corpus", "--force"},
+         1,
          {"non-finite", allow}},
-        {"eval: a negative step", {"eval", "{D}/negative_step.h5", "--threads", "1"}, 1,
+        {"eval: a negative step",
+         {"eval", "{D}/negative_step.h5", "--threads", "1"},
+         1,
          {"{D}/negative_step.h5: attribute 'step' is -5; a count cannot be negative"}},
-        {"train: --resume a negative step", train_with({"--resume", "{D}/negative_step.h5"}), 1,
+        {"train: --resume a negative step",
+         train_with({"--resume", "{D}/negative_step.h5"}),
+         1,
          {"attribute 'step' is -5"}},
-        {"eval: a shape attribute that does not match the data", {"eval", "{D}/damaged_shape.h5"}, 1,
+        {"eval: a shape attribute that does not match the data",
+         {"eval", "{D}/damaged_shape.h5"},
+         1,
          {"{D}/damaged_shape.h5: dataset 'parameters' has", "the model shape of its attributes needs"}},
     };
 }
@@ -173,9 +205,10 @@ TEST_F(BadNonfiniteTest, AllowNonfiniteAcceptsWhatIsRefusedOtherwise) {
         runner_.run({"import", "{D}/hf_nan", "-o", scratch.file("imported"), "--allow-nonfinite"});
     ASSERT_EQ(imported.exit_status, 0) << imported.err;
     const Checkpoint with_nan = read_checkpoint(checkpoint_path(scratch.file("imported/checkpoints"), 2));
-    EXPECT_EQ(count_nonfinite(with_nan.parameters.data(), static_cast<int64_t>(with_nan.parameters.size())), 1);
-    const Outcome resumed = runner_.run(
-        train_with({"--resume", "{D}/inf_moments.h5", "--steps", "3", "--allow-nonfinite"}, scratch.file("run")));
+    EXPECT_EQ(count_nonfinite(with_nan.parameters.data(), static_cast<int64_t>(with_nan.parameters.size())),
+              1);
+    const Outcome resumed = runner_.run(train_with(
+        {"--resume", "{D}/inf_moments.h5", "--steps", "3", "--allow-nonfinite"}, scratch.file("run")));
     EXPECT_EQ(resumed.exit_status, 0) << resumed.err;
 }
 
@@ -204,7 +237,7 @@ TEST(BadMessagesTest, OutOfMemoryAdviceNamesOptionsTheCommandHas) {
         cli::add_export_command(app);
         cli::add_import_command(app);
         std::reverse(arguments.begin(), arguments.end());  // CLI11 takes them last first
-        EXPECT_THROW(app.parse(arguments), Error);       // the work itself fails: no such checkpoint
+        EXPECT_THROW(app.parse(arguments), Error);         // the work itself fails: no such checkpoint
         return cli::out_of_memory_advice(app);
     };
     const std::string absent = scratch.file("absent.h5");

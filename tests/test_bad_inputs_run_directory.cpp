@@ -75,8 +75,13 @@ std::vector<BadInput> run_directory_cases() {
          train_with({"--resume", "if-present"}, "{D}/damaged_run"),
          1,
          {"none of the 1 checkpoints", "is valid"}},
-        {"train: --resume FILE that is missing", train_with({"--resume", "{D}/absent.h5"}), 1, {"{D}/absent.h5"}},
-        {"train: --overwrite with --resume", train_with({"--overwrite", "--resume"}, "{D}/run"), 1,
+        {"train: --resume FILE that is missing",
+         train_with({"--resume", "{D}/absent.h5"}),
+         1,
+         {"{D}/absent.h5"}},
+        {"train: --overwrite with --resume",
+         train_with({"--overwrite", "--resume"}, "{D}/run"),
+         1,
          {"overwrite", "--resume"}},
         {"train: --overwrite moving aside the checkpoint to resume",
          train_with({"--overwrite", "--resume", ckpt}, "{D}/run"),
@@ -164,8 +169,8 @@ TEST_F(BadRunDirectoryTest, LockedRunDirectoryIsRefusedByEveryWriter) {
 TEST_F(BadRunDirectoryTest, SecondWriterIsRefusedWhileTheFirstRuns) {
     TempDirectory scratch("mixgpt_two_writers");
     const std::string run = scratch.file("run");
-    const pid_t first = spawn(runner_.substitute_all(train_with({"--steps", "10000000"}, run)), scratch.file("out1"),
-                              scratch.file("err1"));
+    const pid_t first = spawn(runner_.substitute_all(train_with({"--steps", "10000000"}, run)),
+                              scratch.file("out1"), scratch.file("err1"));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (read_text(DirectoryLock::file_of(run)).rfind("pid " + std::to_string(first) + " ", 0) != 0 &&
            std::chrono::steady_clock::now() < deadline)
@@ -174,9 +179,11 @@ TEST_F(BadRunDirectoryTest, SecondWriterIsRefusedWhileTheFirstRuns) {
     std::string line;
     EXPECT_EQ(second.exit_status, 1) << second.err;
     EXPECT_TRUE(is_one_error_line(second.err, line));
-    EXPECT_NE(line.find(run + ": in use by process " + std::to_string(first) + " on "), std::string::npos) << line;
+    EXPECT_NE(line.find(run + ": in use by process " + std::to_string(first) + " on "), std::string::npos)
+        << line;
     ::kill(first, SIGTERM);
-    const Outcome stopped = wait_for(first, scratch.file("out1"), scratch.file("err1"), std::chrono::seconds(60));
+    const Outcome stopped =
+        wait_for(first, scratch.file("out1"), scratch.file("err1"), std::chrono::seconds(60));
     EXPECT_EQ(stopped.exit_status, 0) << stopped.err;
     EXPECT_NE(stopped.out.find("stopped by a signal"), std::string::npos) << stopped.out;
     EXPECT_FALSE(fs::exists(DirectoryLock::file_of(run)));  // released, and removed
@@ -195,7 +202,8 @@ TEST_F(BadRunDirectoryTest, OverwriteMovesThePreviousRunAsideAndSaysWhere) {
     ASSERT_EQ(outcome.exit_status, 0) << outcome.err;
     std::smatch moved;
     const std::string err = outcome.err;
-    ASSERT_TRUE(std::regex_search(err, moved, std::regex("moved the previous run in \\S+ to (\\S+/replaced-[0-9-]+)")))
+    ASSERT_TRUE(std::regex_search(err, moved,
+                                  std::regex("moved the previous run in \\S+ to (\\S+/replaced-[0-9-]+)")))
         << err;
     const std::string aside = moved[1].str();
     for (const auto& [path, hash] : before) {
@@ -207,8 +215,8 @@ TEST_F(BadRunDirectoryTest, OverwriteMovesThePreviousRunAsideAndSaysWhere) {
 }
 
 // Rotation keeps to its lineage: checkpoints of another run (here copied in, at a lower and a
-// higher step) are never removed, and --keep-checkpoints 1 never removes the checkpoint just reported (it did:
-// it kept the foreign step 100 as "the newest" and deleted the run's own final one).
+// higher step) are never removed, and --keep-checkpoints 1 never removes the checkpoint just reported (it
+// did: it kept the foreign step 100 as "the newest" and deleted the run's own final one).
 TEST_F(BadRunDirectoryTest, RotationTouchesOnlyItsLineageAndKeepsWhatItReported) {
     TempDirectory scratch("mixgpt_rotation");
     const std::string run = scratch.file("run");
@@ -218,16 +226,19 @@ TEST_F(BadRunDirectoryTest, RotationTouchesOnlyItsLineageAndKeepsWhatItReported)
     for (const std::string& path : {foreign, older_foreign})
         fs::copy(fixture_->file("run2/checkpoints/step_00000002.h5"), path);
     const std::string foreign_hash = sha256_file_hex(foreign);
-    const Outcome outcome = runner_.run(train_with({"--resume", checkpoint_path(run + "/checkpoints", 2), "--steps",
-                                                    "4", "--checkpoint-interval", "1", "--keep-checkpoints", "1"},
-                                                   run));
+    const Outcome outcome =
+        runner_.run(train_with({"--resume", checkpoint_path(run + "/checkpoints", 2), "--steps", "4",
+                                "--checkpoint-interval", "1", "--keep-checkpoints", "1"},
+                               run));
     ASSERT_EQ(outcome.exit_status, 0) << outcome.err;
     const std::string reported = checkpoint_path(run + "/checkpoints", 4);
     EXPECT_NE(outcome.out.find("last checkpoint " + reported), std::string::npos) << outcome.out;
-    EXPECT_EQ(list_checkpoints(run + "/checkpoints"), (std::vector<std::string>{older_foreign, reported, foreign}));
+    EXPECT_EQ(list_checkpoints(run + "/checkpoints"),
+              (std::vector<std::string>{older_foreign, reported, foreign}));
     EXPECT_EQ(sha256_file_hex(foreign), foreign_hash);
     EXPECT_EQ(sha256_file_hex(older_foreign), foreign_hash);
-    EXPECT_EQ(read_checkpoint(reported).run_id, read_checkpoint(checkpoint_path(fixture_->file("run/checkpoints"), 2)).run_id);
+    EXPECT_EQ(read_checkpoint(reported).run_id,
+              read_checkpoint(checkpoint_path(fixture_->file("run/checkpoints"), 2)).run_id);
 }
 
 // The requeue idiom: --resume if-present starts from scratch where there is no checkpoint.
@@ -235,7 +246,8 @@ TEST_F(BadRunDirectoryTest, ResumeIfPresentStartsAFreshRunInAnEmptyDirectory) {
     TempDirectory scratch("mixgpt_if_present");
     const Outcome outcome = runner_.run(train_with({"--resume", "if-present"}, scratch.file("run")));
     ASSERT_EQ(outcome.exit_status, 0) << outcome.err;
-    EXPECT_NE(outcome.err.find("starting from scratch (--resume if-present)"), std::string::npos) << outcome.err;
+    EXPECT_NE(outcome.err.find("starting from scratch (--resume if-present)"), std::string::npos)
+        << outcome.err;
     EXPECT_EQ(list_checkpoints(scratch.file("run/checkpoints")).size(), 1u);
 }
 
@@ -315,7 +327,8 @@ TEST_F(BadRunDirectoryTest, SigtermDuringExportOrImportLeavesNoTemporaries) {
                 EXPECT_TRUE(is_one_error_line(outcome.err, line));
                 EXPECT_NE(line.find(output + ": stopped by signal 15"), std::string::npos) << line;
             } else if (outcome.exit_status != 0) {
-                EXPECT_EQ(outcome.exit_status, 128 + SIGTERM) << outcome.err;  // before the handler was installed
+                EXPECT_EQ(outcome.exit_status, 128 + SIGTERM)
+                    << outcome.err;  // before the handler was installed
             }
             const bool complete = fs::exists(output + (exporting ? "/model.safetensors" : "/checkpoints"));
             EXPECT_EQ(fs::exists(output), complete);

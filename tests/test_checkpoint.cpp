@@ -162,9 +162,9 @@ TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     write_checkpoint(checkpoint_path(run, 4), make_checkpoint(4));  // no lineage (an older file)
     std::ofstream(run + "/notes.txt") << "not a checkpoint";
     EXPECT_EQ(list_checkpoints(run),
-              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4), checkpoint_path(run, 5),
-                                        checkpoint_path(run, 10), checkpoint_path(run, 20),
-                                        checkpoint_path(run, 100)}));
+              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4),
+                                        checkpoint_path(run, 5), checkpoint_path(run, 10),
+                                        checkpoint_path(run, 20), checkpoint_path(run, 100)}));
     EXPECT_EQ(checkpoint_run_id(checkpoint_path(run, 5)), "lineage1");
     EXPECT_EQ(read_checkpoint(checkpoint_path(run, 3)).run_id, "lineage2");
     EXPECT_EQ(remove_old_checkpoints(run, 2, "lineage1", checkpoint_path(run, 10)),
@@ -172,8 +172,8 @@ TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     EXPECT_EQ(remove_old_checkpoints(run, 2, "lineage1", ""),
               (std::vector<std::string>{checkpoint_path(run, 10)}));
     EXPECT_EQ(list_checkpoints(run),
-              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4), checkpoint_path(run, 20),
-                                        checkpoint_path(run, 100)}));
+              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4),
+                                        checkpoint_path(run, 20), checkpoint_path(run, 100)}));
     for (const std::string& path : {checkpoint_path(run, 3), checkpoint_path(run, 4)})
         ASSERT_EQ(::unlink(path.c_str()), 0);
     EXPECT_EQ(newest_valid_checkpoint(run), checkpoint_path(run, 100));
@@ -194,13 +194,15 @@ TEST(CheckpointHeaderTest, RunIdIsOptionalAndChecked) {
     const std::string with = checkpoint_header_block(header);
     EXPECT_EQ(parse_checkpoint_header(with.data(), with.size(), "c.h5").run_id, header.run_id);
     const std::string prefix = without.substr(0, without.find('\0'));
-    for (const std::string& tail : {std::string("run_id ABC\n"), std::string("run_id \n"),
-                                     "run_id " + std::string(65, 'a') + "\n", std::string("owner me\n"),
-                                     std::string("run_id abc\nmore\n")}) {
+    for (const std::string& tail :
+         {std::string("run_id ABC\n"), std::string("run_id \n"), "run_id " + std::string(65, 'a') + "\n",
+          std::string("owner me\n"), std::string("run_id abc\nmore\n")}) {
         std::string block = prefix + tail;
         block.resize(kCheckpointHeaderBytes, '\0');
-        const std::string message = error_of([&] { parse_checkpoint_header(block.data(), block.size(), "c.h5"); });
-        EXPECT_NE(message.find("c.h5: corrupt checkpoint header"), std::string::npos) << tail << ": " << message;
+        const std::string message =
+            error_of([&] { parse_checkpoint_header(block.data(), block.size(), "c.h5"); });
+        EXPECT_NE(message.find("c.h5: corrupt checkpoint header"), std::string::npos)
+            << tail << ": " << message;
     }
 }
 

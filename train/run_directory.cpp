@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 constexpr const char* kRunIdFile = "run_id";
 constexpr const char* kReplacedPrefix = "replaced-";
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.compare(0, prefix.size(), prefix) == 0; }
+bool starts_with(const std::string& text, const std::string& prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
 
 // "replaced-20251126-013000", or with "-2", "-3", ... when that exists already.
 fs::path replaced_folder(const fs::path& directory) {
@@ -53,8 +55,8 @@ std::string RunDirectory::run_files() const {
     const auto add = [&found](const std::string& what) { found += (found.empty() ? "" : ", ") + what; };
     std::error_code error;
     size_t checkpoint_entries = 0;
-    for (auto entry = fs::directory_iterator(checkpoints(), error); !error && entry != fs::directory_iterator();
-         entry.increment(error))
+    for (auto entry = fs::directory_iterator(checkpoints(), error);
+         !error && entry != fs::directory_iterator(); entry.increment(error))
         ++checkpoint_entries;
     if (checkpoint_entries > 0)
         add(format("checkpoints/ (%zu file%s)", checkpoint_entries, checkpoint_entries == 1 ? "" : "s"));

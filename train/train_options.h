@@ -64,7 +64,7 @@ struct TrainOptions {
     std::string resume;
     bool overwrite = false;        // move the output directory's run into replaced-<time>/ first
     bool allow_nonfinite = false;  // resume from weights or moments that are NaN/Inf anyway
-    bool dry_run = false;  // print the memory plan for each recompute policy and stop
+    bool dry_run = false;          // print the memory plan for each recompute policy and stop
     // Each evaluation also reports the fraction of the last step's gradient elements that are
     // exactly zero (`mixgpt study`: in fp16 without loss scaling, mostly underflow).
     bool gradient_zero_stats = false;

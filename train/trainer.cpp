@@ -77,9 +77,9 @@ private:
     Communicator& communicator() const { return given_ != nullptr ? *given_ : process_->get(); }
     bool is_root() const { return communicator().rank() == 0; }
     void log_ranks() const;
-    std::string start_checkpoint() const;  // "" when starting fresh; rank 0 decides
-    std::string choose_start_checkpoint() const;  // rank 0
-    void start_fresh() const;                     // rank 0
+    std::string start_checkpoint() const;                           // "" when starting fresh; rank 0 decides
+    std::string choose_start_checkpoint() const;                    // rank 0
+    void start_fresh() const;                                       // rank 0
     void claim_directory_for(const std::string& checkpoint) const;  // rank 0
     void resume_from(const std::string& path);
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
@@ -209,13 +209,15 @@ std::string Trainer::choose_start_checkpoint() const {
     const std::string newest = newest_valid_checkpoint(checkpoints);
     if (!newest.empty()) return newest;
     const size_t invalid = list_checkpoints(checkpoints).size();
-    MIXGPT_REQUIRE(invalid == 0,
-                   format("resume: none of the %zu checkpoints in %s is valid (the warnings above say why); they "
-                          "are left as they are: resume from a good copy with --resume FILE",
-                          invalid, checkpoints.c_str()));
+    MIXGPT_REQUIRE(
+        invalid == 0,
+        format("resume: none of the %zu checkpoints in %s is valid (the warnings above say why); they "
+               "are left as they are: resume from a good copy with --resume FILE",
+               invalid, checkpoints.c_str()));
     MIXGPT_REQUIRE(resume == "if-present",
-                   checkpoints + ": no checkpoint to resume from (--resume); start without --resume, or use "
-                                 "--resume if-present to start from scratch when there is none");
+                   checkpoints +
+                       ": no checkpoint to resume from (--resume); start without --resume, or use "
+                       "--resume if-present to start from scratch when there is none");
     log_info("no checkpoint in " + checkpoints + ": starting from scratch (--resume if-present)");
     return "";
 }
@@ -227,8 +229,8 @@ void Trainer::start_fresh() const {
                    run_directory_->path() + ": holds another run (" + held +
                        "): continue it with --resume, or start over with --overwrite (which moves it into " +
                        run_directory_->path() + "/replaced-<time>/)");
-    log_info("moved the previous run in " + run_directory_->path() + " to " + run_directory_->move_run_aside() +
-             " (--overwrite)");
+    log_info("moved the previous run in " + run_directory_->path() + " to " +
+             run_directory_->move_run_aside() + " (--overwrite)");
 }
 
 // --resume FILE into a directory that holds a run: FILE must be one of its checkpoints or of its
@@ -240,8 +242,10 @@ void Trainer::claim_directory_for(const std::string& checkpoint) const {
     const bool inside = std::filesystem::equivalent(std::filesystem::path(checkpoint).parent_path(),
                                                     run_directory_->checkpoints(), error);
     if (inside) {
-        MIXGPT_REQUIRE(!options_.overwrite, "overwrite: " + checkpoint + " is one of the checkpoints it would move "
-                                            "aside; resume from a copy elsewhere, or without --overwrite");
+        MIXGPT_REQUIRE(!options_.overwrite,
+                       "overwrite: " + checkpoint +
+                           " is one of the checkpoints it would move "
+                           "aside; resume from a copy elsewhere, or without --overwrite");
         return;
     }
     const std::string lineage = checkpoint_run_id(checkpoint);
@@ -250,8 +254,8 @@ void Trainer::claim_directory_for(const std::string& checkpoint) const {
                    run_directory_->path() + ": holds another run (" + held + ") than " + checkpoint +
                        ": resume into an empty directory, or use --overwrite to move the run there into " +
                        run_directory_->path() + "/replaced-<time>/ first");
-    log_info("moved the previous run in " + run_directory_->path() + " to " + run_directory_->move_run_aside() +
-             " (--overwrite)");
+    log_info("moved the previous run in " + run_directory_->path() + " to " +
+             run_directory_->move_run_aside() + " (--overwrite)");
 }
 
 void Trainer::resume_from(const std::string& path) {

@@ -6,8 +6,8 @@
 
 #include "core/log.h"
 #include "core/thread_limit.h"
-#include "kernels/cpu/openblas_library.h"
 #include "kernels/backend_factory.h"
+#include "kernels/cpu/openblas_library.h"
 
 namespace mixgpt {
 namespace cpu {

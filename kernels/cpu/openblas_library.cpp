@@ -41,12 +41,13 @@ bool require_room(int threads) {
     if (headroom == std::numeric_limits<size_t>::max()) return false;
     const size_t needed = kLibraryBytes + (1 + static_cast<size_t>(threads)) * kBufferBytes +
                           static_cast<size_t>(threads) * kThreadStackBytes;
-    MIXGPT_REQUIRE(needed <= headroom,
-                   format("memory: OpenBLAS reserves %.0f MiB of address space per thread: %d thread%s need%s "
-                          "%.0f MiB, but the address-space limit (ulimit -v) leaves %.0f MiB; raise the limit, or use "
-                          "fewer --threads",
-                          mebibytes(kBufferBytes), threads, threads == 1 ? "" : "s", threads == 1 ? "s" : "",
-                          mebibytes(needed), mebibytes(headroom)));
+    MIXGPT_REQUIRE(
+        needed <= headroom,
+        format("memory: OpenBLAS reserves %.0f MiB of address space per thread: %d thread%s need%s "
+               "%.0f MiB, but the address-space limit (ulimit -v) leaves %.0f MiB; raise the limit, or use "
+               "fewer --threads",
+               mebibytes(kBufferBytes), threads, threads == 1 ? "" : "s", threads == 1 ? "s" : "",
+               mebibytes(needed), mebibytes(headroom)));
     return true;
 }
 
@@ -100,8 +101,7 @@ void load_openblas(int threads) {
         // libgomp starts its threads at the first parallel region, and exits the process when it
         // cannot: start them now, while there is room, so later figures count their stacks.
 #pragma omp parallel
-        {
-        }
+        {}
     }
     g_sgemm.store(reinterpret_cast<Sgemm*>(sgemm));
 }
@@ -112,7 +112,8 @@ void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order, OPENBLAS_CONST enum CBLA
                  OPENBLAS_CONST enum CBLAS_TRANSPOSE transpose_b, OPENBLAS_CONST blasint m,
                  OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha,
                  OPENBLAS_CONST float* a, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float* b,
-                 OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float* c, OPENBLAS_CONST blasint ldc) {
+                 OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float* c,
+                 OPENBLAS_CONST blasint ldc) {
     using namespace mixgpt::cpu;
     Sgemm* real = g_sgemm.load(std::memory_order_acquire);
     if (real == nullptr) {

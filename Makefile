@@ -45,8 +45,10 @@ SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized
 # Neither changes a result: no reassociation, no finite-math assumption.
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
+# OpenBLAS is not linked: kernels/cpu/openblas_library.cpp loads it (dlopen, found through this
+# run path) when the first CPU backend is made, after checking the address-space limit.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz $(MPI_LIBS) -ldl -lpthread
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 

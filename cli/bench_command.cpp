@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -71,7 +72,7 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--bucket-mb", o.bucket_mb, "MiB of fp32 gradients per collective")
         ->capture_default_str();
-    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
+    add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
     command->add_flag("--profile", o.profile,
                       "also print where each precision's step goes, per op (on CUDA every op is "

@@ -2,10 +2,12 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/log.h"
 #include "interop/export.h"
 #include "interop/reference_outputs.h"
+#include "interop/staging_directory.h"
 
 namespace mixgpt::cli {
 
@@ -24,11 +26,15 @@ void add_export_command(CLI::App& app) {
     command->add_option("--dtype", options->dtype, "fp32, bf16 or fp16 (rounded from the FP32 masters)")
         ->capture_default_str();
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
-    command->add_flag("--force", options->force, "replace an existing non-empty output folder");
+    command->add_flag(
+        "--force", options->force,
+        "replace an existing non-empty output folder (never an input, a file, or a run in use)");
+    command->add_flag("--allow-nonfinite", options->allow_nonfinite,
+                      "export weights that are NaN or Inf anyway");
     command->add_option(
         "--reference-out", reference->output,
         "also write mixgpt's token ids, logits and greedy continuation here, on the CPU in FP32, "
-        "for scripts/hf_transformers_check.py");
+        "for scripts/hf_transformers_check.py (a non-empty folder is replaced only with --force)");
     command
         ->add_option("--reference-tokens", reference->logits_tokens,
                      "validation tokens whose logits go into --reference-out")
@@ -37,9 +43,11 @@ void add_export_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--new-tokens", reference->new_tokens, "the greedy continuation's length")
         ->capture_default_str();
-    command->add_option("--threads", reference->threads,
-                        "CPU threads for --reference-out (0: OpenMP's default)");
+    add_threads_option(*command, reference->threads, "CPU threads for --reference-out (0: OpenMP's default)");
     command->callback([options, reference] {
+        if (!reference->output.empty())
+            interop::require_replaceable(reference->output, options->force,
+                                         {options->source, options->output}, "--reference-out");
         const interop::ExportResult result = interop::export_hf(*options);
         std::cout << format("exported %s (step %lld) to %s: %d tensors, model.safetensors %.1f MB (%s)\n",
                             result.checkpoint.c_str(), static_cast<long long>(result.step),
@@ -47,6 +55,8 @@ void add_export_command(CLI::App& app) {
                             static_cast<double>(result.safetensors_bytes) / 1e6, options->dtype.c_str());
         if (!reference->output.empty()) {
             reference->source = result.checkpoint;
+            reference->force = options->force;
+            reference->export_output = options->output;
             interop::write_reference_outputs(*reference);
             std::cout << "wrote mixgpt's reference outputs to " << reference->output << "\n";
         }

@@ -17,7 +17,11 @@ void add_import_command(CLI::App& app) {
     command->add_option("directory,--directory", options->directory, "the Hugging Face model folder")
         ->required();
     command->add_option("--output,-o", options->output, "the run directory to create")->required();
-    command->add_flag("--force", options->force, "replace an existing non-empty run directory");
+    command->add_flag(
+        "--force", options->force,
+        "replace an existing non-empty run directory (never an input, a file, or a run in use)");
+    command->add_flag("--allow-nonfinite", options->allow_nonfinite,
+                      "import weights that are NaN or Inf anyway");
     command->callback([options] {
         const interop::ImportResult result = interop::import_hf(*options);
         std::cout << format("imported %s (%d layers, %d heads, width %d, context %d, vocabulary %d) as %s\n",

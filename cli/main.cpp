@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/openmp_waits.h"
+#include "cli/out_of_memory.h"
 #include "core/error.h"
 
 namespace {
@@ -60,9 +61,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mixgpt: %s (see --help)\n", error.what());
         return 2;
     } catch (const std::bad_alloc&) {
-        std::fprintf(stderr,
-                     "mixgpt: error: out of memory (std::bad_alloc): use a smaller --batch-size/-b or "
-                     "--seq-len/-t\n");
+        std::fprintf(stderr, "mixgpt: error: out of memory (std::bad_alloc): %s\n",
+                     mixgpt::cli::out_of_memory_advice(app).c_str());
         return 1;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt: error: %s\n", error.what());

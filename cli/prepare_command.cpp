@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -118,8 +119,7 @@ void add_prepare_command(CLI::App& app) {
         ->add_option("--val-fraction", options.val_fraction, "Fraction of documents in the validation split")
         ->capture_default_str();
     command->add_option("--seed", options.seed, "Seed of the document split")->capture_default_str();
-    command->add_option("--threads", options.threads, "Threads for training and encoding (0: all cores)")
-        ->check(CLI::NonNegativeNumber)
+    add_threads_option(*command, options.threads, "Threads for training and encoding (0: all cores)")
         ->capture_default_str();
     command->add_flag("--force", options.force, "Overwrite existing outputs");
     command->callback([arguments] { run(*arguments); });

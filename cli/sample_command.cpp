@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_sample.h"
 
@@ -34,7 +35,9 @@ void add_sample_command(CLI::App& app) {
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
     add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
-    command->add_option("--threads", options->device.threads, "CPU threads (0: OpenMP's default)");
+    add_threads_option(*command, options->device.threads, "CPU threads (0: OpenMP's default)");
+    command->add_flag("--allow-nonfinite", options->allow_nonfinite,
+                      "use weights that are NaN or Inf anyway");
     command->add_option("--precision", options->device.precision,
                         "fp32, tf32, bf16, fp16 (default: training's)");
     command->callback([options] {

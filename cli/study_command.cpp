@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "train/precision_study.h"
 
@@ -63,7 +64,7 @@ void add_study_command(CLI::App& app) {
         ->capture_default_str();
     add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
-    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)");
+    add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)");
     command->callback([arguments] {
         StudyOptions& options = arguments->options;
         options.variants = parse_study_variants(arguments->precisions);

@@ -4,15 +4,19 @@
 // as a parse_error ("[*" asserts in parse_key; found by fuzz/toml_config), and assert() aborts
 // mixgpt. Not through NDEBUG, which turns them into optimizer assumptions instead.
 #define TOML_ASSERT(expr) static_cast<void>(0)
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
-#include <filesystem>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
 
 namespace mixgpt::cli {
 namespace {
+
+constexpr uintmax_t kMaxConfigBytes = 1 << 20;
 
 std::string value_text(const toml::node& node) {
     if (auto text = node.value<std::string>()) return *text;
@@ -77,6 +81,35 @@ void refuse_control_characters(const std::string& text, const std::string& sourc
     }
 }
 
+// The file's text. Only a regular file up to kMaxConfigBytes is read: a device (/dev/zero), a
+// pipe or a directory is refused before it is opened, so an endless stream is never read.
+std::string read_config_text(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) != 0)
+        throw CLI::ParseError(path + ": cannot open config file (" + std::strerror(errno) + ")",
+                              CLI::ExitCodes::FileError);
+    if (S_ISDIR(status.st_mode))
+        throw CLI::ParseError(path + ": is a directory, not a config file", CLI::ExitCodes::FileError);
+    if (!S_ISREG(status.st_mode))
+        throw CLI::ParseError(
+            path + ": not a regular file (a device, pipe or socket); a config is a TOML file",
+            CLI::ExitCodes::FileError);
+    const auto too_large = [&](uintmax_t bytes) {
+        return CLI::ParseError(path + ": " + std::to_string(bytes) +
+                                   " bytes or more; a config file may have " +
+                                   std::to_string(kMaxConfigBytes) + " bytes at most",
+                               CLI::ExitCodes::FileError);
+    };
+    if (static_cast<uintmax_t>(status.st_size) > kMaxConfigBytes) throw too_large(status.st_size);
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw CLI::ParseError(path + ": cannot open config file", CLI::ExitCodes::FileError);
+    std::string text(kMaxConfigBytes + 1, '\0');
+    file.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(file.gcount()));
+    if (text.size() > kMaxConfigBytes) throw too_large(text.size());  // it grew since stat
+    return text;
+}
+
 }  // namespace
 
 std::string TomlConfig::to_config(const CLI::App* app, bool default_also, bool write_description,
@@ -110,12 +143,8 @@ void add_config_option(CLI::App& command) {
         const CLI::Option* config = command.get_config_ptr();
         if (config == nullptr || config->count() == 0) return;
         const std::string path = config->as<std::string>();
-        std::error_code error;
-        if (std::filesystem::is_directory(path, error))
-            throw CLI::ParseError(path + ": is a directory, not a config file", CLI::ExitCodes::FileError);
-        std::ifstream file(path);
-        if (!file) throw CLI::ParseError(path + ": cannot open config file", CLI::ExitCodes::FileError);
-        for (const CLI::ConfigItem& item : TomlConfig(path).from_config(file)) {
+        std::istringstream text(read_config_text(path));
+        for (const CLI::ConfigItem& item : TomlConfig(path).from_config(text)) {
             CLI::Option* option = command.get_option_no_throw("--" + item.name);
             if (option == nullptr || !option->get_configurable())
                 throw CLI::ParseError(path + ": unknown key '" + item.fullname() + "'",

@@ -25,8 +25,8 @@ private:
     std::string source_;
 };
 
-// Adds `--config FILE` to `command`, read with TomlConfig; unknown keys, a directory and a file
-// that cannot be read are errors.
+// Adds `--config FILE` to `command`, read with TomlConfig; unknown keys, a file that cannot be
+// read, and anything but a regular file of at most 1 MiB (a directory, /dev/zero, a pipe) are errors.
 void add_config_option(CLI::App& command);
 
 }  // namespace mixgpt::cli

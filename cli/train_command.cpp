@@ -1,9 +1,12 @@
 // `mixgpt train`: flags (or a TOML file) onto TrainOptions, then run_training or, with
 // --dry-run, the memory plans.
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
 
@@ -16,6 +19,22 @@ struct TrainArguments {
     std::string precision = "fp32";
     std::string recompute = "none";
 };
+
+// CLI11 2.1 turns a number too large for int64 into INT64_MAX without a word.
+CLI::Validator fits_int64() {
+    return CLI::Validator(
+        [](std::string& input) -> std::string {
+            try {
+                static_cast<void>(std::stoll(input));
+            } catch (const std::out_of_range&) {
+                return input + " does not fit a 64-bit integer (at most 9223372036854775807)";
+            } catch (const std::exception&) {
+                // not a number: the conversion says so
+            }
+            return "";
+        },
+        "INT64");
+}
 
 void run(TrainArguments& arguments) {
     TrainOptions& options = arguments.options;
@@ -61,8 +80,10 @@ void add_train_command(CLI::App& app) {
                      "tokens per optimizer step (a multiple of B*T*ranks; 0: B*T*ranks)")
         ->capture_default_str()
         ->group("Data");
-    command->add_option("--steps", o.steps, "optimizer steps")->group("Data");
-    command->add_option("--tokens", o.token_budget, "token budget instead of --steps")->group("Data");
+    command->add_option("--steps", o.steps, "optimizer steps")->check(fits_int64())->group("Data");
+    command->add_option("--tokens", o.token_budget, "token budget instead of --steps")
+        ->check(fits_int64())
+        ->group("Data");
 
     command->add_option("--lr", o.learning_rate, "peak learning rate")
         ->capture_default_str()
@@ -126,7 +147,7 @@ void add_train_command(CLI::App& app) {
     command->add_option("--device-index", o.device_index, "CUDA device ordinal")
         ->capture_default_str()
         ->group("Run");
-    command->add_option("--threads", o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
+    add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
     command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (0: only at the end)")
         ->capture_default_str()
         ->group("Run");
@@ -146,10 +167,21 @@ void add_train_command(CLI::App& app) {
         ->group("Run");
     command
         ->add_option("--resume", o.resume,
-                     "continue from the newest valid checkpoint in the output directory (--resume) or a file "
-                     "(--resume FILE)")
+                     "continue from the newest valid checkpoint in the output directory (--resume; an error "
+                     "when there is none), from it or from scratch when there is none (--resume if-present), "
+                     "or from a file (--resume FILE)")
         ->expected(0, 1)
         ->default_str("auto")
+        ->group("Run");
+    command
+        ->add_flag(
+            "--overwrite", o.overwrite,
+            "the output directory holds another run: move its files into replaced-<time>/ inside it and "
+            "start a new run (without it such a directory is refused)")
+        ->group("Run");
+    command
+        ->add_flag("--allow-nonfinite", o.allow_nonfinite,
+                   "resume even from weights, AdamW moments or a loss scale that are NaN or Inf")
         ->group("Run");
     command->add_flag("--dry-run", o.dry_run, "print the memory plan for each recompute policy and exit")
         ->group("Run");

@@ -71,13 +71,18 @@ AvailableMemory host_available_memory() {
                  version2 ? "cgroup memory.max" : "cgroup memory.limit_in_bytes");
     }
 
-    struct rlimit address_space {};
-    if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
-        const size_t limit = static_cast<size_t>(address_space.rlim_cur);
-        const size_t used = proc_kilobytes("/proc/self/status", "VmSize");
-        bind(available, used != kUnlimited && used < limit ? limit - used : 0, "RLIMIT_AS (ulimit -v)");
-    }
+    const size_t headroom = address_space_headroom();
+    if (headroom != kUnlimited) bind(available, headroom, "RLIMIT_AS (ulimit -v)");
     return available;
+}
+
+size_t address_space_headroom() {
+    struct rlimit address_space {};
+    if (::getrlimit(RLIMIT_AS, &address_space) != 0 || address_space.rlim_cur == RLIM_INFINITY)
+        return kUnlimited;
+    const size_t limit = static_cast<size_t>(address_space.rlim_cur);
+    const size_t used = proc_kilobytes("/proc/self/status", "VmSize");
+    return used != kUnlimited && used < limit ? limit - used : 0;
 }
 
 }  // namespace mixgpt

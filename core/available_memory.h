@@ -17,4 +17,8 @@ struct AvailableMemory {
 // space. A limit that cannot be read does not bind.
 AvailableMemory host_available_memory();
 
+// RLIMIT_AS (ulimit -v) less this process's address space (VmSize); SIZE_MAX when there is no limit.
+// Reserved but untouched memory counts here (OpenBLAS's buffers), not in the others.
+size_t address_space_headroom();
+
 }  // namespace mixgpt

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/finite_check.h"
 
 namespace mixgpt {
 
@@ -24,10 +25,11 @@ std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& n
     return "";
 }
 
-CheckpointModel CheckpointModel::read(const std::string& file_or_directory) {
+CheckpointModel CheckpointModel::read(const std::string& file_or_directory, bool allow_nonfinite) {
     CheckpointModel loaded;
     loaded.path = resolve_checkpoint(file_or_directory);
     loaded.checkpoint = read_checkpoint(loaded.path, CheckpointContent::weights);
+    if (!allow_nonfinite) require_finite_checkpoint(loaded.checkpoint, loaded.path);
     return loaded;
 }
 

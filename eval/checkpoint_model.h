@@ -25,8 +25,9 @@ struct CheckpointModel {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<GPT> model;
 
-    // Reads the checkpoint (a file, or a run directory's newest); no backend yet.
-    static CheckpointModel read(const std::string& file_or_directory);
+    // Reads the checkpoint (a file, or a run directory's newest); no backend yet. Weights that are
+    // not finite are refused (model/finite_check.h) unless allow_nonfinite.
+    static CheckpointModel read(const std::string& file_or_directory, bool allow_nonfinite = false);
     // Makes the backend and a GPT for batches up to (batch_size, seq_len) holding the weights;
     // seq_len 0 means the model's max_seq_len. The working copy is the checkpoint's own when it
     // was saved in this precision, so evaluation sees exactly the weights training saw.

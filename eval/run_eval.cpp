@@ -62,7 +62,7 @@ EvalReport run_evaluation(const EvalOptions& options) {
     MIXGPT_REQUIRE(
         options.batch_size >= 0 && options.seq_len >= 0 && options.stride >= 0 && options.max_tokens >= 0,
         "batch-size, seq-len, stride, max-tokens: must not be negative");
-    CheckpointModel loaded = CheckpointModel::read(options.checkpoint);
+    CheckpointModel loaded = CheckpointModel::read(options.checkpoint, options.allow_nonfinite);
     const Checkpoint& trained = loaded.checkpoint;
     const std::string trained_batch = checkpoint_option(trained, "batch_size");
     MIXGPT_REQUIRE(options.batch_size > 0 || !trained_batch.empty(),

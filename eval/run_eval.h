@@ -23,6 +23,7 @@ struct EvalOptions {
     int stride = 0;                        // 0: seq_len, non-overlapping windows
     int64_t max_tokens = 0;                // evaluate a prefix of this many tokens; 0: everything
     DeviceOptions device;
+    bool allow_nonfinite = false;  // use weights that are NaN or Inf anyway (model/finite_check.h)
 };
 
 struct EvalReport {

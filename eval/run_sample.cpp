@@ -9,7 +9,7 @@ namespace mixgpt {
 std::vector<std::string> run_sampling(const SampleOptions& options) {
     MIXGPT_REQUIRE(options.num_samples >= 1, "num-samples: must be at least 1");
     options.sampling.validate();
-    CheckpointModel loaded = CheckpointModel::read(options.checkpoint);
+    CheckpointModel loaded = CheckpointModel::read(options.checkpoint, options.allow_nonfinite);
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
     loaded.instantiate(options.device, options.num_samples, 0);
 

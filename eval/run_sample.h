@@ -20,6 +20,7 @@ struct SampleOptions {
     bool stop_at_end_of_text = true;
     std::string tokenizer;  // "": the checkpoint's tokenizer
     DeviceOptions device;
+    bool allow_nonfinite = false;  // use weights that are NaN or Inf anyway (model/finite_check.h)
 };
 
 // Each sample's new text (the prompt not repeated; a final end-of-text token dropped).

@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const mixgpt::CheckpointHeader again =
             mixgpt::parse_checkpoint_header(written.data(), written.size(), "fuzz.h5");
         if (again.version != header.version || again.payload_bytes != header.payload_bytes ||
-            again.payload_crc32 != header.payload_crc32)
+            again.payload_crc32 != header.payload_crc32 || again.run_id != header.run_id)
             __builtin_trap();
     } catch (const mixgpt::Error&) {
         // a one-line error for the user: the expected outcome of bad input

@@ -57,22 +57,27 @@ std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype)
 
 ExportResult export_hf(const ExportOptions& options) {
     MIXGPT_REQUIRE(!options.output.empty(), "output: no folder given (-o DIR)");
+    const StopSignalGuard signals;
     const ExportDtype dtype = parse_export_dtype(options.dtype);
-    const CheckpointModel loaded = CheckpointModel::read(options.source);
+    const CheckpointModel loaded = CheckpointModel::read(options.source, options.allow_nonfinite);
     const Checkpoint& checkpoint = loaded.checkpoint;
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
+    stop_if_signalled(signals, options.output);
     MIXGPT_REQUIRE(
         tokenizer.vocab_size() == checkpoint.config.vocab_size,
         format("%s: the model's vocab_size is %d, its tokenizer %s has %d tokens", loaded.path.c_str(),
                checkpoint.config.vocab_size, tokenizer.path().c_str(), tokenizer.vocab_size()));
 
-    StagingDirectory staging(options.output, options.force);
+    const std::string run_directory = run_directory_of(options.source, loaded.path);
+    StagingDirectory staging(options.output, options.force,
+                             {options.source, loaded.path, tokenizer.path(), run_directory}, "-o");
     const fs::path folder(staging.path());
     const ParameterLayout layout(checkpoint.config);
     std::vector<TensorToWrite> tensors;
     for (const Gpt2Tensor& tensor : gpt2_tensors(checkpoint.config, layout))
         tensors.push_back({tensor.hf_name, dtype.safetensors_name, tensor.hf_shape,
                            encode(to_gpt2(tensor, checkpoint.parameters.data()), dtype.dtype)});
+    stop_if_signalled(signals, options.output);
     const std::map<std::string, std::string> metadata = {
         {"format", "pt"},  // transformers refuses safetensors files without it
         {"mixgpt_version", build_version()},
@@ -85,6 +90,7 @@ ExportResult export_hf(const ExportOptions& options) {
         {"mixgpt_tokenizer_sha256", checkpoint.tokenizer_sha256}};
     const fs::path weights = folder / "model.safetensors";
     write_safetensors(weights.string(), tensors, metadata);
+    stop_if_signalled(signals, options.output);
 
     HfModelConfig config;
     config.model = checkpoint.config;
@@ -95,7 +101,7 @@ ExportResult export_hf(const ExportOptions& options) {
     ModelCardFacts facts;
     facts.checkpoint_path = loaded.path;
     facts.checkpoint = &checkpoint;
-    facts.run_directory = run_directory_of(options.source, loaded.path);
+    facts.run_directory = run_directory;
     facts.dtype = options.dtype;
     facts.commit = build_commit();
     facts.tokenizer = hf_tokenizer_description(tokenizer);
@@ -106,6 +112,7 @@ ExportResult export_hf(const ExportOptions& options) {
     result.step = checkpoint.step;
     result.tensors = static_cast<int>(tensors.size());
     result.safetensors_bytes = fs::file_size(weights);
+    stop_if_signalled(signals, options.output);
     staging.commit();
     return result;
 }

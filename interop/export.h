@@ -6,7 +6,9 @@
 //   tokenizer.model, tokenizer_config.json, special_tokens_map.json   interop/hf_tokenizer.h
 //   README.md                              the model card (interop/model_card.h)
 //
-// The folder is written under a temporary name and renamed when complete.
+// The folder is written under a temporary name and renamed when complete; SIGINT/SIGTERM stop the
+// export at its next step with the temporary removed. Weights that are not finite are refused
+// (model/finite_check.h) unless allow_nonfinite.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +17,13 @@
 namespace mixgpt::interop {
 
 struct ExportOptions {
-    std::string source;          // a checkpoint file or a run directory (its newest valid checkpoint)
-    std::string output;          // the folder to write
-    std::string dtype = "fp32";  // fp32, bf16 or fp16
-    std::string tokenizer;       // "": the checkpoint's tokenizer (its SHA-256 must match either way)
-    bool force = false;          // replace an existing non-empty output folder
+    std::string source;            // a checkpoint file or a run directory (its newest valid checkpoint)
+    std::string output;            // the folder to write
+    std::string dtype = "fp32";    // fp32, bf16 or fp16
+    std::string tokenizer;         // "": the checkpoint's tokenizer (its SHA-256 must match either way)
+    bool force = false;            // replace an existing non-empty output folder (never an input, a file,
+                                   // or a run directory in use: interop/staging_directory.h)
+    bool allow_nonfinite = false;  // export weights that are NaN or Inf anyway
 };
 
 struct ExportResult {

@@ -16,6 +16,7 @@
 #include "interop/safetensors_file.h"
 #include "interop/staging_directory.h"
 #include "model/checkpoint.h"
+#include "model/finite_check.h"
 #include "model/parameters.h"
 #include "tokenizer/loader.h"
 
@@ -89,8 +90,9 @@ std::string metadata_text(const SafetensorsFile& file, const char* key) {
 }
 
 // Fills `parameters` from the file; every tensor of the file must be used, be a mask buffer, or be
-// an lm_head identical to wte.
-void read_parameters(const SafetensorsFile& file, const GPTConfig& config, std::vector<float>& parameters) {
+// an lm_head identical to wte; and every value be finite, unless allow_nonfinite.
+void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool allow_nonfinite,
+                     std::vector<float>& parameters) {
     const ParameterLayout layout(config);
     parameters.assign(static_cast<size_t>(layout.total()), 0.f);
     std::set<std::string> used;
@@ -99,6 +101,13 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, std::
         const SafetensorsTensor* found = find_tensor(file.header, tensor.hf_name);
         MIXGPT_REQUIRE(found != nullptr, file.path + ": missing tensor '" + tensor.hf_name + "'");
         const std::vector<float> values = float_values(file, *found, tensor.hf_shape);
+        const int64_t nonfinite = count_nonfinite(values.data(), static_cast<int64_t>(values.size()));
+        MIXGPT_REQUIRE(
+            allow_nonfinite || nonfinite == 0,
+            format("%s: tensor '%s' has %lld non-finite value%s (NaN or Inf); refusing the model (%s "
+                   "imports it anyway)",
+                   file.path.c_str(), found->name.c_str(), static_cast<long long>(nonfinite),
+                   nonfinite == 1 ? "" : "s", kAllowNonfiniteOption));
         from_gpt2(tensor, values.data(), parameters.data());
         used.insert(found->name);
         if (tensor.view->name == "wte") wte = values;
@@ -117,6 +126,7 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, std::
 
 ImportResult import_hf(const ImportOptions& options) {
     MIXGPT_REQUIRE(!options.output.empty(), "output: no run directory given (-o RUN)");
+    const StopSignalGuard signals;
     const fs::path folder(options.directory);
     MIXGPT_REQUIRE(fs::is_directory(folder), options.directory + ": not a folder");
     const std::string config_path = (folder / "config.json").string();
@@ -135,6 +145,7 @@ ImportResult import_hf(const ImportOptions& options) {
         options.directory + ": sharded safetensors (model.safetensors.index.json) are not supported");
     MIXGPT_REQUIRE(fs::exists(weights), options.directory + ": no model.safetensors");
     const SafetensorsFile file = read_safetensors(weights.string());
+    stop_if_signalled(signals, options.output);
 
     uint64_t stored = 0;  // elements in the file
     for (const SafetensorsTensor& tensor : file.header.tensors)
@@ -145,7 +156,7 @@ ImportResult import_hf(const ImportOptions& options) {
                           weights.c_str(), static_cast<unsigned long long>(stored)));
     Checkpoint checkpoint;
     checkpoint.config = config.model;
-    read_parameters(file, config.model, checkpoint.parameters);
+    read_parameters(file, config.model, options.allow_nonfinite, checkpoint.parameters);
     const std::string precision = metadata_text(file, kMetadataPrecision);
     checkpoint.precision = precision.empty() ? Precision::fp32 : parse_precision(precision);
     checkpoint.step = metadata_int(file, kMetadataStep);
@@ -155,17 +166,20 @@ ImportResult import_hf(const ImportOptions& options) {
     checkpoint.adam_v.assign(checkpoint.parameters.size(), 0.f);
     checkpoint.loader_state = LoaderState().to_vector();  // global_batch 0: no data position
     checkpoint.options = {{"imported_from", options.directory}};
+    checkpoint.run_id = new_run_id();  // a lineage of its own: train --resume continues it
     for (const auto& [key, option] :
          {std::pair{kMetadataDataset, "dataset"}, {kMetadataBatchSize, "batch_size"}})
         if (!metadata_text(file, key).empty())
             checkpoint.options.emplace_back(option, metadata_text(file, key));
 
-    StagingDirectory staging(options.output, options.force);
+    stop_if_signalled(signals, options.output);
+    StagingDirectory staging(options.output, options.force, {options.directory, tokenizer.path()}, "-o");
     checkpoint.tokenizer_path =
         (fs::path(options.output) / copy_tokenizer_files(tokenizer, staging.path())).string();
     const std::string staged =
         checkpoint_path((fs::path(staging.path()) / "checkpoints").string(), checkpoint.step);
     write_checkpoint(staged, checkpoint);
+    stop_if_signalled(signals, options.output);
     staging.commit();
 
     ImportResult result;

@@ -11,7 +11,8 @@
 // cannot represent (interop/hf_config.h), a tokenizer that is not SentencePiece with byte fallback
 // (interop/hf_tokenizer.h), a vocabulary that differs from the tokenizer's, a missing tensor, a
 // tensor whose dtype is not F32/BF16/F16 or whose shape differs from config.json's, an untied
-// lm_head, and any tensor GPT2LMHeadModel would not have.
+// lm_head, any tensor GPT2LMHeadModel would not have, and (unless allow_nonfinite) a tensor holding
+// NaN or Inf values, named with their count. SIGINT/SIGTERM stop it with its temporaries removed.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,11 @@
 namespace mixgpt::interop {
 
 struct ImportOptions {
-    std::string directory;  // the Hugging Face folder
-    std::string output;     // the run directory to create
-    bool force = false;     // replace an existing non-empty output directory
+    std::string directory;         // the Hugging Face folder
+    std::string output;            // the run directory to create
+    bool force = false;            // replace an existing non-empty output directory (never an input, a
+                                   // file, or a run in use: interop/staging_directory.h)
+    bool allow_nonfinite = false;  // import weights that are NaN or Inf anyway
 };
 
 struct ImportResult {

@@ -56,6 +56,7 @@ std::vector<float> window_logits(CheckpointModel& loaded, const std::vector<int3
 void write_reference_outputs(const ReferenceOptions& options) {
     MIXGPT_REQUIRE(options.logits_tokens > 0 && options.new_tokens > 0,
                    "reference-tokens, new-tokens: must be positive");
+    const StopSignalGuard signals;
     CheckpointModel loaded = CheckpointModel::read(options.source);
     DeviceOptions device;
     device.threads = options.threads;
@@ -91,7 +92,10 @@ void write_reference_outputs(const ReferenceOptions& options) {
     generation.stop_token = tokenizer.eot_id();
     const std::vector<int32_t> greedy = generate(*loaded.model, prompt, 1, generation)[0];
 
-    StagingDirectory staging(options.output, true);
+    stop_if_signalled(signals, options.output);
+    StagingDirectory staging(options.output, options.force,
+                             {loaded.path, tokenizer.path(), info.path, options.export_output},
+                             "--reference-out");
     const fs::path folder(staging.path());
     const nlohmann::ordered_json reference = {{"checkpoint", loaded.path},
                                               {"seq_len", t},
@@ -108,6 +112,7 @@ void write_reference_outputs(const ReferenceOptions& options) {
     write_binary(folder / "val_tokens.i32", tokens);
     write_binary(folder / "val_doc_offsets.i64", offsets);
     write_binary(folder / "logits.f32", logits);
+    stop_if_signalled(signals, options.output);
     staging.commit();
 }
 

@@ -26,6 +26,8 @@ struct ReferenceOptions {
     std::string prompt = "And God said";
     int new_tokens = 50;
     int threads = 0;
+    bool force = false;         // replace an existing non-empty output folder (export's --force)
+    std::string export_output;  // the export folder written with it: never replaced by this one
 };
 
 void write_reference_outputs(const ReferenceOptions& options);

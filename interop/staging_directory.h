@@ -1,15 +1,41 @@
 // A folder written under a temporary name and renamed into place when complete, so that a failed
 // export or import leaves nothing that looks finished.
+//
+//   <final>.tmp-<pid>/            written here, renamed to <final> by commit()
+//   <final>.replaced.tmp-<pid>/   the folder being replaced (--force), removed after the rename
+//
+// Both carry the writer's pid: a writer killed outright (kill -9, a second SIGTERM) leaves them,
+// and the next StagingDirectory for the same <final> removes those whose process is gone.
+//
+// What `replace` (--force) may replace is bounded: never a path that is or contains one of the
+// command's inputs, never a regular file (a folder is what is written), never a run directory
+// that a running `mixgpt train` holds (core/directory_lock.h).
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "core/stop_signal.h"
 
 namespace mixgpt::interop {
 
+// Throws Error "<output>: stopped by signal N before it was complete; nothing was written" once
+// SIGINT or SIGTERM has arrived: export and import call it between their steps, so that a signal
+// ends them with their temporaries removed.
+void stop_if_signalled(const StopSignalGuard& signals, const std::string& output);
+
+// The checks of StagingDirectory's constructor alone (nothing is created): a command with two
+// outputs checks the second before it writes the first.
+void require_replaceable(const std::string& final_path, bool replace, const std::vector<std::string>& inputs,
+                         const std::string& option);
+
 class StagingDirectory {
 public:
-    // Refuses (Error) when `final_path` exists and is not an empty directory, unless `replace`.
-    StagingDirectory(std::string final_path, bool replace);
+    // Refuses (Error) when `final_path` exists and is not an empty directory, unless `replace`; and
+    // always when it is a file, in use, or one of `inputs` (files or folders the command reads) lies
+    // at or inside it. `option` names the output's option in messages ("-o", "--reference-out").
+    StagingDirectory(std::string final_path, bool replace, const std::vector<std::string>& inputs,
+                     const std::string& option);
     StagingDirectory(const StagingDirectory&) = delete;
     StagingDirectory& operator=(const StagingDirectory&) = delete;
     ~StagingDirectory();  // removes the temporary folder unless committed

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -47,9 +48,10 @@ CheckpointHeader read_header(const std::string& path) {
     return parse_checkpoint_header(block.data(), got, path);
 }
 
-void write_header(const std::string& path) {
+void write_header(const std::string& path, const std::string& run_id) {
     CheckpointHeader header;
     header.version = kCheckpointFormatVersion;
+    header.run_id = run_id;
     header.payload_bytes = std::filesystem::file_size(path) - kCheckpointHeaderBytes;
     header.payload_crc32 = payload_crc32(path);
     const std::string block = checkpoint_header_block(header);
@@ -65,8 +67,17 @@ int64_t element_count(const std::vector<int64_t>& shape) {
     return count;
 }
 
+// Checked before allocating: a damaged shape attribute (n_layer 48 over a d2's data) would
+// otherwise ask for gigabytes and end as "out of memory".
 template <typename T>
 std::vector<T> read_vector(const h5::File& file, const std::string& name, h5::Type type, int64_t expected) {
+    const int64_t stored = element_count(file.shape(name));
+    MIXGPT_REQUIRE(
+        stored == expected,
+        format("%s: dataset '%s' has %lld values, the model shape of its attributes needs %lld (a damaged "
+               "checkpoint)",
+               file.path().c_str(), name.c_str(), static_cast<long long>(stored),
+               static_cast<long long>(expected)));
     std::vector<T> values(static_cast<size_t>(expected));
     file.read(name, type, values.data(), expected);
     return values;
@@ -130,6 +141,20 @@ int attribute_int32(const h5::File& file, const char* name) {
     return static_cast<int>(value);
 }
 
+// A count (step, tokens, counters): a negative one is damage, reported as such.
+int64_t attribute_count(const h5::File& file, const char* name) {
+    const int64_t value = file.attribute_int("/", name);
+    MIXGPT_REQUIRE(value >= 0, format("%s: attribute '%s' is %lld; a count cannot be negative (a damaged or "
+                                      "hand-edited checkpoint)",
+                                      file.path().c_str(), name, static_cast<long long>(value)));
+    return value;
+}
+
+int attribute_count32(const h5::File& file, const char* name) {
+    attribute_count(file, name);
+    return attribute_int32(file, name);
+}
+
 Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     Checkpoint checkpoint;
     checkpoint.config.n_layer = attribute_int32(file, "n_layer");
@@ -141,14 +166,14 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     checkpoint.tokenizer_path = file.attribute_string("/", "tokenizer_path");
     checkpoint.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
     checkpoint.precision = parse_precision(file.attribute_string("/", "precision"));
-    checkpoint.step = file.attribute_int("/", "step");
+    checkpoint.step = attribute_count(file, "step");
     checkpoint.seed = static_cast<uint64_t>(file.attribute_int("/", "seed"));
-    checkpoint.tokens_seen = file.attribute_int("/", "tokens_seen");
-    checkpoint.bad_steps_in_a_row = file.attribute_int("/", "bad_steps_in_a_row");
+    checkpoint.tokens_seen = attribute_count(file, "tokens_seen");
+    checkpoint.bad_steps_in_a_row = attribute_count(file, "bad_steps_in_a_row");
     checkpoint.status.loss_scale = static_cast<float>(file.attribute_double("/", "loss_scale"));
-    checkpoint.status.clean_steps = attribute_int32(file, "clean_steps");
-    checkpoint.status.skipped_steps = attribute_int32(file, "skipped_steps");
-    checkpoint.status.optimizer_steps = attribute_int32(file, "optimizer_steps");
+    checkpoint.status.clean_steps = attribute_count32(file, "clean_steps");
+    checkpoint.status.skipped_steps = attribute_count32(file, "skipped_steps");
+    checkpoint.status.optimizer_steps = attribute_count32(file, "optimizer_steps");
 
     const int64_t n = ParameterLayout(checkpoint.config).total();
     checkpoint.parameters = read_vector<float>(file, "parameters", h5::Type::f32, n);
@@ -188,14 +213,14 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
             write_contents(file, checkpoint);
             file.close();
         }
-        write_header(output.temporary_path());
+        write_header(output.temporary_path(), checkpoint.run_id);
     } catch (const Error& error) {
         throw Error(with_path(path, error.what()));
     }
     output.commit();
 }
 
-void verify_checkpoint_file(const std::string& path) {
+CheckpointHeader verify_checkpoint_file(const std::string& path) {
     MIXGPT_REQUIRE(file_exists(path), path + ": no such checkpoint");
     const CheckpointHeader header = read_header(path);
     const uint64_t size = std::filesystem::file_size(path);
@@ -208,13 +233,35 @@ void verify_checkpoint_file(const std::string& path) {
                           static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
     MIXGPT_REQUIRE(payload_crc32(path) == header.payload_crc32,
                    path + ": corrupt checkpoint (checksum mismatch)");
+    return header;
+}
+
+std::string checkpoint_run_id(const std::string& path) {
+    try {
+        return read_header(path).run_id;
+    } catch (const Error&) {
+        return "";
+    }
+}
+
+std::string new_run_id() {
+    std::ifstream random("/dev/urandom", std::ios::binary);
+    unsigned char bytes[16] = {};
+    random.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+    MIXGPT_REQUIRE(random.gcount() == static_cast<std::streamsize>(sizeof(bytes)),
+                   "/dev/urandom: cannot read a new run id");
+    std::string id;
+    for (const unsigned char byte : bytes) id += format("%02x", byte);
+    return id;
 }
 
 Checkpoint read_checkpoint(const std::string& path, CheckpointContent content) {
-    verify_checkpoint_file(path);
+    const CheckpointHeader header = verify_checkpoint_file(path);
     try {
         const h5::File file = h5::File::open_read(path);
-        return read_contents(file, content);
+        Checkpoint checkpoint = read_contents(file, content);
+        checkpoint.run_id = header.run_id;
+        return checkpoint;
     } catch (const Error& error) {
         throw Error(with_path(path, error.what()));
     }
@@ -273,15 +320,25 @@ std::string newest_valid_checkpoint(const std::string& directory) {
     return "";
 }
 
-void remove_old_checkpoints(const std::string& directory, int keep) {
+std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep,
+                                                const std::string& run_id,
+                                                const std::string& protected_path) {
     MIXGPT_REQUIRE(keep >= 1, "keep-checkpoints: must be at least 1");
-    const std::vector<std::string> paths = list_checkpoints(directory);
-    const size_t remove_count = paths.size() > static_cast<size_t>(keep) ? paths.size() - keep : 0;
+    std::vector<std::string> lineage;  // oldest first
+    for (const std::string& path : list_checkpoints(directory))
+        if (!run_id.empty() && checkpoint_run_id(path) == run_id) lineage.push_back(path);
+    std::vector<std::string> removed;
+    const size_t remove_count = lineage.size() > static_cast<size_t>(keep) ? lineage.size() - keep : 0;
     for (size_t i = 0; i < remove_count; ++i) {
         std::error_code error;
-        std::filesystem::remove(paths[i], error);
-        if (error) log_warning(paths[i] + ": cannot remove old checkpoint (" + error.message() + ")");
+        if (std::filesystem::equivalent(lineage[i], protected_path, error)) continue;
+        std::filesystem::remove(lineage[i], error);
+        if (error)
+            log_warning(lineage[i] + ": cannot remove old checkpoint (" + error.message() + ")");
+        else
+            removed.push_back(lineage[i]);
     }
+    return removed;
 }
 
 }  // namespace mixgpt

@@ -13,7 +13,9 @@
 //                     tokenizer_sha256, precision, step, seed, tokens_seen, and the StepStatus fields
 //                     (loss_scale, clean_steps, skipped_steps, optimizer_steps)
 //
-// A run directory keeps checkpoints as <dir>/step_<8 digits>.h5; the newest K are kept.
+// The header also carries the run id (model/checkpoint_header.h): the lineage of training runs
+// the checkpoint belongs to. A run directory keeps checkpoints as <dir>/step_<8 digits>.h5; the
+// newest K of its own lineage are kept, and no other file is ever removed.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/precision.h"
+#include "model/checkpoint_header.h"
 #include "model/config.h"
 
 namespace mixgpt {
@@ -42,6 +45,7 @@ struct Checkpoint {
     StepStatus status;                   // loss scale and counters (grad_norm_squared, skip: 0)
     std::vector<int64_t> loader_state;
     std::vector<std::pair<std::string, std::string>> options;
+    std::string run_id;  // lineage (header); "" in files written before run ids existed
 };
 
 // weights: everything but the optimizer moments and the loader state (for eval and sampling).
@@ -52,12 +56,17 @@ enum class CheckpointContent { weights, everything };
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Verifies the header, size and checksum, then reads; throws Error "<path>: <reason>" on anything
-// wrong (truncated, corrupt, missing fields, sizes that do not match the model shape).
+// wrong (truncated, corrupt, missing fields, sizes that do not match the model shape, a negative
+// step or counter). Values that are not finite are read as they are: see model/finite_check.h.
 Checkpoint read_checkpoint(const std::string& path,
                            CheckpointContent content = CheckpointContent::everything);
 
-// The header, size and checksum only; throws Error "<path>: <reason>".
-void verify_checkpoint_file(const std::string& path);
+// The header, size and checksum only; throws Error "<path>: <reason>". Returns the header.
+CheckpointHeader verify_checkpoint_file(const std::string& path);
+// The run id in the file's header; "" when it has none or the header cannot be read.
+std::string checkpoint_run_id(const std::string& path);
+// A new run id: 32 hex digits from the system's random source.
+std::string new_run_id();
 
 // Throws Error naming the first field in which the checkpoint differs from this run.
 void require_compatible(const Checkpoint& checkpoint, const std::string& checkpoint_path,
@@ -68,7 +77,10 @@ std::string checkpoint_path(const std::string& directory, int64_t step);
 std::vector<std::string> list_checkpoints(const std::string& directory);
 // The newest checkpoint that passes verify_checkpoint_file ("" if none); invalid ones are logged.
 std::string newest_valid_checkpoint(const std::string& directory);
-// Removes all but the newest `keep` checkpoints.
-void remove_old_checkpoints(const std::string& directory, int keep);
+// Removes the checkpoints of lineage `run_id` in `directory` but the newest `keep` (by step) and
+// `protected_path` (the one just written and reported); checkpoints of any other lineage, or of
+// none, are never touched. Returns the paths removed.
+std::vector<std::string> remove_old_checkpoints(const std::string& directory, int keep,
+                                                const std::string& run_id, const std::string& protected_path);
 
 }  // namespace mixgpt

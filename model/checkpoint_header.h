@@ -1,6 +1,10 @@
 // The text header in a checkpoint's first 512 bytes (the HDF5 user block), written after the
 // HDF5 payload and checked before HDF5 reads anything:
-//   mixgpt checkpoint\nversion 1\npayload_bytes <n>\npayload_crc32 <8 hex digits>\n  (NUL padding)
+//   mixgpt checkpoint\nversion 1\npayload_bytes <n>\npayload_crc32 <8 hex digits>\n
+//   run_id <1 to 64 of [0-9a-z]>\n   (optional: files written before run ids existed lack it)
+//   NUL padding
+// The run id names the lineage of training runs the checkpoint belongs to (train/run_directory.h);
+// it sits in the header so that checkpoint rotation reads 512 bytes per file, not HDF5.
 // Parsing is a pure function of the bytes, so that it can be fuzzed (fuzz/checkpoint_header.cpp).
 #pragma once
 
@@ -17,7 +21,11 @@ struct CheckpointHeader {
     int64_t version = 0;
     uint64_t payload_bytes = 0;  // the HDF5 bytes after the header
     uint32_t payload_crc32 = 0;  // zlib's CRC-32 of those bytes
+    std::string run_id;          // "" when the file has none
 };
+
+// Whether `run_id` may be written in a header: 1 to 64 characters of [0-9a-z].
+bool is_valid_run_id(const std::string& run_id);
 
 // The header block, padded with NULs to kCheckpointHeaderBytes.
 std::string checkpoint_header_block(const CheckpointHeader& header);

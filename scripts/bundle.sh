@@ -28,8 +28,11 @@ is_host_library() {
   return 1
 }
 
-# Copy the closure of non-host libraries (ldd already lists transitive dependencies).
-for binary in "$bundle"/bin/*; do
+# Copy the closure of non-host libraries (ldd already lists transitive dependencies). OpenBLAS is
+# loaded at run time (kernels/cpu/openblas_library.h), so ldd does not list it: it is added by hand.
+openblas="${OPENBLAS_LIB:-/usr/lib/x86_64-linux-gnu/openblas-openmp}/libopenblas.so.0"
+cp -L "$openblas" "$bundle/lib/libopenblas.so.0"
+for binary in "$bundle"/bin/* "$openblas"; do
   while read -r library; do
     [[ -n "$library" && -f "$library" ]] || continue
     is_host_library "$library" && continue

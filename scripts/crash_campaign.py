@@ -6,7 +6,7 @@ For each configuration (fp32; bf16; fp32 with 2 accumulation micro-steps) one re
 uninterrupted. Each trial starts the same run in a fresh directory, sends it SIGKILL (or the
 signal of --signal) at a random moment (half of the trials: as soon as the k-th checkpoint
 temporary appears, k at random, i.e. inside a checkpoint write), checks every checkpoint left behind (header, size,
-CRC-32 of the payload), resumes with --resume until the run completes, and compares the final
+CRC-32 of the payload), resumes with --resume if-present until the run completes, and compares the final
 checkpoint's parameters and AdamW moments with the reference's, and the metrics file's train
 losses (each step exactly once) with the reference's. Reports:
 
@@ -169,8 +169,9 @@ def main():
             resumes = 0
             while True:
                 resumes += 1
-                result = subprocess.run(command + ["--resume"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        text=True)
+                # if-present: a run killed before its first checkpoint starts again from scratch.
+                result = subprocess.run(command + ["--resume", "if-present"], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
                 if result.returncode == 0 or resumes == 3:
                     break
             resumed = result.returncode == 0

@@ -4,11 +4,11 @@
 # to `mixgpt train`; --device cuda is added.
 #
 #   sbatch scripts/slurm_train.sh --dataset data/fineweb --model d12 -b 16 -t 1024 \
-#       --total-batch-tokens 524288 --tokens 10000000000 --precision bf16 -o runs/d12 --resume
+#       --total-batch-tokens 524288 --tokens 10000000000 --precision bf16 -o runs/d12 --resume if-present
 #   sbatch --nodes=2 scripts/slurm_train.sh ...          # 16 GPUs
 #
-# --resume (newest valid checkpoint, or a fresh start when there is none) makes a requeued or
-# resubmitted job continue. Slurm sends SIGTERM 300 s before the time limit (--signal): the ranks
+# --resume if-present (newest valid checkpoint, or a fresh start when there is none; plain --resume
+# is an error without one) makes a requeued or resubmitted job continue. Slurm sends SIGTERM 300 s before the time limit (--signal): the ranks
 # agree to stop after the current step and rank 0 writes a checkpoint. The run directory must be
 # on a file system rank 0 can write; the other ranks never touch it.
 #

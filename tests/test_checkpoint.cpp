@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/checkpoint_header.h"
 #include "model/parameters.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/test_support.h"
@@ -150,18 +151,59 @@ TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     const std::string run = path("run");
     EXPECT_TRUE(list_checkpoints(run).empty());
     EXPECT_EQ(newest_valid_checkpoint(run), "");
-    for (int64_t step : {5, 10, 100, 20}) write_checkpoint(checkpoint_path(run, step), make_checkpoint(step));
+    for (int64_t step : {5, 10, 100, 20}) {
+        Checkpoint checkpoint = make_checkpoint(step);
+        checkpoint.run_id = "lineage1";
+        write_checkpoint(checkpoint_path(run, step), checkpoint);
+    }
+    Checkpoint other_run = make_checkpoint(3);  // another lineage: never removed
+    other_run.run_id = "lineage2";
+    write_checkpoint(checkpoint_path(run, 3), other_run);
+    write_checkpoint(checkpoint_path(run, 4), make_checkpoint(4));  // no lineage (an older file)
     std::ofstream(run + "/notes.txt") << "not a checkpoint";
     EXPECT_EQ(list_checkpoints(run),
-              (std::vector<std::string>{checkpoint_path(run, 5), checkpoint_path(run, 10),
+              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4),
+                                        checkpoint_path(run, 5), checkpoint_path(run, 10),
                                         checkpoint_path(run, 20), checkpoint_path(run, 100)}));
-    remove_old_checkpoints(run, 2);
+    EXPECT_EQ(checkpoint_run_id(checkpoint_path(run, 5)), "lineage1");
+    EXPECT_EQ(read_checkpoint(checkpoint_path(run, 3)).run_id, "lineage2");
+    EXPECT_EQ(remove_old_checkpoints(run, 2, "lineage1", checkpoint_path(run, 10)),
+              (std::vector<std::string>{checkpoint_path(run, 5)}));  // 10 is protected
+    EXPECT_EQ(remove_old_checkpoints(run, 2, "lineage1", ""),
+              (std::vector<std::string>{checkpoint_path(run, 10)}));
     EXPECT_EQ(list_checkpoints(run),
-              (std::vector<std::string>{checkpoint_path(run, 20), checkpoint_path(run, 100)}));
+              (std::vector<std::string>{checkpoint_path(run, 3), checkpoint_path(run, 4),
+                                        checkpoint_path(run, 20), checkpoint_path(run, 100)}));
+    for (const std::string& path : {checkpoint_path(run, 3), checkpoint_path(run, 4)})
+        ASSERT_EQ(::unlink(path.c_str()), 0);
     EXPECT_EQ(newest_valid_checkpoint(run), checkpoint_path(run, 100));
     ASSERT_EQ(::truncate(checkpoint_path(run, 100).c_str(), 1000), 0);
     EXPECT_EQ(newest_valid_checkpoint(run), checkpoint_path(run, 20));
     EXPECT_EQ(read_checkpoint(newest_valid_checkpoint(run)).step, 20);
+}
+
+// The run id line of the header: written back as read, and anything else after the CRC refused.
+TEST(CheckpointHeaderTest, RunIdIsOptionalAndChecked) {
+    CheckpointHeader header;
+    header.version = kCheckpointFormatVersion;
+    header.payload_bytes = 1234;
+    header.payload_crc32 = 0xdeadbeef;
+    const std::string without = checkpoint_header_block(header);
+    EXPECT_EQ(parse_checkpoint_header(without.data(), without.size(), "c.h5").run_id, "");
+    header.run_id = "0123456789abcdef0123456789abcdef";
+    const std::string with = checkpoint_header_block(header);
+    EXPECT_EQ(parse_checkpoint_header(with.data(), with.size(), "c.h5").run_id, header.run_id);
+    const std::string prefix = without.substr(0, without.find('\0'));
+    for (const std::string& tail :
+         {std::string("run_id ABC\n"), std::string("run_id \n"), "run_id " + std::string(65, 'a') + "\n",
+          std::string("owner me\n"), std::string("run_id abc\nmore\n")}) {
+        std::string block = prefix + tail;
+        block.resize(kCheckpointHeaderBytes, '\0');
+        const std::string message =
+            error_of([&] { parse_checkpoint_header(block.data(), block.size(), "c.h5"); });
+        EXPECT_NE(message.find("c.h5: corrupt checkpoint header"), std::string::npos)
+            << tail << ": " << message;
+    }
 }
 
 }  // namespace

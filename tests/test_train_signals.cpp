@@ -6,7 +6,7 @@
 
 #include <csignal>
 
-#include "train/stop_signal.h"
+#include "core/stop_signal.h"
 
 namespace mixgpt {
 namespace {

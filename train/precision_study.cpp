@@ -38,7 +38,7 @@ TrainOptions run_options(const StudyOptions& options, const StudyVariant& varian
     train.loss_scale = variant.loss_scale;
     train.stochastic_rounding = variant.stochastic_rounding;
     train.gradient_zero_stats = true;
-    train.resume = "auto";
+    train.resume = "if-present";
     if (train.checkpoint_interval == 0) train.checkpoint_interval = train.eval_interval;
     return train;
 }

@@ -73,6 +73,9 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(options.keep_checkpoints >= 1, "keep-checkpoints: must be at least 1");
     MIXGPT_REQUIRE(options.max_bad_steps >= 1, "max-bad-steps: must be at least 1");
     MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");
+    MIXGPT_REQUIRE(!(options.overwrite && (options.resume == "auto" || options.resume == "if-present")),
+                   "overwrite: starts a new run in the output directory; --resume continues the one there: "
+                   "give one of them");
     MIXGPT_REQUIRE(options.beta1 >= 0 && options.beta1 < 1, "beta1: must lie in [0, 1)");
     MIXGPT_REQUIRE(options.beta2 >= 0 && options.beta2 < 1, "beta2: must lie in [0, 1)");
     require_positive(options.epsilon, "epsilon");
@@ -91,9 +94,10 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, world_size);
     plan.tokens_per_step =
         static_cast<int64_t>(options.batch_size) * options.seq_len * plan.accumulation_steps * world_size;
-    plan.total_steps = options.steps > 0
-                           ? options.steps
-                           : (options.token_budget + plan.tokens_per_step - 1) / plan.tokens_per_step;
+    // Rounded up without forming token_budget + tokens_per_step - 1, which overflows near 2^63.
+    plan.total_steps = options.steps > 0 ? options.steps
+                                         : options.token_budget / plan.tokens_per_step +
+                                               (options.token_budget % plan.tokens_per_step != 0 ? 1 : 0);
 
     plan.schedule.peak = options.learning_rate;
     plan.schedule.warmup_steps = options.warmup_steps;

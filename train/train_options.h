@@ -58,8 +58,13 @@ struct TrainOptions {
     int64_t checkpoint_interval = 0;  // steps between checkpoints; 0: only after the last step
     int keep_checkpoints = 3;         // the newest K are kept
     std::string output_dir = "runs/train";
-    std::string resume;    // "": start fresh; "auto": newest valid checkpoint; else a file
-    bool dry_run = false;  // print the memory plan for each recompute policy and stop
+    // "": start fresh (refused when the output directory holds another run, unless overwrite);
+    // "auto": the newest valid checkpoint, an error when there is none; "if-present": the same, but
+    // a fresh start when the directory has no checkpoint at all (requeued jobs); else a file.
+    std::string resume;
+    bool overwrite = false;        // move the output directory's run into replaced-<time>/ first
+    bool allow_nonfinite = false;  // resume from weights or moments that are NaN/Inf anyway
+    bool dry_run = false;          // print the memory plan for each recompute policy and stop
     // Each evaluation also reports the fraction of the last step's gradient elements that are
     // exactly zero (`mixgpt study`: in fp16 without loss scaling, mostly underflow).
     bool gradient_zero_stats = false;

@@ -12,9 +12,11 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/stop_signal.h"
 #include "eval/dataset_path.h"
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
+#include "model/finite_check.h"
 #include "model/gpt.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
@@ -26,7 +28,7 @@
 #include "train/memory_check.h"
 #include "train/mpi_launch.h"
 #include "train/process_communicator.h"
-#include "train/stop_signal.h"
+#include "train/run_directory.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -75,7 +77,10 @@ private:
     Communicator& communicator() const { return given_ != nullptr ? *given_ : process_->get(); }
     bool is_root() const { return communicator().rank() == 0; }
     void log_ranks() const;
-    std::string resume_path() const;  // "" when starting fresh; rank 0 decides
+    std::string start_checkpoint() const;                           // "" when starting fresh; rank 0 decides
+    std::string choose_start_checkpoint() const;                    // rank 0
+    void start_fresh() const;                                       // rank 0
+    void claim_directory_for(const std::string& checkpoint) const;  // rank 0
     void resume_from(const std::string& path);
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
@@ -93,6 +98,7 @@ private:
     Communicator* given_;
     std::unique_ptr<ProcessCommunicator> process_;  // when no communicator was given
     QuietUnlessRoot quiet_;
+    std::unique_ptr<RunDirectory> run_directory_;  // rank 0: locked for the run's lifetime
     DatasetInfo dataset_;
     TrainPlan plan_;
     std::unique_ptr<Backend> backend_;
@@ -106,6 +112,7 @@ private:
     StepStatus status_;  // host copy of the backend's StepStatus after the last step
     int bad_steps_in_a_row_ = 0;
     std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
+    std::string run_id_;           // rank 0: the lineage every checkpoint of this run records
     bool evaluation_possible_ = true;
     TrainResult result_;
 };
@@ -120,6 +127,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
     dataset_ = read_dataset_info(resolve_dataset_path(options.dataset));
     plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
+    if (is_root()) run_directory_ = std::make_unique<RunDirectory>(options.output_dir);
 
     BackendOptions backend_options;
     backend_options.device = options.device;
@@ -180,17 +188,74 @@ void Trainer::log_ranks() const {
                    options_.collective_timeout));
 }
 
-std::string Trainer::resume_path() const {
-    if (options_.resume.empty()) return "";
+std::string Trainer::start_checkpoint() const {
     std::string path;
-    if (is_root()) {
-        path = options_.resume == "auto" ? newest_valid_checkpoint(checkpoint_directory(options_.output_dir))
-                                         : options_.resume;
-        if (path.empty())
-            log_info("no checkpoint in " + checkpoint_directory(options_.output_dir) +
-                     ": starting from scratch");
-    }
+    if (is_root()) path = choose_start_checkpoint();
     return broadcast_text(communicator(), path, 0);
+}
+
+// The rules of train/run_directory.h: never a silent mix of two runs in one directory.
+std::string Trainer::choose_start_checkpoint() const {
+    const std::string& resume = options_.resume;
+    const std::string checkpoints = run_directory_->checkpoints();
+    if (resume.empty()) {
+        start_fresh();
+        return "";
+    }
+    if (resume != "auto" && resume != "if-present") {
+        claim_directory_for(resume);
+        return resume;
+    }
+    const std::string newest = newest_valid_checkpoint(checkpoints);
+    if (!newest.empty()) return newest;
+    const size_t invalid = list_checkpoints(checkpoints).size();
+    MIXGPT_REQUIRE(
+        invalid == 0,
+        format("resume: none of the %zu checkpoints in %s is valid (the warnings above say why); they "
+               "are left as they are: resume from a good copy with --resume FILE",
+               invalid, checkpoints.c_str()));
+    MIXGPT_REQUIRE(resume == "if-present",
+                   checkpoints +
+                       ": no checkpoint to resume from (--resume); start without --resume, or use "
+                       "--resume if-present to start from scratch when there is none");
+    log_info("no checkpoint in " + checkpoints + ": starting from scratch (--resume if-present)");
+    return "";
+}
+
+void Trainer::start_fresh() const {
+    const std::string held = run_directory_->run_files();
+    if (held.empty()) return;
+    MIXGPT_REQUIRE(options_.overwrite,
+                   run_directory_->path() + ": holds another run (" + held +
+                       "): continue it with --resume, or start over with --overwrite (which moves it into " +
+                       run_directory_->path() + "/replaced-<time>/)");
+    log_info("moved the previous run in " + run_directory_->path() + " to " +
+             run_directory_->move_run_aside() + " (--overwrite)");
+}
+
+// --resume FILE into a directory that holds a run: FILE must be one of its checkpoints or of its
+// lineage, or the run there is moved aside (--overwrite).
+void Trainer::claim_directory_for(const std::string& checkpoint) const {
+    const std::string held = run_directory_->run_files();
+    if (held.empty()) return;
+    std::error_code error;
+    const bool inside = std::filesystem::equivalent(std::filesystem::path(checkpoint).parent_path(),
+                                                    run_directory_->checkpoints(), error);
+    if (inside) {
+        MIXGPT_REQUIRE(!options_.overwrite,
+                       "overwrite: " + checkpoint +
+                           " is one of the checkpoints it would move "
+                           "aside; resume from a copy elsewhere, or without --overwrite");
+        return;
+    }
+    const std::string lineage = checkpoint_run_id(checkpoint);
+    if (!lineage.empty() && lineage == run_directory_->run_id()) return;
+    MIXGPT_REQUIRE(options_.overwrite,
+                   run_directory_->path() + ": holds another run (" + held + ") than " + checkpoint +
+                       ": resume into an empty directory, or use --overwrite to move the run there into " +
+                       run_directory_->path() + "/replaced-<time>/ first");
+    log_info("moved the previous run in " + run_directory_->path() + " to " +
+             run_directory_->move_run_aside() + " (--overwrite)");
 }
 
 void Trainer::resume_from(const std::string& path) {
@@ -199,6 +264,7 @@ void Trainer::resume_from(const std::string& path) {
         [&] {
             Checkpoint read = read_checkpoint(path);
             require_compatible(read, path, plan_.model, dataset_.tokenizer_sha256);
+            if (!options_.allow_nonfinite) require_finite_checkpoint(read, path);
             return read;
         },
         0);
@@ -224,6 +290,7 @@ void Trainer::resume_from(const std::string& path) {
     step_ = checkpoint.step;
     tokens_seen_ = checkpoint.tokens_seen;
     bad_steps_in_a_row_ = static_cast<int>(checkpoint.bad_steps_in_a_row);
+    if (is_root()) run_id_ = checkpoint.run_id.empty() ? run_directory_->run_id() : checkpoint.run_id;
     result_.last_checkpoint = path;
     last_saved_path_ = path;
     log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
@@ -272,6 +339,7 @@ void Trainer::save_checkpoint() {
     checkpoint.status.skip = 0;
     checkpoint.loader_state = loader_->state().to_vector();
     checkpoint.options = describe_options(options_);
+    checkpoint.run_id = run_id_;
 
     try {
         write_checkpoint(path, checkpoint);
@@ -283,7 +351,7 @@ void Trainer::save_checkpoint() {
     }
     last_saved_path_ = path;
     result_.last_checkpoint = path;
-    remove_old_checkpoints(directory, options_.keep_checkpoints);
+    remove_old_checkpoints(directory, options_.keep_checkpoints, run_id_, path);
     log_info("checkpoint " + path);
 }
 
@@ -409,7 +477,7 @@ TrainResult Trainer::run() {
         for (const std::string& directory : {options_.output_dir, checkpoint_directory(options_.output_dir)})
             for (const std::string& stale : remove_stale_temporaries(directory))
                 log_info("removed " + stale + " (a temporary whose writer is gone)");
-    const std::string path = resume_path();
+    const std::string path = start_checkpoint();
     const bool resumed = !path.empty();
     if (resumed) {
         resume_from(path);
@@ -418,7 +486,8 @@ TrainResult Trainer::run() {
         model_->load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     }
     if (is_root()) {
-        make_directories(options_.output_dir);
+        if (run_id_.empty()) run_id_ = new_run_id();
+        run_directory_->write_run_id(run_id_);
         if (resumed) {
             const int64_t dropped = truncate_metrics_after(result_.metrics_path, step_);
             if (dropped > 0)

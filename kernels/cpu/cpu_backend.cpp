@@ -5,15 +5,18 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "core/thread_limit.h"
 #include "kernels/backend_factory.h"
+#include "kernels/cpu/openblas_library.h"
 
 namespace mixgpt {
 namespace cpu {
 
 CpuBackend::CpuBackend(const BackendOptions& options) : precision_(options.precision) {
-    MIXGPT_REQUIRE(options.threads >= 0,
-                   format("cpu backend: threads is %d, expected >= 0", options.threads));
+    const std::string problem = threads_problem(options.threads);
+    MIXGPT_REQUIRE(problem.empty(), "threads: " + problem);
     if (options.threads > 0) omp_set_num_threads(options.threads);
+    load_openblas(omp_get_max_threads());
 }
 
 std::string CpuBackend::name() const { return format("cpu (%d threads)", omp_get_max_threads()); }

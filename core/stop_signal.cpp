@@ -1,4 +1,4 @@
-#include "train/stop_signal.h"
+#include "core/stop_signal.h"
 
 #include <unistd.h>
 

@@ -1,0 +1,97 @@
+#include "train/run_directory.h"
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixgpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRunIdFile = "run_id";
+constexpr const char* kReplacedPrefix = "replaced-";
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// "replaced-20251126-013000", or with "-2", "-3", ... when that exists already.
+fs::path replaced_folder(const fs::path& directory) {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
+    fs::path folder = directory / (std::string(kReplacedPrefix) + stamp);
+    for (int n = 2; fs::exists(folder); ++n)
+        folder = directory / (std::string(kReplacedPrefix) + stamp + "-" + std::to_string(n));
+    return folder;
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {
+    std::error_code error;
+    created_ = !fs::exists(path_, error);
+    lock_.emplace(path_);
+}
+
+RunDirectory::~RunDirectory() {
+    lock_.reset();
+    std::error_code ignored;
+    if (created_ && fs::is_empty(path_, ignored)) fs::remove(path_, ignored);
+}
+
+std::string RunDirectory::checkpoints() const { return (fs::path(path_) / "checkpoints").string(); }
+
+std::string RunDirectory::run_files() const {
+    std::string found;
+    const auto add = [&found](const std::string& what) { found += (found.empty() ? "" : ", ") + what; };
+    std::error_code error;
+    size_t checkpoint_entries = 0;
+    for (auto entry = fs::directory_iterator(checkpoints(), error);
+         !error && entry != fs::directory_iterator(); entry.increment(error))
+        ++checkpoint_entries;
+    if (checkpoint_entries > 0)
+        add(format("checkpoints/ (%zu file%s)", checkpoint_entries, checkpoint_entries == 1 ? "" : "s"));
+    for (const char* name : {"metrics.jsonl", kRunIdFile})
+        if (fs::exists(fs::path(path_) / name, error)) add(name);
+    return found;
+}
+
+std::string RunDirectory::run_id() const {
+    std::ifstream file(fs::path(path_) / kRunIdFile);
+    std::string id;
+    file >> id;
+    return id;
+}
+
+void RunDirectory::write_run_id(const std::string& run_id) const {
+    write_whole_file((fs::path(path_) / kRunIdFile).string(), run_id + "\n");
+}
+
+std::string RunDirectory::move_run_aside() const {
+    const fs::path folder = replaced_folder(path_);
+    make_directories(folder.string());
+    const std::string lock_name = fs::path(DirectoryLock::file_of(path_)).filename().string();
+    std::vector<fs::path> entries;  // listed first: the directory changes while they move
+    for (const fs::directory_entry& entry : fs::directory_iterator(path_)) {
+        const std::string name = entry.path().filename().string();
+        if (name != lock_name && !starts_with(name, kReplacedPrefix)) entries.push_back(entry.path());
+    }
+    for (const fs::path& entry : entries) {
+        std::error_code error;
+        fs::rename(entry, folder / entry.filename(), error);
+        MIXGPT_REQUIRE(!error, entry.string() + ": cannot move it into " + folder.string() + " (" +
+                                   error.message() + "); the previous run is partly there");
+    }
+    return folder.string();
+}
+
+}  // namespace mixgpt

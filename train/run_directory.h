@@ -1,0 +1,49 @@
+// A training run's directory (`train -o DIR`), held by one process (rank 0) for the run's lifetime:
+//
+//   run.lock      flock'ed while a process writes here (core/directory_lock.h): a second writer
+//                 fails in one line naming the holder's pid and host
+//   run_id        the lineage this directory's run belongs to: a fresh run draws a new id, a
+//                 resumed run keeps its checkpoint's; every checkpoint records it in its header, and
+//                 rotation removes only checkpoints of this lineage
+//   metrics.jsonl, checkpoints/step_<8 digits>.h5    (train/trainer.h)
+//   replaced-<time>/   a previous run, moved aside by `train --overwrite`
+//
+// Nothing of another run is ever removed or mixed in: a fresh start into a directory that holds a
+// run (checkpoints, metrics.jsonl or run_id) is refused unless --overwrite, which moves that run's
+// files into replaced-<time>/ and says so; --resume FILE of another lineage is refused the same way.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/directory_lock.h"
+
+namespace mixgpt {
+
+class RunDirectory {
+public:
+    // Creates and locks `path`; throws Error when another process holds it.
+    explicit RunDirectory(std::string path);
+    // Unlocks; removes the directory again when this object created it and nothing was written.
+    ~RunDirectory();
+    RunDirectory(const RunDirectory&) = delete;
+    RunDirectory& operator=(const RunDirectory&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::string checkpoints() const;
+    // "" when the directory holds no run; else what it holds ("checkpoints/ (3 files), metrics.jsonl").
+    std::string run_files() const;
+    // The lineage recorded in run_id; "" when there is none.
+    std::string run_id() const;
+    void write_run_id(const std::string& run_id) const;
+    // Moves every entry but run.lock and earlier replaced-* folders into a new replaced-<time>/
+    // folder inside the directory and returns that folder's path.
+    std::string move_run_aside() const;
+
+private:
+    std::string path_;
+    bool created_ = false;
+    std::optional<DirectoryLock> lock_;
+};
+
+}  // namespace mixgpt

@@ -44,7 +44,8 @@ TEST(CpuDeterminism, MatrixProducts) {
         [&] {
             HostTensor out(DType::f32, {N, 3 * C}), pre(DType::f32, {N, 3 * C}), dinp(DType::f32, {N, C});
             HostTensor dweight(DType::f32, {3 * C, C}), dbias(DType::f32, {3 * C});
-            backend->matmul_forward(out.view(), pre.view(), inp.view(), weight.view(), bias.view());
+            backend->matmul_forward(out.view(), pre.view(), inp.view(), weight.view(), bias.view(),
+                                    MatmulEpilogue::bias_gelu);
             backend->matmul_backward_input(dinp.view(), dout.view(), weight.view(), false);
             backend->matmul_backward_weight(dweight.view(), dbias.view(), dout.view(), inp.view());
             return std::vector<std::vector<double>>{out.values(), dinp.values(), dweight.values(),
@@ -80,9 +81,9 @@ TEST(CpuDeterminism, NormsEmbeddingAttentionClassifier) {
                                         TensorView(dy.view().data, DType::f32, {B, T, C}), tokens.view());
             HostTensor attended(DType::f32, {B, T, C}), lse(DType::f32, {B, H, T}),
                 dqkv(DType::f32, {B, T, 3 * C});
-            backend->attention_forward(attended.view(), lse.view(), qkv.view(), H);
+            backend->attention_forward(attended.view(), lse.view(), qkv.view(), multi_head_attention(H));
             backend->attention_backward(dqkv.view(), TensorView(dy.view().data, DType::f32, {B, T, C}),
-                                        qkv.view(), attended.view(), lse.view(), H);
+                                        qkv.view(), lse.view(), multi_head_attention(H));
             HostTensor logits(logit_values, DType::f32, {N, Vp}), losses(DType::f32, {N});
             backend->classifier(losses.view(), logits.view(), targets.view(), 500, true, 0.01f, nullptr);
             StepStatus status;

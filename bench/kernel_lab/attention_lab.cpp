@@ -55,11 +55,12 @@ private:
 };
 
 void flash_forward(const AttentionTensors& t, int heads, cudaStream_t stream) {
-    cuda::flash_attention_forward(t.out, t.lse, t.qkv, heads, stream);
+    cuda::flash_attention_forward(t.out, t.lse, t.qkv, multi_head_attention(heads), TensorView(), stream);
 }
 
 void flash_backward(const AttentionTensors& t, int heads, cudaStream_t stream) {
-    cuda::flash_attention_backward(t.dqkv, t.dout, t.qkv, t.out, t.lse, t.delta, heads, stream);
+    cuda::flash_attention_backward(t.dqkv, t.dout, t.qkv, t.lse, t.delta, multi_head_attention(heads),
+                                   TensorView(), stream);
 }
 
 // Columns [part*C, (part+1)*C) of each row of a (rows, 3C) tensor.
@@ -83,8 +84,8 @@ AttentionResults run_cpu(Precision precision, const AttentionShape& s, const std
     const AttentionTensors t(*cpu, s, activation_dtype(precision));
     write_floats(*cpu, t.qkv, qkv);
     write_floats(*cpu, t.dout, dout);
-    cpu->attention_forward(t.out, t.lse, t.qkv, s.heads);
-    cpu->attention_backward(t.dqkv, t.dout, t.qkv, t.out, t.lse, s.heads);
+    cpu->attention_forward(t.out, t.lse, t.qkv, multi_head_attention(s.heads));
+    cpu->attention_backward(t.dqkv, t.dout, t.qkv, t.lse, multi_head_attention(s.heads));
     return {read_floats(*cpu, t.out), read_floats(*cpu, t.lse), read_floats(*cpu, t.dqkv)};
 }
 

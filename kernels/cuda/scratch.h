@@ -14,7 +14,7 @@
 namespace mixgpt::cuda {
 
 enum class ScratchSlot {
-    layernorm_partials,  // per-block dweight/dbias partial sums of layernorm_backward
+    layernorm_partials,  // per-block dweight(/dbias) partial sums of layernorm_backward, rmsnorm_backward
     bias_partials,       // per-chunk column sums of matmul_backward_weight's dbias
     grad_norm_partials,  // per-block sums of squares of grad_norm_squared
     attention_delta,     // rowsum(dout * out) per query of attention_backward

@@ -98,5 +98,39 @@ TEST(CpuDeterminism, NormsEmbeddingAttentionClassifier) {
         "layer ops");
 }
 
+// The ops of Llama-style blocks, in bf16 (storage rounding included): RMSNorm, SwiGLU, and
+// attention with 2 query heads per key/value head and RoPE (the backward sums each group).
+TEST(CpuDeterminism, RmsNormSwiGluGroupedRopeAttention) {
+    auto backend = make_backend({"cpu", 0, Precision::bf16, 0});
+    const int F = 160, Hkv = 2, hd = C / H, width = (H + 2 * Hkv) * hd;
+    const AttentionParams params{H, Hkv, 10000.f};
+    const HostTensor x(test::random_normal(N * C, 20), DType::bf16, {N, C});
+    const HostTensor gamma(test::random_normal(C, 21), DType::bf16, {C});
+    const HostTensor dy(test::random_normal(N * C, 22), DType::bf16, {N, C});
+    const HostTensor gate_up(test::random_normal(N * 2 * F, 23, 2.0), DType::bf16, {N, 2 * F});
+    const HostTensor dh(test::random_normal(N * F, 24), DType::bf16, {N, F});
+    const HostTensor qkv(test::random_normal(N * width, 25), DType::bf16, {B, T, width});
+    expect_thread_independent(
+        [&] {
+            HostTensor out(DType::bf16, {N, C}), rstd(DType::f32, {N});
+            HostTensor dx(DType::bf16, {N, C}), dgamma(DType::f32, {C});
+            backend->rmsnorm_forward(out.view(), rstd.view(), x.view(), gamma.view(), 1e-5f);
+            backend->rmsnorm_backward(dx.view(), dgamma.view(), dy.view(), x.view(), gamma.view(),
+                                      rstd.view());
+            HostTensor h(DType::bf16, {N, F}), dgate_up(DType::bf16, {N, 2 * F});
+            backend->swiglu_forward(h.view(), gate_up.view());
+            backend->swiglu_backward(dgate_up.view(), dh.view(), gate_up.view());
+            HostTensor attended(DType::bf16, {B, T, C}), lse(DType::f32, {B, H, T}),
+                dqkv(DType::bf16, {B, T, width});
+            backend->attention_forward(attended.view(), lse.view(), qkv.view(), params);
+            backend->attention_backward(dqkv.view(), TensorView(dy.view().data, DType::bf16, {B, T, C}),
+                                        qkv.view(), lse.view(), params);
+            return std::vector<std::vector<double>>{out.values(),      rstd.values(), dx.values(),
+                                                    dgamma.values(),   h.values(),    dgate_up.values(),
+                                                    attended.values(), lse.values(),  dqkv.values()};
+        },
+        "Llama-style ops");
+}
+
 }  // namespace
 }  // namespace mixgpt

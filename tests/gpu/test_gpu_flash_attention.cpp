@@ -85,8 +85,8 @@ protected:
                                           TensorView(), stream);
         });
     }
-    void backward(const TensorView& dqkv, const TwinTensor& dout, const TwinTensor& qkv, const TwinTensor& lse,
-                  int H) const {
+    void backward(const TensorView& dqkv, const TwinTensor& dout, const TwinTensor& qkv,
+                  const TwinTensor& lse, int H) const {
         const int64_t B = qkv.gpu().dim(0), T = qkv.gpu().dim(1);
         const Buffer workspace = gpu->allocate(cuda::flash_attention_backward_workspace_bytes(B, H, T));
         const TensorView delta(workspace.data(), DType::f32, {B, H, T});
@@ -189,6 +189,19 @@ TEST(GpuFlashAttentionArguments, RejectsWhatItCannotRun) {
     EXPECT_THROW(cuda::flash_attention_backward(qkv, act, qkv, stats, short_stats, multi_head_attention(1),
                                                 TensorView(), nullptr),
                  Error);
+
+    // Grouped heads and RoPE: 4 query heads on 2 key/value heads of 64 make rows of 512.
+    const TensorView grouped(data, DType::bf16, {1, T, 512}), grouped_out(data, DType::bf16, {1, T, 256});
+    const TensorView grouped_lse(data, DType::f32, {1, 4, T}), table(data, DType::f32, {T - 1, 64});
+    const auto grouped_error = [&](const AttentionParams& params, const TensorView& rope) {
+        return test::error_of(
+            [&] { cuda::flash_attention_forward(grouped_out, grouped_lse, grouped, params, rope, nullptr); });
+    };
+    EXPECT_NE(grouped_error({4, 3, 0.f}, TensorView()).find("n_kv_head 3 does not divide n_head 4"),
+              std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 1e4f}, TensorView()).find("the RoPE table is missing"), std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 0.f}, table).find("the RoPE table is given"), std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 1e4f}, table).find("expected (>= 3, 64) fp32"), std::string::npos);
 }
 
 }  // namespace

@@ -203,8 +203,7 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();  // the previous tile is consumed; q_row is visible to the warp
         load_tile(k_tile, pitch, k, a.kv_row_stride, first_key, key_count, hd, a.k_rope);
-        load_tile(v_tile, pitch, v, a.kv_row_stride, first_key, key_count, hd,
-                  static_cast<const float*>(nullptr));
+        load_tile(v_tile, pitch, v, a.kv_row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > position) continue;
         const bool visible = first_key + lane <= position;
@@ -265,8 +264,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     const float lse = active ? a.lse[stat] : 0.f;
     if (active) {
         load_row(q_row, q + t * row_stride, hd, a.rope, t);
-        load_row(dout_row, a.dout + (int64_t{b} * a.T_len + t) * a.q_width + h * hd, hd,
-                 static_cast<const float*>(nullptr), 0);
+        load_row(dout_row, a.dout + (int64_t{b} * a.T_len + t) * a.q_width + h * hd, hd, nullptr, 0);
     }
 
     // Lane's key of the tile: P and dP (0 when the key is not visible).
@@ -281,7 +279,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();
         load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
-        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, static_cast<const float*>(nullptr));
+        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > t) continue;
         float p, dp;
@@ -294,7 +292,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();
         load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
-        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, static_cast<const float*>(nullptr));
+        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > t) continue;
         float p, dp;
@@ -344,7 +342,7 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     const T* v = k + a.kv_width;
     if (active) {
         load_row(k_row, k + s * row_stride, hd, a.rope, s);
-        load_row(v_row, v + s * row_stride, hd, static_cast<const float*>(nullptr), 0);
+        load_row(v_row, v + s * row_stride, hd, nullptr, 0);
     }
 
     float dk[kDims] = {};
@@ -356,8 +354,7 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
         for (int first_query = first_key; first_query < a.T_len; first_query += kTile) {
             __syncthreads();
             load_tile(q_tile, pitch, q, row_stride, first_query, a.T_len, hd, a.rope);
-            load_tile(dout_tile, pitch, dout, a.q_width, first_query, a.T_len, hd,
-                      static_cast<const float*>(nullptr));
+            load_tile(dout_tile, pitch, dout, a.q_width, first_query, a.T_len, hd, nullptr);
             if (threadIdx.x < kTile) {
                 const int t = first_query + threadIdx.x;
                 lse_tile[threadIdx.x] = t < a.T_len ? a.lse[stats + t] : 0.f;
@@ -390,7 +387,7 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     if (!active) return;
     T* dk_out = a.dqkv + (int64_t{b} * a.T_len + s) * row_stride + a.q_width + g * hd;
     store_row<T>(dk_out, dk, hd, a.rope, s, k_row);
-    store_row<T>(dk_out + a.kv_width, dv, hd, static_cast<const float*>(nullptr), 0, v_row);
+    store_row<T>(dk_out + a.kv_width, dv, hd, nullptr, 0, v_row);
 }
 
 // k_cache, v_cache (B,maxT,Hkv·hd) rows [position, position+Tn) = the k (rotated with `rope` at
@@ -524,6 +521,7 @@ TensorView CudaBackend::rope_table(const AttentionParams& params, int64_t head_d
 void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView qkv,
                                     const AttentionParams& params) {
     const char* op = "attention_forward";
+    expect_rank(op, "out", out, 3);
     const QkvLayout s = check_qkv(op, qkv, params);
     const DType act = qkv.dtype;
     expect_tensor(op, "out", out, act, {s.B, s.T, s.q_width()});
@@ -562,6 +560,7 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
 void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView lse,
                                      const AttentionParams& params) {
     const char* op = "attention_backward";
+    expect_rank(op, "dqkv", dqkv, 3);
     const QkvLayout s = check_qkv(op, qkv, params);
     const DType act = qkv.dtype;
     expect_tensor(op, "dqkv", dqkv, act, {s.B, s.T, s.row()});
@@ -601,6 +600,7 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
 void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache,
                                            TensorView v_cache, int position, const AttentionParams& params) {
     const char* op = "attention_forward_cached";
+    expect_rank(op, "out", out, 3);
     const QkvLayout s = check_qkv(op, qkv, params);
     expect_rank(op, "k_cache", k_cache, 3);
     const int64_t B = s.B, Tn = s.T, max_T = k_cache.dim(1);

@@ -47,36 +47,9 @@ public:
         return inner_->attention_scratch_bytes(seq_len);
     }
 
-    void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) override;
-    void embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) override;
-    void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, TensorView inp,
-                           TensorView weight, TensorView bias) override;
-    void residual_layernorm_forward(TensorView residual_out, TensorView out, TensorView mean, TensorView rstd,
-                                    TensorView residual_in, TensorView branch, TensorView weight,
-                                    TensorView bias) override;
-    void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout,
-                            TensorView inp, TensorView weight, TensorView mean, TensorView rstd) override;
-    void matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
-                        TensorView bias) override;
-    void matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight, bool accumulate) override;
-    void matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
-                                TensorView inp) override;
-    void gelu_forward(TensorView out, TensorView inp) override;
-    void gelu_backward(TensorView dinp, TensorView dout, TensorView pre_gelu) override;
-    void attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head) override;
-    void attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out, TensorView lse,
-                            int n_head) override;
-    void attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache, TensorView v_cache,
-                                  int position, int n_head) override;
-    void classifier(TensorView losses, TensorView logits, TensorView targets, int vocab_size,
-                    bool compute_gradient, float gradient_scale, const StepStatus* status) override;
-    void grad_norm_squared(StepStatus* status, TensorView grads) override;
-    void decide_skip(StepStatus* status) override;
-    void adamw_step(TensorView params, TensorView grads, TensorView m, TensorView v, TensorView working,
-                    int64_t decay_count, const AdamWHyper& hyper, StepStatus* status) override;
-    void update_loss_scale(StepStatus* status, const LossScaleConfig& config) override;
-    void cast(TensorView out, TensorView in) override;
-    void scale(TensorView x, float factor) override;
+    // Every op of kernels/ops.def, forwarded and timed.
+#define MIXGPT_OP(name, parameters, arguments) void name parameters override;
+#include "kernels/ops.def"
 
 private:
     // Runs `call` on the inner backend, adding its wall time to `op`.

@@ -1,11 +1,12 @@
-// The op interface: every computation of the GPT's forward and backward pass,
-// and of the optimizer step, goes through a Backend. The model is written once
-// against it; kernels/cpu (the reference) and kernels/cuda implement it.
+// The op interface: every computation of a model's forward and backward pass, and of the
+// optimizer step, goes through a Backend. The model is written once against it; kernels/cpu
+// (the reference) and kernels/cuda implement it. The ops themselves, each with its shapes, are
+// listed once in kernels/ops.def; this header holds the types they take and the Backend class.
 //
 // Conventions
 // - Tensors are TensorViews in the backend's memory (host for CPU, device for
 //   CUDA). "act" below means the run's activation dtype (activation_dtype(precision)):
-//   fp32, bf16 or fp16. Parameter gradients, optimizer state, LayerNorm
+//   fp32, bf16 or fp16. Parameter gradients, optimizer state, LayerNorm and RMSNorm
 //   statistics, attention log-sum-exp and losses are fp32 always.
 // - "+=" marks outputs that accumulate into what is there; everything else is
 //   overwritten. Ops are enqueued in order on the backend's one compute stream.
@@ -71,6 +72,32 @@ struct BackendOptions {
     bool flash_attention = true;
 };
 
+// The epilogue of Backend::matmul_forward: what happens to the product before it is stored.
+enum class MatmulEpilogue {
+    none,       // out = inp · weight^T (Llama-style blocks, the output head)
+    bias,       // out = inp · weight^T + bias
+    bias_gelu,  // pre_gelu = inp · weight^T + bias, out = gelu(pre_gelu) (GPT-2's MLP)
+};
+
+// The heads and positions of attention (Backend::attention_*, shapes in kernels/ops.def).
+struct AttentionParams {
+    int n_head = 0;     // H: query heads
+    int n_kv_head = 0;  // Hkv: key/value heads; divides H (H: multi-head, 1: multi-query attention)
+    // Rotary position embedding (RoPE), Hugging Face's rotate-half convention: for i in [0, hd/2),
+    // the pair (x[i], x[i + hd/2]) of every q and k head at position p becomes
+    //   (x[i] cos a - x[i + hd/2] sin a,  x[i + hd/2] cos a + x[i] sin a),  a = p · rope_theta^(-2i/hd),
+    // with cos a and sin a computed in double and rounded to fp32, the rest in fp32 (hd even).
+    // 0: no rotation (GPT-2).
+    float rope_theta = 0.f;
+};
+
+// GPT-2's attention: n_head heads of q, k and v, no rotation.
+inline AttentionParams multi_head_attention(int n_head) { return {n_head, n_head, 0.f}; }
+
+// A backend implements every op of kernels/ops.def (the op list: names, arguments, shapes) and the
+// memory functions below. Its class declares the ops' overrides from the same list:
+//   #define MIXGPT_OP(name, parameters, arguments) void name parameters override;
+//   #include "kernels/ops.def"
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -100,89 +127,9 @@ public:
     // runs (the CPU's per-thread (T, T) score matrices); 0 when none or not counted.
     virtual size_t attention_scratch_bytes(int64_t seq_len) const = 0;
 
-    // ---- embeddings ----
-    // out (B,T,C) act = wte[tokens] + wpe[t]; tokens (B,T) i32; wte (Vp,C) act; wpe (maxT,C) act
-    virtual void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) = 0;
-    // dwte (Vp,C) f32 +=, dwpe (maxT,C) f32 +=; dout (B,T,C) act; tokens (B,T) i32
-    virtual void embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) = 0;
-
-    // ---- layer norm (statistics in fp32, eps = 1e-5) ----
-    // out (N,C) act = LN(inp) * weight + bias; mean, rstd (N) f32; inp (N,C) act; weight, bias (C) act
-    virtual void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, TensorView inp,
-                                   TensorView weight, TensorView bias) = 0;
-    // residual_out (N,C) act = residual_in + branch; then out = LN(residual_out) as above.
-    virtual void residual_layernorm_forward(TensorView residual_out, TensorView out, TensorView mean,
-                                            TensorView rstd, TensorView residual_in, TensorView branch,
-                                            TensorView weight, TensorView bias) = 0;
-    // dinp (N,C) act +=; dweight, dbias (C) f32 +=; dout, inp (N,C) act; weight (C) act; mean, rstd (N) f32
-    virtual void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout,
-                                    TensorView inp, TensorView weight, TensorView mean, TensorView rstd) = 0;
-
-    // ---- matrix products (inputs in act, fp32 accumulation; tf32 math under Precision::tf32) ----
-    // out (M,N) act = inp (M,K) · weight (N,K)^T + bias (N) [bias may be invalid: none].
-    // With pre_gelu valid: pre_gelu (M,N) act = that product, and out = gelu(pre_gelu).
-    virtual void matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
-                                TensorView bias) = 0;
-    // dinp (M,K) act = dout (M,N) · weight (N,K); added to dinp when accumulate.
-    virtual void matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight,
-                                       bool accumulate) = 0;
-    // dweight (N,K) f32 += dout (M,N)^T · inp (M,K); dbias (N) f32 += column sums of dout (if valid).
-    virtual void matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
-                                        TensorView inp) = 0;
-
-    // ---- GELU (tanh approximation) ----
-    // out (M,N) act = gelu(inp)
-    virtual void gelu_forward(TensorView out, TensorView inp) = 0;
-    // dinp (M,N) act = dout · gelu'(pre_gelu); dinp may alias dout.
-    virtual void gelu_backward(TensorView dinp, TensorView dout, TensorView pre_gelu) = 0;
-
-    // ---- causal multi-head attention, scale 1/sqrt(head_dim) ----
-    // qkv (B,T,3C) act: [q | k | v] along the last axis, head h at columns h*hd..(h+1)*hd of each.
-    // out (B,T,C) act; lse (B,H,T) f32 = log-sum-exp of each query's scaled scores (for backward).
-    virtual void attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head) = 0;
-    // dqkv (B,T,3C) act (overwritten); dout, out (B,T,C) act; qkv (B,T,3C) act; lse (B,H,T) f32
-    virtual void attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
-                                    TensorView lse, int n_head) = 0;
-    // Inference with a KV cache: qkv (B,Tn,3C) act holds Tn new positions starting at `position`.
-    // Their k, v are written into k_cache, v_cache (B,maxT,C) act at [position, position+Tn), and
-    // out (B,Tn,C) act attends causally over cache positions [0, position+Tn).
-    virtual void attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache,
-                                          TensorView v_cache, int position, int n_head) = 0;
-
-    // ---- fused classifier ----
-    // logits (N,Vp) act, of which columns [0, vocab_size) are real; targets (N) i32; losses (N) f32.
-    // losses[i] = logsumexp(logits[i, :V]) - logits[i, targets[i]].
-    // With compute_gradient, logits are overwritten in place by the logit gradients
-    //   d[i,j] = gradient_scale * loss_scale * (softmax(logits[i])_j - [j == targets[i]]),
-    // 0 in padded columns, where loss_scale = status->loss_scale (1 if status is null).
-    virtual void classifier(TensorView losses, TensorView logits, TensorView targets, int vocab_size,
-                            bool compute_gradient, float gradient_scale, const StepStatus* status) = 0;
-
-    // ---- optimizer step ----
-    // status->grad_norm_squared = sum of grads (n) f32 squared, in one deterministic pass;
-    // status->skip = 1 when that sum is not finite (any gradient Inf or NaN), else 0.
-    virtual void grad_norm_squared(StepStatus* status, TensorView grads) = 0;
-    // status->skip = 1 when status->grad_norm_squared is not finite, else 0: the decision of
-    // grad_norm_squared, taken again after the per-rank sums were combined (data parallelism).
-    virtual void decide_skip(StepStatus* status) = 0;
-    // Unless status->skip: AdamW on the fp32 masters. Gradients are unscaled by 1/loss_scale and
-    // clipped to max_grad_norm (using grad_norm_squared), weight decay is applied to elements
-    // [0, decay_count), moments and masters are updated, optimizer_steps is incremented (the bias
-    // correction uses the incremented value), and working (n) act receives the new masters.
-    // params, grads, m, v: (n) f32; working: (n) act (may be invalid when act is fp32 and working
-    // aliases params).
-    virtual void adamw_step(TensorView params, TensorView grads, TensorView m, TensorView v,
-                            TensorView working, int64_t decay_count, const AdamWHyper& hyper,
-                            StepStatus* status) = 0;
-    // After adamw_step: skipped steps count and back off the scale (dynamic only, down to
-    // min_scale); clean steps count, and after growth_interval clean steps the scale grows.
-    virtual void update_loss_scale(StepStatus* status, const LossScaleConfig& config) = 0;
-
-    // ---- element-wise utilities ----
-    // out (n) in out's dtype = in (n) in in's dtype, rounded to nearest even.
-    virtual void cast(TensorView out, TensorView in) = 0;
-    // x (n) f32 *= factor
-    virtual void scale(TensorView x, float factor) = 0;
+    // ---- the ops: kernels/ops.def ----
+#define MIXGPT_OP(name, parameters, arguments) virtual void name parameters = 0;
+#include "kernels/ops.def"
 };
 
 // Makes the backend named by options.device, "auto" decided and logged by resolve_device

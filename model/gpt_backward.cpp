@@ -63,8 +63,8 @@ void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_
     backend_.matmul_backward_weight(g.attn_proj_weight, g.attn_proj_bias, dresidual, attention_rows);
     backend_.matmul_backward_input(dnarrow, dresidual, w.attn_proj_weight, false);
     backend_.attention_backward(TensorView(dqkv.data, act_, {b, t, 3 * C}),
-                                TensorView(dnarrow.data, act_, {b, t, C}), a.qkv, a.attention, a.lse,
-                                config_.n_head);
+                                TensorView(dnarrow.data, act_, {b, t, C}), a.qkv, a.lse,
+                                multi_head_attention(config_.n_head));
     if (recompute_ == Recompute::selective)
         backend_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual_in, w.ln_1_weight, w.ln_1_bias);
     backend_.matmul_backward_weight(g.c_attn_weight, g.c_attn_bias, dqkv, a.ln1);

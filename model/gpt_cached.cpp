@@ -36,7 +36,7 @@ TensorView GPT::forward_cached(TensorView tokens, int position) {
                              row_bytes);
     const TensorView logits(cached_logits_.data, act_, {rows, Vp});
     backend_.matmul_forward(logits, TensorView(), TensorView(last_norm_.data, act_, {rows, C}), weights_.wte,
-                            TensorView());
+                            TensorView(), MatmulEpilogue::none);
     return logits;
 }
 

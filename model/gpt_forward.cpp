@@ -29,26 +29,30 @@ void GPT::block_forward_to_gelu(int layer, const BlockActivations& a, int cache_
     const TensorView qkv_rows(a.qkv.data, act_, {N, 3 * C});          // (N, 3C)
     const TensorView attention_rows(a.attention.data, act_, {N, C});  // (N, C)
     const TensorView branch = activation("branch", 0, {N, C});        // (N, C)
-    backend_.matmul_forward(qkv_rows, TensorView(), a.ln1, w.c_attn_weight, w.c_attn_bias);
+    backend_.matmul_forward(qkv_rows, TensorView(), a.ln1, w.c_attn_weight, w.c_attn_bias,
+                            MatmulEpilogue::bias);
     if (cache_position < 0) {
-        backend_.attention_forward(a.attention, a.lse, a.qkv, config_.n_head);
+        backend_.attention_forward(a.attention, a.lse, a.qkv, multi_head_attention(config_.n_head));
     } else {
         const int64_t cache_layer = static_cast<int64_t>(layer) * batch_size_ * config_.max_seq_len * C;
         const size_t offset = static_cast<size_t>(cache_layer) * dtype_size(act_);
         const TensorView k(static_cast<char*>(k_cache_.data) + offset, act_, {b, config_.max_seq_len, C});
         const TensorView v(static_cast<char*>(v_cache_.data) + offset, act_, {b, config_.max_seq_len, C});
-        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position, config_.n_head);
+        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position,
+                                          multi_head_attention(config_.n_head));
     }
-    backend_.matmul_forward(branch, TensorView(), attention_rows, w.attn_proj_weight, w.attn_proj_bias);
+    backend_.matmul_forward(branch, TensorView(), attention_rows, w.attn_proj_weight, w.attn_proj_bias,
+                            MatmulEpilogue::bias);
     backend_.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual_in, branch,
                                         w.ln_2_weight, w.ln_2_bias);
-    backend_.matmul_forward(a.fc_gelu, a.fc, a.ln2, w.c_fc_weight, w.c_fc_bias);
+    backend_.matmul_forward(a.fc_gelu, a.fc, a.ln2, w.c_fc_weight, w.c_fc_bias, MatmulEpilogue::bias_gelu);
 }
 
 void GPT::block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next) {
     const BlockTensors& w = weights_.blocks[static_cast<size_t>(layer)];
     const TensorView branch = activation("branch", 0, {a.residual2.dim(0), config_.n_embd});  // (N, C)
-    backend_.matmul_forward(branch, TensorView(), a.fc_gelu, w.mlp_proj_weight, w.mlp_proj_bias);
+    backend_.matmul_forward(branch, TensorView(), a.fc_gelu, w.mlp_proj_weight, w.mlp_proj_bias,
+                            MatmulEpilogue::bias);
     backend_.residual_layernorm_forward(a.residual_out, next.out, next.mean, next.rstd, a.residual2, branch,
                                         next.weight, next.bias);
 }
@@ -66,7 +70,8 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
 
     forward_blocks(tokens, -1);
     const TensorView logits = activation("logits", 0, {N, Vp});
-    backend_.matmul_forward(logits, TensorView(), activation("lnf", 0, {N, C}), weights_.wte, TensorView());
+    backend_.matmul_forward(logits, TensorView(), activation("lnf", 0, {N, C}), weights_.wte, TensorView(),
+                            MatmulEpilogue::none);
     const TensorView target_rows(targets.data, targets.dtype, {N});
     backend_.classifier(activation("losses", 0, {N}), logits, target_rows, config_.vocab_size,
                         compute_gradient, gradient_scale, status);

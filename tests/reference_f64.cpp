@@ -108,6 +108,49 @@ F64LayerNormBackward f64_layernorm_backward(const F64Vector& dout, const F64Vect
     return result;
 }
 
+F64RmsNormForward f64_rmsnorm_forward(const F64Vector& inp, const F64Vector& weight, int N, int C,
+                                      double epsilon) {
+    F64RmsNormForward result{F64Vector(inp.size()), F64Vector(index(N))};
+    for (int64_t n = 0; n < N; ++n) {
+        const double* x = inp.data() + n * C;
+        double squares = 0.0;
+        for (int c = 0; c < C; ++c) squares += x[c] * x[c];
+        const double rstd = 1.0 / std::sqrt(squares / C + epsilon);
+        for (int c = 0; c < C; ++c) result.out[index(n * C + c)] = x[c] * rstd * weight[index(c)];
+        result.rstd[index(n)] = rstd;
+    }
+    return result;
+}
+
+F64ResidualRmsNormForward f64_residual_rmsnorm_forward(const F64Vector& residual_in, const F64Vector& branch,
+                                                       const F64Vector& weight, int N, int C,
+                                                       double epsilon) {
+    F64Vector residual_out(residual_in.size());
+    for (size_t i = 0; i < residual_in.size(); ++i) residual_out[i] = residual_in[i] + branch[i];
+    F64RmsNormForward norm = f64_rmsnorm_forward(residual_out, weight, N, C, epsilon);
+    return {std::move(residual_out), std::move(norm)};
+}
+
+F64RmsNormBackward f64_rmsnorm_backward(const F64Vector& dout, const F64Vector& inp, const F64Vector& weight,
+                                        int N, int C, double epsilon) {
+    const F64RmsNormForward stats = f64_rmsnorm_forward(inp, F64Vector(index(C), 1.0), N, C, epsilon);
+    F64RmsNormBackward result{F64Vector(inp.size()), F64Vector(index(C))};
+    for (int64_t n = 0; n < N; ++n) {
+        const double* xhat = stats.out.data() + n * C;  // inp * rstd
+        const double* dy = dout.data() + n * C;
+        double mean_dxhat_xhat = 0.0;
+        for (int c = 0; c < C; ++c) {
+            mean_dxhat_xhat += dy[c] * weight[index(c)] * xhat[c];
+            result.dweight[index(c)] += dy[c] * xhat[c];
+        }
+        mean_dxhat_xhat /= C;
+        const double rstd = stats.rstd[index(n)];
+        for (int c = 0; c < C; ++c)
+            result.dinp[index(n * C + c)] = rstd * (dy[c] * weight[index(c)] - xhat[c] * mean_dxhat_xhat);
+    }
+    return result;
+}
+
 F64MatmulForward f64_matmul_forward(const F64Vector& inp, const F64Vector& weight, const F64Vector& bias,
                                     int M, int K, int N, bool gelu) {
     F64Vector product(index(int64_t{M} * N));
@@ -174,7 +217,59 @@ F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu) {
     return dinp;
 }
 
+F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F) {
+    F64Vector out(index(int64_t{M} * F));
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t f = 0; f < F; ++f) {
+            const double g = gate_up[index(m * 2 * F + f)], u = gate_up[index(m * 2 * F + F + f)];
+            out[index(m * F + f)] = g / (1.0 + std::exp(-g)) * u;
+        }
+    return out;
+}
+
+F64Vector f64_swiglu_backward(const F64Vector& dout, const F64Vector& gate_up, int M, int F) {
+    F64Vector dgate_up(gate_up.size());
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t f = 0; f < F; ++f) {
+            const double g = gate_up[index(m * 2 * F + f)], u = gate_up[index(m * 2 * F + F + f)];
+            const double s = 1.0 / (1.0 + std::exp(-g)), dy = dout[index(m * F + f)];
+            dgate_up[index(m * 2 * F + f)] = dy * u * s * (1.0 + g * (1.0 - s));
+            dgate_up[index(m * 2 * F + F + f)] = dy * g * s;
+        }
+    return dgate_up;
+}
+
 namespace {
+
+// Where the heads of a packed qkv row sit (kernels/ops.def).
+struct Heads {
+    int H, Hkv, hd;
+    int64_t row() const { return int64_t{H + 2 * Hkv} * hd; }
+    int64_t q(int h) const { return int64_t{h} * hd; }
+    int64_t k(int g) const { return int64_t{H + g} * hd; }
+    int64_t v(int g) const { return int64_t{H + Hkv + g} * hd; }
+};
+
+// The q and k heads of every row rotated by RoPE (inverse: rotated back, for gradients), the
+// values left; row (b, t) at position first_position + t.
+F64Vector rotate_queries_keys(F64Vector qkv, int B, int T, const Heads& heads, double theta,
+                              int first_position, bool inverse) {
+    const int half = heads.hd / 2;
+    for (int64_t r = 0; r < int64_t{B} * T; ++r) {
+        const double position = first_position + static_cast<double>(r % T);
+        for (int head = 0; head < heads.H + heads.Hkv; ++head) {
+            double* x = qkv.data() + r * heads.row() + int64_t{head} * heads.hd;
+            for (int i = 0; i < half; ++i) {
+                const double angle = position * std::pow(theta, -2.0 * i / heads.hd);
+                const double c = std::cos(angle), s = inverse ? -std::sin(angle) : std::sin(angle);
+                const double low = x[i], high = x[i + half];
+                x[i] = low * c - high * s;
+                x[i + half] = high * c + low * s;
+            }
+        }
+    }
+    return qkv;
+}
 
 // Causal softmax probabilities P (T,T) of one (b, h), with their log-sum-exp.
 struct HeadProbabilities {
@@ -182,17 +277,18 @@ struct HeadProbabilities {
     F64Vector lse;  // (T)
 };
 
-HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int T, int C, int head_dim) {
-    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+// Query head h against key head g of batch b (rows already rotated, where RoPE applies).
+HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, int T, const Heads& heads) {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(heads.hd));
     HeadProbabilities result{F64Vector(index(int64_t{T} * T)), F64Vector(index(T))};
     for (int t = 0; t < T; ++t) {
-        const double* q = qkv.data() + (int64_t{b} * T + t) * 3 * C + int64_t{h} * head_dim;
+        const double* q = qkv.data() + (int64_t{b} * T + t) * heads.row() + heads.q(h);
         double* row = result.p.data() + int64_t{t} * T;
         double max_score = -INFINITY;
         for (int s = 0; s <= t; ++s) {
-            const double* k = qkv.data() + (int64_t{b} * T + s) * 3 * C + C + int64_t{h} * head_dim;
+            const double* k = qkv.data() + (int64_t{b} * T + s) * heads.row() + heads.k(g);
             double dot = 0.0;
-            for (int d = 0; d < head_dim; ++d) dot += q[d] * k[d];
+            for (int d = 0; d < heads.hd; ++d) dot += q[d] * k[d];
             row[s] = dot * scale;
             max_score = std::max(max_score, row[s]);
         }
@@ -205,61 +301,93 @@ HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int T, 
     return result;
 }
 
+Heads heads_of(const AttentionParams& params, int head_dim) {
+    MIXGPT_REQUIRE(params.n_head > 0 && params.n_kv_head > 0 && params.n_head % params.n_kv_head == 0,
+                   "f64 attention: n_kv_head must divide n_head");
+    return {params.n_head, params.n_kv_head, head_dim};
+}
+
 }  // namespace
 
+F64Vector f64_rope(const F64Vector& qkv, int B, int T, int head_dim, const AttentionParams& params,
+                   int first_position, bool inverse) {
+    MIXGPT_REQUIRE(params.rope_theta > 0.f && head_dim % 2 == 0,
+                   "f64_rope: rope_theta > 0 and an even head_dim");
+    return rotate_queries_keys(qkv, B, T, heads_of(params, head_dim), params.rope_theta, first_position,
+                               inverse);
+}
+
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int C, int n_head) {
-    const int head_dim = C / n_head;
-    F64AttentionForward result{F64Vector(index(int64_t{B} * T * C)),
-                               F64Vector(index(int64_t{B} * n_head * T))};
+    return f64_attention_forward(qkv, B, T, C / n_head, multi_head_attention(n_head));
+}
+
+F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int C,
+                                 int n_head) {
+    return f64_attention_backward(dout, qkv, B, T, C / n_head, multi_head_attention(n_head));
+}
+
+F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
+                                          const AttentionParams& params, int first_position) {
+    const Heads heads = heads_of(params, head_dim);
+    const F64Vector rows = params.rope_theta > 0.f ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta,
+                                                                         first_position, false)
+                                                   : qkv;
+    const int H = heads.H, group = heads.H / heads.Hkv, hd = head_dim;
+    const int64_t out_row = int64_t{H} * hd;
+    F64AttentionForward result{F64Vector(index(int64_t{B} * T * out_row)),
+                               F64Vector(index(int64_t{B} * H * T))};
     for (int b = 0; b < B; ++b)
-        for (int h = 0; h < n_head; ++h) {
-            const HeadProbabilities probabilities = head_probabilities(qkv, b, h, T, C, head_dim);
+        for (int h = 0; h < H; ++h) {
+            const int g = h / group;
+            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads);
             for (int t = 0; t < T; ++t) {
-                result.lse[index((int64_t{b} * n_head + h) * T + t)] = probabilities.lse[index(t)];
-                double* out = result.out.data() + (int64_t{b} * T + t) * C + int64_t{h} * head_dim;
+                result.lse[index((int64_t{b} * H + h) * T + t)] = probabilities.lse[index(t)];
+                double* out = result.out.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
                 for (int s = 0; s <= t; ++s) {
                     const double p = probabilities.p[index(int64_t{t} * T + s)];
-                    const double* v =
-                        qkv.data() + (int64_t{b} * T + s) * 3 * C + 2 * C + int64_t{h} * head_dim;
-                    for (int d = 0; d < head_dim; ++d) out[d] += p * v[d];
+                    const double* v = rows.data() + (int64_t{b} * T + s) * heads.row() + heads.v(g);
+                    for (int d = 0; d < hd; ++d) out[d] += p * v[d];
                 }
             }
         }
     return result;
 }
 
-F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int C,
-                                 int n_head) {
-    const int head_dim = C / n_head;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-    F64Vector dqkv(qkv.size());
-    auto at = [&](int b, int t, int part, int h) {
-        return (int64_t{b} * T + t) * 3 * C + int64_t{part} * C + int64_t{h} * head_dim;
-    };
+F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
+                                 const AttentionParams& params) {
+    const Heads heads = heads_of(params, head_dim);
+    const bool rope = params.rope_theta > 0.f;
+    const F64Vector rows = rope ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta, 0, false) : qkv;
+    const int H = heads.H, group = heads.H / heads.Hkv, hd = head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    const int64_t out_row = int64_t{H} * hd;
+    F64Vector dqkv(qkv.size());  // gradients of the rotated q and k, then rotated back
+    auto at = [&](int b, int t, int64_t column) { return (int64_t{b} * T + t) * heads.row() + column; };
     for (int b = 0; b < B; ++b)
-        for (int h = 0; h < n_head; ++h) {
-            const HeadProbabilities probabilities = head_probabilities(qkv, b, h, T, C, head_dim);
+        for (int h = 0; h < H; ++h) {
+            const int g = h / group;
+            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads);
             for (int t = 0; t < T; ++t) {
-                const double* dy = dout.data() + (int64_t{b} * T + t) * C + int64_t{h} * head_dim;
+                const double* dy = dout.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
                 const double* p = probabilities.p.data() + int64_t{t} * T;
                 // dP[s] = dy · v_s;  dS[s] = P[s] (dP[s] - sum_r P[r] dP[r])
                 F64Vector dp(index(t + 1));
                 double weighted = 0.0;
                 for (int s = 0; s <= t; ++s) {
-                    const double* v = qkv.data() + at(b, s, 2, h);
+                    const double* v = rows.data() + at(b, s, heads.v(g));
                     double dot = 0.0;
-                    for (int d = 0; d < head_dim; ++d) dot += dy[d] * v[d];
+                    for (int d = 0; d < hd; ++d) dot += dy[d] * v[d];
                     dp[index(s)] = dot;
                     weighted += p[s] * dot;
                 }
-                const double* q = qkv.data() + at(b, t, 0, h);
-                double* dq = dqkv.data() + at(b, t, 0, h);
+                const double* q = rows.data() + at(b, t, heads.q(h));
+                double* dq = dqkv.data() + at(b, t, heads.q(h));
                 for (int s = 0; s <= t; ++s) {
                     const double ds = p[s] * (dp[index(s)] - weighted) * scale;
-                    const double* k = qkv.data() + at(b, s, 1, h);
-                    double* dk = dqkv.data() + at(b, s, 1, h);
-                    double* dv = dqkv.data() + at(b, s, 2, h);
-                    for (int d = 0; d < head_dim; ++d) {
+                    const double* k = rows.data() + at(b, s, heads.k(g));
+                    double* dk = dqkv.data() + at(b, s, heads.k(g));
+                    double* dv = dqkv.data() + at(b, s, heads.v(g));
+                    for (int d = 0; d < hd; ++d) {
                         dq[d] += ds * k[d];
                         dk[d] += ds * q[d];
                         dv[d] += p[s] * dy[d];
@@ -267,7 +395,7 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
                 }
             }
         }
-    return dqkv;
+    return rope ? rotate_queries_keys(dqkv, B, T, heads, params.rope_theta, 0, true) : dqkv;
 }
 
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,

@@ -53,6 +53,27 @@ struct F64LayerNormBackward {
 F64LayerNormBackward f64_layernorm_backward(const F64Vector& dout, const F64Vector& inp,
                                             const F64Vector& weight, int N, int C);
 
+// ---- RMS norm: out = inp / sqrt(mean(inp^2) + epsilon) * weight ----
+struct F64RmsNormForward {
+    F64Vector out;   // (N,C)
+    F64Vector rstd;  // (N) = 1 / sqrt(mean(inp^2) + epsilon)
+};
+F64RmsNormForward f64_rmsnorm_forward(const F64Vector& inp, const F64Vector& weight, int N, int C,
+                                      double epsilon);
+struct F64ResidualRmsNormForward {
+    F64Vector residual_out;  // (N,C) = residual_in + branch
+    F64RmsNormForward norm;  // RMSNorm(residual_out)
+};
+F64ResidualRmsNormForward f64_residual_rmsnorm_forward(const F64Vector& residual_in, const F64Vector& branch,
+                                                       const F64Vector& weight, int N, int C, double epsilon);
+struct F64RmsNormBackward {
+    F64Vector dinp;     // (N,C)
+    F64Vector dweight;  // (C)
+};
+// The statistics are recomputed from inp in float64.
+F64RmsNormBackward f64_rmsnorm_backward(const F64Vector& dout, const F64Vector& inp, const F64Vector& weight,
+                                        int N, int C, double epsilon);
+
 // ---- matrix products ----
 struct F64MatmulForward {
     F64Vector out;       // (M,N) = inp · weight^T + bias, or gelu of that with gelu
@@ -76,6 +97,11 @@ double f64_gelu_derivative(double x);
 F64Vector f64_gelu_forward(const F64Vector& inp);
 F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu);
 
+// ---- SwiGLU: gate_up (M,2F) = [gate | up], out (M,F) = silu(gate) * up, silu(g) = g / (1 + e^-g) ----
+F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F);
+// dgate_up (M,2F) from dout (M,F).
+F64Vector f64_swiglu_backward(const F64Vector& dout, const F64Vector& gate_up, int M, int F);
+
 // ---- causal multi-head attention, scale 1/sqrt(C / n_head) ----
 struct F64AttentionForward {
     F64Vector out;  // (B,T,C)
@@ -86,6 +112,23 @@ F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, in
 // dqkv (B,T,3C) from dout (B,T,C).
 F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int C,
                                  int n_head);
+
+// The general form, Backend::attention_* of kernels/ops.def: qkv (B,T,(H+2Hkv)·hd) holding H query
+// heads, then Hkv key heads, then Hkv value heads; query head h attends with key/value head
+// h / (H/Hkv); with params.rope_theta > 0 the q and k heads of position `first_position` + t are
+// rotated (rotate-half pairs (i, i + hd/2) by (first_position + t) · theta^(-2i/hd), in float64)
+// before the scores. out (B,T,H·hd), lse (B,H,T).
+F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
+                                          const AttentionParams& params, int first_position = 0);
+// dqkv (B,T,(H+2Hkv)·hd) from dout (B,T,H·hd): the gradients of the unrotated q, k and v, a key/value
+// head's summed over its query heads.
+F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
+                                 const AttentionParams& params);
+// The RoPE rotation alone: the q and k heads of packed rows qkv (B,T,(H+2Hkv)·hd) rotated at
+// positions first_position + t (inverse: rotated back, which takes the gradients of rotated values
+// to those of the originals), the v heads as they are.
+F64Vector f64_rope(const F64Vector& qkv, int B, int T, int head_dim, const AttentionParams& params,
+                   int first_position = 0, bool inverse = false);
 
 // ---- fused classifier over a padded vocabulary ----
 struct F64Classifier {

@@ -44,7 +44,8 @@ TEST(CpuDeterminism, MatrixProducts) {
         [&] {
             HostTensor out(DType::f32, {N, 3 * C}), pre(DType::f32, {N, 3 * C}), dinp(DType::f32, {N, C});
             HostTensor dweight(DType::f32, {3 * C, C}), dbias(DType::f32, {3 * C});
-            backend->matmul_forward(out.view(), pre.view(), inp.view(), weight.view(), bias.view());
+            backend->matmul_forward(out.view(), pre.view(), inp.view(), weight.view(), bias.view(),
+                                    MatmulEpilogue::bias_gelu);
             backend->matmul_backward_input(dinp.view(), dout.view(), weight.view(), false);
             backend->matmul_backward_weight(dweight.view(), dbias.view(), dout.view(), inp.view());
             return std::vector<std::vector<double>>{out.values(), dinp.values(), dweight.values(),
@@ -80,9 +81,9 @@ TEST(CpuDeterminism, NormsEmbeddingAttentionClassifier) {
                                         TensorView(dy.view().data, DType::f32, {B, T, C}), tokens.view());
             HostTensor attended(DType::f32, {B, T, C}), lse(DType::f32, {B, H, T}),
                 dqkv(DType::f32, {B, T, 3 * C});
-            backend->attention_forward(attended.view(), lse.view(), qkv.view(), H);
+            backend->attention_forward(attended.view(), lse.view(), qkv.view(), multi_head_attention(H));
             backend->attention_backward(dqkv.view(), TensorView(dy.view().data, DType::f32, {B, T, C}),
-                                        qkv.view(), attended.view(), lse.view(), H);
+                                        qkv.view(), lse.view(), multi_head_attention(H));
             HostTensor logits(logit_values, DType::f32, {N, Vp}), losses(DType::f32, {N});
             backend->classifier(losses.view(), logits.view(), targets.view(), 500, true, 0.01f, nullptr);
             StepStatus status;
@@ -95,6 +96,40 @@ TEST(CpuDeterminism, NormsEmbeddingAttentionClassifier) {
                 logits.values(),   losses.values(), {status.grad_norm_squared}};
         },
         "layer ops");
+}
+
+// The ops of Llama-style blocks, in bf16 (storage rounding included): RMSNorm, SwiGLU, and
+// attention with 2 query heads per key/value head and RoPE (the backward sums each group).
+TEST(CpuDeterminism, RmsNormSwiGluGroupedRopeAttention) {
+    auto backend = make_backend({"cpu", 0, Precision::bf16, 0});
+    const int F = 160, Hkv = 2, hd = C / H, width = (H + 2 * Hkv) * hd;
+    const AttentionParams params{H, Hkv, 10000.f};
+    const HostTensor x(test::random_normal(N * C, 20), DType::bf16, {N, C});
+    const HostTensor gamma(test::random_normal(C, 21), DType::bf16, {C});
+    const HostTensor dy(test::random_normal(N * C, 22), DType::bf16, {N, C});
+    const HostTensor gate_up(test::random_normal(N * 2 * F, 23, 2.0), DType::bf16, {N, 2 * F});
+    const HostTensor dh(test::random_normal(N * F, 24), DType::bf16, {N, F});
+    const HostTensor qkv(test::random_normal(N * width, 25), DType::bf16, {B, T, width});
+    expect_thread_independent(
+        [&] {
+            HostTensor out(DType::bf16, {N, C}), rstd(DType::f32, {N});
+            HostTensor dx(DType::bf16, {N, C}), dgamma(DType::f32, {C});
+            backend->rmsnorm_forward(out.view(), rstd.view(), x.view(), gamma.view(), 1e-5f);
+            backend->rmsnorm_backward(dx.view(), dgamma.view(), dy.view(), x.view(), gamma.view(),
+                                      rstd.view());
+            HostTensor h(DType::bf16, {N, F}), dgate_up(DType::bf16, {N, 2 * F});
+            backend->swiglu_forward(h.view(), gate_up.view());
+            backend->swiglu_backward(dgate_up.view(), dh.view(), gate_up.view());
+            HostTensor attended(DType::bf16, {B, T, C}), lse(DType::f32, {B, H, T}),
+                dqkv(DType::bf16, {B, T, width});
+            backend->attention_forward(attended.view(), lse.view(), qkv.view(), params);
+            backend->attention_backward(dqkv.view(), TensorView(dy.view().data, DType::bf16, {B, T, C}),
+                                        qkv.view(), lse.view(), params);
+            return std::vector<std::vector<double>>{out.values(),      rstd.values(), dx.values(),
+                                                    dgamma.values(),   h.values(),    dgate_up.values(),
+                                                    attended.values(), lse.values(),  dqkv.values()};
+        },
+        "Llama-style ops");
 }
 
 }  // namespace

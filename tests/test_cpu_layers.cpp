@@ -1,6 +1,6 @@
 // CPU backend ops against the float64 reference (tests/reference_f64.h): embedding,
-// LayerNorm (plain and with residual), matmul (bias, GELU epilogue, both backward
-// forms), GELU. fp32 results meet the FP32 criterion; bf16/fp16 results, computed
+// LayerNorm and RMSNorm (plain and with residual), matmul (bias, GELU epilogue, both backward
+// forms), GELU, SwiGLU. fp32 results meet the FP32 criterion; bf16/fp16 results, computed
 // from inputs stored in that dtype, are within 2x the reference's own storage error.
 #include <gtest/gtest.h>
 
@@ -137,6 +137,80 @@ TEST_P(CpuLayers, LayerNormBackwardAccumulates) {
     expect_close(dbias, dbias_ref, "dbias");
 }
 
+// RMSNorm's eps is a parameter: 1e-5 and Llama's 1e-6 give different rstd on rows of small values.
+TEST_P(CpuLayers, RmsNormForward) {
+    const int N = 6, C = 24;
+    const HostTensor inp = act_tensor(test::random_normal(N * C, 110, 0.01), {N, C});
+    const HostTensor weight = act_tensor(test::random_normal(C, 111), {C});
+    for (const float epsilon : {1e-5f, 1e-6f}) {
+        HostTensor out(act(), {N, C}), rstd(DType::f32, {N});
+        backend->rmsnorm_forward(out.view(), rstd.view(), inp.view(), weight.view(), epsilon);
+        const F64RmsNormForward ref = f64_rmsnorm_forward(inp.values(), weight.values(), N, C, epsilon);
+        expect_close(out, ref.out, "out");
+        expect_close(rstd, ref.rstd, "rstd");
+    }
+}
+
+TEST_P(CpuLayers, ResidualRmsNormForwardNormalizesTheStoredSum) {
+    const int N = 6, C = 40;
+    const float epsilon = 1e-6f;
+    const HostTensor residual_in = act_tensor(test::random_normal(N * C, 120), {N, C});
+    const HostTensor branch = act_tensor(test::random_normal(N * C, 121), {N, C});
+    const HostTensor weight = act_tensor(test::random_normal(C, 122), {C});
+    HostTensor residual_out(act(), {N, C}), out(act(), {N, C}), rstd(DType::f32, {N});
+    backend->residual_rmsnorm_forward(residual_out.view(), out.view(), rstd.view(), residual_in.view(),
+                                      branch.view(), weight.view(), epsilon);
+    const F64ResidualRmsNormForward ref =
+        f64_residual_rmsnorm_forward(residual_in.values(), branch.values(), weight.values(), N, C, epsilon);
+    expect_close(residual_out, ref.residual_out, "residual_out");
+    expect_close(out, ref.norm.out, "out");
+
+    // Recomputing the norm from residual_out (activation checkpointing) gives the same bits.
+    HostTensor again(act(), {N, C}), rstd_again(DType::f32, {N});
+    backend->rmsnorm_forward(again.view(), rstd_again.view(), residual_out.view(), weight.view(), epsilon);
+    EXPECT_EQ(again.values(), out.values());
+    EXPECT_EQ(rstd_again.values(), rstd.values());
+}
+
+TEST_P(CpuLayers, RmsNormBackwardAccumulates) {
+    const int N = 6, C = 40;
+    const float epsilon = 1e-5f;
+    const HostTensor inp = act_tensor(test::random_normal(N * C, 130, 2.0), {N, C});
+    const HostTensor weight = act_tensor(test::random_normal(C, 131), {C});
+    const HostTensor dout = act_tensor(test::random_normal(N * C, 133), {N, C});
+    HostTensor out(act(), {N, C}), rstd(DType::f32, {N});
+    backend->rmsnorm_forward(out.view(), rstd.view(), inp.view(), weight.view(), epsilon);
+    HostTensor dinp = act_tensor(test::random_normal(N * C, 134), {N, C});
+    HostTensor dweight(test::random_normal(C, 135), DType::f32, {C});
+    std::vector<double> dinp_ref = dinp.values(), dweight_ref = dweight.values();
+    backend->rmsnorm_backward(dinp.view(), dweight.view(), dout.view(), inp.view(), weight.view(),
+                              rstd.view());
+    const F64RmsNormBackward ref =
+        f64_rmsnorm_backward(dout.values(), inp.values(), weight.values(), N, C, epsilon);
+    for (size_t i = 0; i < dinp_ref.size(); ++i) dinp_ref[i] += ref.dinp[i];
+    for (size_t c = 0; c < dweight_ref.size(); ++c) dweight_ref[c] += ref.dweight[c];
+    expect_close(dinp, dinp_ref, "dinp");
+    expect_close(dweight, dweight_ref, "dweight");
+}
+
+// Gates of std 3 reach both tails of silu; F = 37 leaves a remainder after every vector width.
+TEST_P(CpuLayers, SwiGluForwardAndBackward) {
+    const int M = 5, F = 37;
+    const HostTensor gate_up = act_tensor(test::random_normal(M * 2 * F, 140, 3.0), {M, 2 * F});
+    HostTensor out(act(), {M, F});
+    backend->swiglu_forward(out.view(), gate_up.view());
+    expect_close(out, f64_swiglu_forward(gate_up.values(), M, F), "out");
+    HostTensor again(act(), {M, F});  // a recomputation from the stored product
+    backend->swiglu_forward(again.view(), gate_up.view());
+    EXPECT_EQ(again.values(), out.values());
+
+    const HostTensor dout = act_tensor(test::random_normal(M * F, 141), {M, F});
+    HostTensor dgate_up = act_tensor(test::random_normal(M * 2 * F, 142), {M, 2 * F});  // overwritten
+    backend->swiglu_backward(dgate_up.view(), dout.view(), gate_up.view());
+    expect_close(dgate_up, f64_swiglu_backward(dout.values(), gate_up.values(), M, F), "dgate_up");
+    EXPECT_THROW(backend->swiglu_backward(gate_up.view(), dout.view(), gate_up.view()), Error);  // in place
+}
+
 // The second shape spans several sgemm tiles (64 rows x 1024 columns, tiled_gemm.cpp) in both
 // directions, so the bias + GELU epilogue runs on tiles away from the origin.
 TEST_P(CpuLayers, MatmulForwardWithBiasAndGelu) {
@@ -150,17 +224,20 @@ TEST_P(CpuLayers, MatmulForwardWithBiasAndGelu) {
         const HostTensor weight = act_tensor(test::random_normal(N * K, 41, 0.3), {N, K});
         const HostTensor bias = act_tensor(test::random_normal(N, 42), {N});
         HostTensor out(act(), {M, N});
-        backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), bias.view());
-        expect_close(out, f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, false).out,
-                     "out");
+        backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), bias.view(),
+                                MatmulEpilogue::bias);
+        expect_close(
+            out, f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, false).out, "out");
 
         HostTensor plain(act(), {M, N});
-        backend->matmul_forward(plain.view(), TensorView(), inp.view(), weight.view(), TensorView());
+        backend->matmul_forward(plain.view(), TensorView(), inp.view(), weight.view(), TensorView(),
+                                MatmulEpilogue::none);
         expect_close(plain, f64_matmul_forward(inp.values(), weight.values(), {}, M, K, N, false).out,
                      "no bias");
 
         HostTensor activated(act(), {M, N}), pre_gelu(act(), {M, N});
-        backend->matmul_forward(activated.view(), pre_gelu.view(), inp.view(), weight.view(), bias.view());
+        backend->matmul_forward(activated.view(), pre_gelu.view(), inp.view(), weight.view(), bias.view(),
+                                MatmulEpilogue::bias_gelu);
         const F64MatmulForward ref =
             f64_matmul_forward(inp.values(), weight.values(), bias.values(), M, K, N, true);
         expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
@@ -220,7 +297,8 @@ TEST_P(CpuLayers, ShapeMismatchesThrowNamingTheArgument) {
     const HostTensor inp(act(), {4, 8}), weight(act(), {6, 9});
     HostTensor out(act(), {4, 6});
     try {
-        backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), TensorView());
+        backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), TensorView(),
+                                MatmulEpilogue::none);
         FAIL() << "expected an Error";
     } catch (const Error& error) {
         EXPECT_NE(std::string(error.what()).find("weight"), std::string::npos) << error.what();
@@ -259,7 +337,8 @@ TEST(CpuTf32, MatmulRoundsOperandsToTf32) {
     auto backend = make_backend({"cpu", 0, Precision::tf32, 0});
     const HostTensor inp(a, DType::f32, {M, K}), weight(w, DType::f32, {N, K});
     HostTensor out(DType::f32, {M, N});
-    backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), TensorView());
+    backend->matmul_forward(out.view(), TensorView(), inp.view(), weight.view(), TensorView(),
+                            MatmulEpilogue::none);
     const double error = relative_norm_error(out.values(), exact);
     EXPECT_LE(error, 2.0 * tf32_error);
     EXPECT_GE(error, 0.5 * tf32_error);

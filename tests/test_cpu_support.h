@@ -53,4 +53,15 @@ double storage_error(const std::vector<double>& reference, DType dtype);
 // criterion for fp32, else twice the storage error of the reference in that dtype.
 double tolerance_for(const std::vector<double>& reference, DType dtype);
 
+// The float64 references of attention (tests/reference_f64.h) for a backend whose activations are
+// stored in `dtype`: under RoPE, q and k are rotated in float64 and then rounded to `dtype`, as the
+// backends store the rotated values (kernels/ops.def); the backward treats that rounding as the
+// identity. Without RoPE these are f64_attention_forward and f64_attention_backward.
+F64AttentionForward stored_rope_attention_forward(const std::vector<double>& qkv, int B, int T, int head_dim,
+                                                  const AttentionParams& params, DType dtype,
+                                                  int first_position = 0);
+std::vector<double> stored_rope_attention_backward(const std::vector<double>& dout,
+                                                   const std::vector<double>& qkv, int B, int T, int head_dim,
+                                                   const AttentionParams& params, DType dtype);
+
 }  // namespace mixgpt::test

@@ -104,6 +104,41 @@ TEST(GradcheckF64, ResidualLayerNorm) {
         analytic, [&](const F64Vector& x) { return loss(residual, x); }, branch, "d branch");
 }
 
+TEST(GradcheckF64, RmsNorm) {
+    const int N = 3, C = 8;
+    const double epsilon = 1e-5;
+    const F64Vector inp = test::random_normal(N * C, 14, 2.0), weight = test::random_normal(C, 15);
+    const F64Vector w = test::random_normal(N * C, 16);
+    const F64RmsNormBackward g = f64_rmsnorm_backward(w, inp, weight, N, C, epsilon);
+    expect_gradient(
+        g.dinp,
+        [&](const F64Vector& x) { return inner(w, f64_rmsnorm_forward(x, weight, N, C, epsilon).out); }, inp,
+        "dinp");
+    expect_gradient(
+        g.dweight,
+        [&](const F64Vector& x) { return inner(w, f64_rmsnorm_forward(inp, x, N, C, epsilon).out); }, weight,
+        "dweight");
+}
+
+// As ResidualLayerNorm: the model adds the residual path's gradient to rmsnorm_backward's dinp.
+TEST(GradcheckF64, ResidualRmsNorm) {
+    const int N = 3, C = 8;
+    const double epsilon = 1e-6;
+    const F64Vector residual = test::random_normal(N * C, 26), branch = test::random_normal(N * C, 27);
+    const F64Vector weight = test::random_normal(C, 28);
+    const F64Vector w_sum = test::random_normal(N * C, 29), w_norm = test::random_normal(N * C, 19);
+    auto loss = [&](const F64Vector& a, const F64Vector& b) {
+        const F64ResidualRmsNormForward y = f64_residual_rmsnorm_forward(a, b, weight, N, C, epsilon);
+        return inner(w_sum, y.residual_out) + inner(w_norm, y.norm.out);
+    };
+    const F64Vector analytic =
+        add(w_sum, f64_rmsnorm_backward(w_norm, add(residual, branch), weight, N, C, epsilon).dinp);
+    expect_gradient(
+        analytic, [&](const F64Vector& x) { return loss(x, branch); }, residual, "d residual_in");
+    expect_gradient(
+        analytic, [&](const F64Vector& x) { return loss(residual, x); }, branch, "d branch");
+}
+
 TEST(GradcheckF64, MatmulWithBiasAndGelu) {
     const int M = 3, K = 5, N = 4;
     const F64Vector inp = test::random_normal(M * K, 30), weight = test::random_normal(N * K, 31);
@@ -132,12 +167,38 @@ TEST(GradcheckF64, Gelu) {
         "dinp");
 }
 
+TEST(GradcheckF64, SwiGlu) {
+    const int M = 3, F = 5;
+    const F64Vector gate_up = test::random_normal(M * 2 * F, 42, 3.0), w = test::random_normal(M * F, 43);
+    expect_gradient(
+        f64_swiglu_backward(w, gate_up, M, F),
+        [&](const F64Vector& x) { return inner(w, f64_swiglu_forward(x, M, F)); }, gate_up, "dgate_up");
+}
+
 TEST(GradcheckF64, CausalAttention) {
     const int B = 2, T = 4, C = 8, H = 2;
     const F64Vector qkv = test::random_normal(B * T * 3 * C, 50, 1.5), w = test::random_normal(B * T * C, 51);
     expect_gradient(
         f64_attention_backward(w, qkv, B, T, C, H),
         [&](const F64Vector& x) { return inner(w, f64_attention_forward(x, B, T, C, H).out); }, qkv, "dqkv");
+}
+
+// Grouped key/value heads (2 query heads per key/value head, and 1 key/value head for 3 query heads)
+// with and without RoPE: dk and dv sum over the group, and dq, dk are rotated back.
+TEST(GradcheckF64, GroupedQueryAttentionWithRope) {
+    const int B = 2, T = 4, hd = 4;
+    for (const AttentionParams params : {AttentionParams{4, 2, 0.f}, AttentionParams{4, 2, 10.f},
+                                         AttentionParams{3, 1, 10.f}, AttentionParams{2, 2, 10.f}}) {
+        SCOPED_TRACE("H " + std::to_string(params.n_head) + ", Hkv " + std::to_string(params.n_kv_head) +
+                     ", theta " + std::to_string(params.rope_theta));
+        const int width = (params.n_head + 2 * params.n_kv_head) * hd;
+        const F64Vector qkv = test::random_normal(B * T * width, 52, 1.5);
+        const F64Vector w = test::random_normal(B * T * params.n_head * hd, 53);
+        expect_gradient(
+            f64_attention_backward(w, qkv, B, T, hd, params),
+            [&](const F64Vector& x) { return inner(w, f64_attention_forward(x, B, T, hd, params).out); }, qkv,
+            "dqkv");
+    }
 }
 
 TEST(GradcheckF64, ClassifierWithPaddedVocabulary) {
@@ -168,6 +229,20 @@ TEST(ReferenceF64, ForwardDefinitions) {
     const F64Classifier uniform = f64_classifier({0, 0, 0, 0, 99, 99, 99, 99}, {1}, 1, 8, 4, 1.0, 1.0);
     EXPECT_DOUBLE_EQ(uniform.losses[0], std::log(4.0));
     EXPECT_DOUBLE_EQ(f64_gelu(0.0), 0.0);
+    // RMSNorm of (3, 4): mean square 12.5.
+    const F64RmsNormForward rms = f64_rmsnorm_forward({3, 4}, {1, 2}, 1, 2, 0.5);
+    EXPECT_DOUBLE_EQ(rms.rstd[0], 1.0 / std::sqrt(13.0));
+    EXPECT_DOUBLE_EQ(rms.out[1], 8.0 / std::sqrt(13.0));
+    // SwiGLU of gate 1, up 2: 2 silu(1).
+    EXPECT_DOUBLE_EQ(f64_swiglu_forward({1, 2}, 1, 1)[0], 2.0 / (1.0 + std::exp(-1.0)));
+    // RoPE, head_dim 2 (one pair, angle = position): q1 = k0 = k1 = (1, 0) rotate to (cos 1, sin 1),
+    // (1, 0) and (cos 1, sin 1), so query 1 scores cos 1 and 1 (times 1/sqrt 2): only the
+    // relative position counts. Row layout [q | k | v], v_s = (s, 0).
+    const F64AttentionForward rotated =
+        f64_attention_forward({9, 9, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0}, 1, 2, 2, AttentionParams{1, 1, 5.f});
+    const double s0 = std::cos(1.0) / std::sqrt(2.0), s1 = 1.0 / std::sqrt(2.0);
+    EXPECT_NEAR(rotated.lse[1], std::log(std::exp(s0) + std::exp(s1)), 1e-15);
+    EXPECT_NEAR(rotated.out[2], std::exp(s1) / (std::exp(s0) + std::exp(s1)), 1e-15);
 }
 
 }  // namespace

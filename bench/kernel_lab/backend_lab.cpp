@@ -32,16 +32,18 @@ struct TensorSpec {
 // The sizes ops are built at: small ones to validate (and to time in a smoke run), GPT-2 124M
 // ones to time.
 struct Sizes {
-    int64_t rows;               // B·T for LayerNorm
+    int64_t rows;               // B·T for LayerNorm, RMSNorm and SwiGLU
     int64_t channels;           // C
+    int64_t ffn;                // F of SwiGLU: a Llama-style block of width C = 768 has F = 8C/3 = 2048
     int64_t logit_rows;         // rows of the classifier
     int vocabulary;             // V
     int64_t padded_vocabulary;  // Vp
     int64_t parameters;         // n of the optimizer
 };
 
-constexpr Sizes kValidationSizes{64, 768, 32, 1000, 1024, 100000};
-constexpr Sizes kTimedSizes{16384, 768, 8192, 50257, 50304, 124475904};
+constexpr Sizes kValidationSizes{64, 768, 2048, 32, 1000, 1024, 100000};
+constexpr Sizes kTimedSizes{16384, 768, 2048, 8192, 50257, 50304, 124475904};
+constexpr float kRmsNormEpsilon = 1e-5f;
 
 struct OpSpec {
     std::string kernel;
@@ -110,6 +112,65 @@ std::vector<OpSpec> op_specs() {
                      [](Backend& b, const V& t, const Sizes&) {
                          b.layernorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
                      }});
+    specs.push_back({"rmsnorm_forward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"out", Storage::act, {s.rows, s.channels}, Access::write},
+                             {"rstd", Storage::f32, {s.rows}, Access::write},
+                             {"inp", Storage::act, {s.rows, s.channels}, Access::read},
+                             {"weight", Storage::act, {s.channels}, Access::read, 0.1f, 1.f}};
+                     },
+                     rows_shape,
+                     [](Backend& b, const V& t, const Sizes&) {
+                         b.rmsnorm_forward(t[0], t[1], t[2], t[3], kRmsNormEpsilon);
+                     }});
+    specs.push_back({"residual_rmsnorm_forward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"residual_out", Storage::act, {s.rows, s.channels}, Access::write},
+                             {"out", Storage::act, {s.rows, s.channels}, Access::write},
+                             {"rstd", Storage::f32, {s.rows}, Access::write},
+                             {"residual_in", Storage::act, {s.rows, s.channels}, Access::read},
+                             {"branch", Storage::act, {s.rows, s.channels}, Access::read},
+                             {"weight", Storage::act, {s.channels}, Access::read, 0.1f, 1.f}};
+                     },
+                     rows_shape,
+                     [](Backend& b, const V& t, const Sizes&) {
+                         b.residual_rmsnorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kRmsNormEpsilon);
+                     }});
+    specs.push_back({"rmsnorm_backward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"dinp", Storage::act, {s.rows, s.channels}, Access::read_write},
+                             {"dweight", Storage::f32, {s.channels}, Access::read_write, 0.f},
+                             {"dout", Storage::act, {s.rows, s.channels}, Access::read},
+                             {"inp", Storage::act, {s.rows, s.channels}, Access::read},
+                             {"weight", Storage::act, {s.channels}, Access::read, 0.1f, 1.f},
+                             {"rstd", Storage::f32, {s.rows}, Access::read, 0.1f, 1.f}};
+                     },
+                     rows_shape,
+                     [](Backend& b, const V& t, const Sizes&) {
+                         b.rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]);
+                     }});
+    const auto ffn_shape = [](const Sizes& s) {
+        return format("M=%lld F=%lld", static_cast<long long>(s.rows), static_cast<long long>(s.ffn));
+    };
+    specs.push_back({"swiglu_forward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"out", Storage::act, {s.rows, s.ffn}, Access::write},
+                             {"gate_up", Storage::act, {s.rows, 2 * s.ffn}, Access::read, 2.f}};
+                     },
+                     ffn_shape, [](Backend& b, const V& t, const Sizes&) { b.swiglu_forward(t[0], t[1]); }});
+    specs.push_back({"swiglu_backward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"dgate_up", Storage::act, {s.rows, 2 * s.ffn}, Access::write},
+                             {"dout", Storage::act, {s.rows, s.ffn}, Access::read},
+                             {"gate_up", Storage::act, {s.rows, 2 * s.ffn}, Access::read, 2.f}};
+                     },
+                     ffn_shape,
+                     [](Backend& b, const V& t, const Sizes&) { b.swiglu_backward(t[0], t[1], t[2]); }});
     specs.push_back(
         {"classifier (with gradient)",
          [](const Sizes& s) {

@@ -1,8 +1,10 @@
-// Causal multi-head attention, straightforward per (batch, head) with a T x T
-// scratch: the reference the fused GPU kernels are checked against. Parallel over
-// (b, h) pairs, whose outputs are disjoint; the products inside one pair are
-// single-threaded sgemm calls (OpenBLAS runs serially inside a parallel region),
-// so every sum is blocked the same way whatever the thread count.
+// Causal attention with grouped key/value heads and RoPE, straightforward per (batch, head) with
+// a T x T scratch: the reference the fused GPU kernels are checked against. Parallel over (b, h)
+// pairs in the forward and (b, key/value head) pairs in the backward, whose outputs are
+// disjoint; the products inside one pair are single-threaded sgemm calls (OpenBLAS runs serially
+// inside a parallel region), so every sum is blocked the same way whatever the thread count.
+// Under RoPE, q and k are rotated (and rounded to act) into a scratch copy first; the backward
+// rotates the gradients of q and k back once they are complete.
 #include <cblas.h>
 
 #include <algorithm>
@@ -54,26 +56,93 @@ void head_forward(HeadRows q, HeadRows k, HeadRows v, int64_t Tq, int64_t offset
     gemm(false, false, Tq, hd, Tk, 1.f, p, Tk, v.data, v.stride, 0.f, out, ldo);
 }
 
-struct AttentionShape {
-    int64_t B, T, C, H, head_dim;
+// Where the heads of a packed qkv (kernels/ops.def) sit: H query heads, then Hkv key heads and
+// Hkv value heads, hd elements each.
+struct QkvLayout {
+    int64_t B, T, H, Hkv, hd;
+
+    int64_t group() const { return H / Hkv; }           // query heads per key/value head
+    int64_t row() const { return (H + 2 * Hkv) * hd; }  // elements of one qkv row
+    int64_t q_width() const { return H * hd; }          // out's row; k starts there
+    int64_t k_column(int64_t g) const { return (H + g) * hd; }
+    int64_t v_column(int64_t g) const { return (H + Hkv + g) * hd; }
 };
 
-AttentionShape check_qkv(const char* op, DType act, const TensorView& qkv, int n_head) {
+QkvLayout check_qkv(const char* op, DType act, const TensorView& qkv, const AttentionParams& params) {
     require_rank(qkv, act, 3, op, "qkv");
-    const int64_t C3 = qkv.dim(2);
-    require(n_head > 0 && C3 % (3 * int64_t{n_head}) == 0, op,
-            "qkv's last dimension is not 3 * n_head * head_dim");
-    return {qkv.dim(0), qkv.dim(1), C3 / 3, n_head, C3 / 3 / n_head};
+    const int64_t H = params.n_head, Hkv = params.n_kv_head;
+    require(H > 0 && Hkv > 0 && H % Hkv == 0, op, "n_kv_head must be positive and divide n_head");
+    require(qkv.dim(2) % (H + 2 * Hkv) == 0 && qkv.dim(2) > 0, op,
+            "qkv's last dimension is not (n_head + 2 * n_kv_head) * head_dim");
+    const int64_t hd = qkv.dim(2) / (H + 2 * Hkv);
+    require(params.rope_theta >= 0.f, op, "rope_theta must be positive, or 0 for no rotation");
+    require(params.rope_theta == 0.f || hd % 2 == 0, op, "RoPE needs an even head_dim");
+    return {qkv.dim(0), qkv.dim(1), H, Hkv, hd};
 }
+
+// q and k of each of `rows` qkv rows (row r at position first_position + r % T) rotated by RoPE
+// and rounded to `act`: (rows, (H + Hkv) hd) floats, laid out as the rows' first H + Hkv heads.
+void rotate_queries_keys(const float* qkv, int64_t rows, const QkvLayout& s, int64_t first_position,
+                         const float* table, DType act, float* rotated) {
+    const int64_t width = (s.H + s.Hkv) * s.hd, half = s.hd / 2;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        float* row = rotated + r * width;
+        std::copy_n(qkv + r * s.row(), width, row);
+        const float* angles = table + (first_position + r % s.T) * s.hd;  // cos, then sin
+        for (int64_t head = 0; head < s.H + s.Hkv; ++head)
+            rotate_pairs(row + head * s.hd, row + head * s.hd + half, angles, angles + half, half, false);
+        round_to_dtype(row, static_cast<size_t>(width), act);
+    }
+}
+
+// The gradients of rotated q and k (the first H + Hkv heads of each dqkv row) rotated back.
+void rotate_gradients_back(float* dqkv, const QkvLayout& s, const float* table) {
+    const int64_t half = s.hd / 2;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < s.B * s.T; ++r) {
+        float* row = dqkv + r * s.row();
+        const float* angles = table + (r % s.T) * s.hd;
+        for (int64_t head = 0; head < s.H + s.Hkv; ++head)
+            rotate_pairs(row + head * s.hd, row + head * s.hd + half, angles, angles + half, half, true);
+    }
+}
+
+// Where the products read q and k: the qkv rows themselves, or their rotated copy (whose rows
+// hold the same heads at the same columns, without the values).
+struct QueryKeySource {
+    const float* data;
+    int64_t stride;  // between rows
+    QkvLayout s;
+
+    // Rows of query head h of batch b, and of key head g.
+    HeadRows query(int64_t b, int64_t h) const { return {data + b * s.T * stride + h * s.hd, stride}; }
+    HeadRows key(int64_t b, int64_t g) const { return {data + b * s.T * stride + s.k_column(g), stride}; }
+};
 
 }  // namespace
 
-void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head) {
+const float* CpuBackend::rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions) {
+    if (params.rope_theta == 0.f) return nullptr;
+    return rope_tables_.get(params.rope_theta, static_cast<int>(head_dim), positions).values.data();
+}
+
+void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qkv,
+                                   const AttentionParams& params) {
     const char* op = "attention_forward";
-    const auto [B, T, C, H, hd] = check_qkv(op, act(), qkv, n_head);
-    require_tensor(out, act(), {B, T, C}, op, "out");
+    const QkvLayout s = check_qkv(op, act(), qkv, params);
+    const auto [B, T, H, Hkv, hd] = s;
+    require_tensor(out, act(), {B, T, H * hd}, op, "out");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
     const FloatInput x(scratch_, qkv);
+    const float* table = rope_table(params, hd, T);
+    ScratchLease rotated;
+    QueryKeySource source{x.data(), s.row(), s};
+    if (table != nullptr) {
+        rotated = scratch_.borrow(static_cast<size_t>(B * T * (H + Hkv) * hd));
+        rotate_queries_keys(x.data(), B * T, s, 0, table, act(), rotated.data());
+        source = {rotated.data(), (H + Hkv) * hd, s};
+    }
     FloatOutput y(scratch_, out, false);
     float* l = lse.as<float>();
 #pragma omp parallel
@@ -81,89 +150,128 @@ void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qk
         const ScratchLease p = scratch_.borrow(static_cast<size_t>(T * T));
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
-            const int64_t b = bh / H, h = bh % H;
-            const float* base = x.data() + b * T * 3 * C + h * hd;
-            head_forward({base, 3 * C}, {base + C, 3 * C}, {base + 2 * C, 3 * C}, T, 0, hd, p.data(),
-                         y.data() + b * T * C + h * hd, C, l + bh * T);
+            const int64_t b = bh / H, h = bh % H, g = h / s.group();
+            const HeadRows v{x.data() + b * T * s.row() + s.v_column(g), s.row()};
+            head_forward(source.query(b, h), source.key(b, g), v, T, 0, hd, p.data(),
+                         y.data() + b * T * s.q_width() + h * hd, s.q_width(), l + bh * T);
         }
     }
     y.store();
 }
 
-void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
-                                    TensorView lse, int n_head) {
+void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView lse,
+                                    const AttentionParams& params) {
     const char* op = "attention_backward";
-    const auto [B, T, C, H, hd] = check_qkv(op, act(), qkv, n_head);
-    require_tensor(dqkv, act(), {B, T, 3 * C}, op, "dqkv");
-    require_tensor(dout, act(), {B, T, C}, op, "dout");
-    require_tensor(out, act(), {B, T, C}, op, "out");
+    const QkvLayout s = check_qkv(op, act(), qkv, params);
+    const auto [B, T, H, Hkv, hd] = s;
+    require_tensor(dqkv, act(), {B, T, s.row()}, op, "dqkv");
+    require_tensor(dout, act(), {B, T, H * hd}, op, "dout");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
     const FloatInput x(scratch_, qkv), dy(scratch_, dout);
+    const float* table = rope_table(params, hd, T);
+    ScratchLease rotated;
+    QueryKeySource source{x.data(), s.row(), s};
+    if (table != nullptr) {
+        rotated = scratch_.borrow(static_cast<size_t>(B * T * (H + Hkv) * hd));
+        rotate_queries_keys(x.data(), B * T, s, 0, table, act(), rotated.data());
+        source = {rotated.data(), (H + Hkv) * hd, s};
+    }
     FloatOutput dx(scratch_, dqkv, false);
     const float* l = lse.as<const float>();
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+    const int64_t row = s.row(), out_row = s.q_width();
 #pragma omp parallel
     {
         const ScratchLease p = scratch_.borrow(static_cast<size_t>(T * T));
         const ScratchLease dp = scratch_.borrow(static_cast<size_t>(T * T));
 #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < B * H; ++bh) {
-            const int64_t b = bh / H, h = bh % H, row = 3 * C;
-            const float* q = x.data() + b * T * row + h * hd;
-            const float* k = q + C;
-            const float* v = q + 2 * C;
-            const float* g = dy.data() + b * T * C + h * hd;
-            float* dq = dx.data() + b * T * row + h * hd;
-            // P from the saved log-sum-exp; dP = dout · V^T; dS = P (dP - rowsum(P dP)) * scale.
-            gemm(false, true, T, T, hd, scale, q, row, k, row, 0.f, p.data(), T);
-            gemm(false, true, T, T, hd, 1.f, g, C, v, row, 0.f, dp.data(), T);
-            for (int64_t t = 0; t < T; ++t) {
-                float* pt = p.data() + t * T;
-                float* dpt = dp.data() + t * T;
-                const float log_sum_exp = l[bh * T + t];
-                exp_shifted_array(pt, t + 1, log_sum_exp);
-                float weighted = 0.f;
-                for (int64_t s = 0; s <= t; ++s) weighted += pt[s] * dpt[s];
-                for (int64_t s = 0; s <= t; ++s) dpt[s] = pt[s] * (dpt[s] - weighted) * scale;
-                std::fill(pt + t + 1, pt + T, 0.f);
-                std::fill(dpt + t + 1, dpt + T, 0.f);
+        for (int64_t bg = 0; bg < B * Hkv; ++bg) {
+            const int64_t b = bg / Hkv, g = bg % Hkv;
+            const HeadRows k = source.key(b, g);
+            const float* v = x.data() + b * T * row + s.v_column(g);
+            float* dk = dx.data() + b * T * row + s.k_column(g);
+            float* dv = dx.data() + b * T * row + s.v_column(g);
+            // The group's query heads in order; the first overwrites dk and dv, the others add.
+            for (int64_t j = 0; j < s.group(); ++j) {
+                const int64_t h = g * s.group() + j, bh = b * H + h;
+                const HeadRows q = source.query(b, h);
+                const float* gradient = dy.data() + b * T * out_row + h * hd;
+                float* dq = dx.data() + b * T * row + h * hd;
+                const float accumulate = j == 0 ? 0.f : 1.f;
+                // P from the saved log-sum-exp; dP = dout · V^T; dS = P (dP - rowsum(P dP)) * scale.
+                gemm(false, true, T, T, hd, scale, q.data, q.stride, k.data, k.stride, 0.f, p.data(), T);
+                gemm(false, true, T, T, hd, 1.f, gradient, out_row, v, row, 0.f, dp.data(), T);
+                for (int64_t t = 0; t < T; ++t) {
+                    float* pt = p.data() + t * T;
+                    float* dpt = dp.data() + t * T;
+                    const float log_sum_exp = l[bh * T + t];
+                    exp_shifted_array(pt, t + 1, log_sum_exp);
+                    float weighted = 0.f;
+                    for (int64_t u = 0; u <= t; ++u) weighted += pt[u] * dpt[u];
+                    for (int64_t u = 0; u <= t; ++u) dpt[u] = pt[u] * (dpt[u] - weighted) * scale;
+                    std::fill(pt + t + 1, pt + T, 0.f);
+                    std::fill(dpt + t + 1, dpt + T, 0.f);
+                }
+                gemm(false, false, T, hd, T, 1.f, dp.data(), T, k.data, k.stride, 0.f, dq, row);  // dQ = dS K
+                gemm(true, false, T, hd, T, 1.f, dp.data(), T, q.data, q.stride, accumulate, dk,
+                     row);  // dS^T Q
+                gemm(true, false, T, hd, T, 1.f, p.data(), T, gradient, out_row, accumulate, dv,
+                     row);  // P^T dout
             }
-            gemm(false, false, T, hd, T, 1.f, dp.data(), T, k, row, 0.f, dq, row);      // dQ = dS K
-            gemm(true, false, T, hd, T, 1.f, dp.data(), T, q, row, 0.f, dq + C, row);   // dK = dS^T Q
-            gemm(true, false, T, hd, T, 1.f, p.data(), T, g, C, 0.f, dq + 2 * C, row);  // dV = P^T dout
         }
     }
+    if (table != nullptr) rotate_gradients_back(dx.data(), s, table);
     dx.store();
 }
 
 void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache,
-                                          TensorView v_cache, int position, int n_head) {
+                                          TensorView v_cache, int position, const AttentionParams& params) {
     const char* op = "attention_forward_cached";
-    const auto [B, Tn, C, H, hd] = check_qkv(op, act(), qkv, n_head);
-    require_tensor(out, act(), {B, Tn, C}, op, "out");
+    const QkvLayout s = check_qkv(op, act(), qkv, params);
+    const auto [B, Tn, H, Hkv, hd] = s;
+    const int64_t kv_width = Hkv * hd;
+    require_tensor(out, act(), {B, Tn, H * hd}, op, "out");
     require_rank(k_cache, act(), 3, op, "k_cache");
     const int64_t max_T = k_cache.dim(1);
-    require_tensor(k_cache, act(), {B, max_T, C}, op, "k_cache");
-    require_tensor(v_cache, act(), {B, max_T, C}, op, "v_cache");
+    require_tensor(k_cache, act(), {B, max_T, kv_width}, op, "k_cache");
+    require_tensor(v_cache, act(), {B, max_T, kv_width}, op, "v_cache");
     require(position >= 0 && position + Tn <= max_T, op, "positions run past the cache's length");
     const int64_t count = position + Tn;
     const size_t element = dtype_size(act());
     auto* k_bytes = static_cast<char*>(k_cache.data);
     auto* v_bytes = static_cast<char*>(v_cache.data);
     const auto* qkv_bytes = static_cast<const char*>(qkv.data);
+
+    const FloatInput x(scratch_, qkv);
+    const float* table = rope_table(params, hd, max_T);
+    ScratchLease rotated;
+    QueryKeySource source{x.data(), s.row(), s};
+    if (table != nullptr) {
+        rotated = scratch_.borrow(static_cast<size_t>(B * Tn * (H + Hkv) * hd));
+        rotate_queries_keys(x.data(), B * Tn, s, position, table, act(), rotated.data());
+        source = {rotated.data(), (H + Hkv) * hd, s};
+    }
     for (int64_t b = 0; b < B; ++b)
         for (int64_t t = 0; t < Tn; ++t) {
-            const int64_t source = (b * Tn + t) * 3 * C, target = (b * max_T + position + t) * C;
-            std::copy_n(qkv_bytes + (source + C) * element, C * element, k_bytes + target * element);
-            std::copy_n(qkv_bytes + (source + 2 * C) * element, C * element, v_bytes + target * element);
+            const int64_t row = b * Tn + t, target = (b * max_T + position + t) * kv_width;
+            // The new keys, rotated (their rotation is exact in act: rounded to it) or as given.
+            if (table != nullptr)
+                convert_from_float(source.key(b, 0).data + t * source.stride, k_bytes + target * element,
+                                   act(), static_cast<size_t>(kv_width));
+            else
+                std::copy_n(qkv_bytes + (row * s.row() + s.k_column(0)) * element, kv_width * element,
+                            k_bytes + target * element);
+            std::copy_n(qkv_bytes + (row * s.row() + s.v_column(0)) * element, kv_width * element,
+                        v_bytes + target * element);
         }
 
-    const FloatInput q(scratch_, qkv);
-    const ScratchLease keys = scratch_.borrow(static_cast<size_t>(B * count * C));
-    const ScratchLease values = scratch_.borrow(static_cast<size_t>(B * count * C));
+    const ScratchLease keys = scratch_.borrow(static_cast<size_t>(B * count * kv_width));
+    const ScratchLease values = scratch_.borrow(static_cast<size_t>(B * count * kv_width));
     for (int64_t b = 0; b < B; ++b) {
-        parallel_to_float(k_bytes + b * max_T * C * element, act(), keys.data() + b * count * C, count * C);
-        parallel_to_float(v_bytes + b * max_T * C * element, act(), values.data() + b * count * C, count * C);
+        parallel_to_float(k_bytes + b * max_T * kv_width * element, act(), keys.data() + b * count * kv_width,
+                          count * kv_width);
+        parallel_to_float(v_bytes + b * max_T * kv_width * element, act(),
+                          values.data() + b * count * kv_width, count * kv_width);
     }
     FloatOutput y(scratch_, out, false);
 #pragma omp parallel
@@ -171,11 +279,10 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
         const ScratchLease p = scratch_.borrow(static_cast<size_t>(Tn * count));
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
-            const int64_t b = bh / H, h = bh % H;
-            head_forward({q.data() + b * Tn * 3 * C + h * hd, 3 * C},
-                         {keys.data() + b * count * C + h * hd, C},
-                         {values.data() + b * count * C + h * hd, C}, Tn, position, hd, p.data(),
-                         y.data() + b * Tn * C + h * hd, C, nullptr);
+            const int64_t b = bh / H, h = bh % H, g = h / s.group();
+            head_forward(source.query(b, h), {keys.data() + b * count * kv_width + g * hd, kv_width},
+                         {values.data() + b * count * kv_width + g * hd, kv_width}, Tn, position, hd,
+                         p.data(), y.data() + b * Tn * s.q_width() + h * hd, s.q_width(), nullptr);
         }
     }
     y.store();

@@ -66,26 +66,33 @@ private:
 }  // namespace
 
 void CpuBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
-                                TensorView bias) {
+                                TensorView bias, MatmulEpilogue epilogue) {
     const char* op = "matmul_forward";
     require_rank(inp, act(), 2, op, "inp");
     require_rank(weight, act(), 2, op, "weight");
     const int64_t M = inp.dim(0), K = inp.dim(1), N = weight.dim(0);
     require_tensor(weight, act(), {N, K}, op, "weight");
     require_tensor(out, act(), {M, N}, op, "out");
-    if (pre_gelu.valid()) require_tensor(pre_gelu, act(), {M, N}, op, "pre_gelu");
-    if (bias.valid()) require_tensor(bias, act(), {N}, op, "bias");
+    const bool with_bias = epilogue != MatmulEpilogue::none,
+               with_gelu = epilogue == MatmulEpilogue::bias_gelu;
+    require(bias.valid() == with_bias, op,
+            with_bias ? "the epilogue adds a bias, and bias is missing"
+                      : "bias is given, but the epilogue adds none");
+    require(pre_gelu.valid() == with_gelu, op,
+            with_gelu ? "the GELU epilogue stores pre_gelu, and pre_gelu is missing"
+                      : "pre_gelu is given, but the epilogue has no GELU");
+    if (with_gelu) require_tensor(pre_gelu, act(), {M, N}, op, "pre_gelu");
+    if (with_bias) require_tensor(bias, act(), {N}, op, "bias");
 
     const Operand a(scratch_, inp, precision_), w(scratch_, weight, precision_);
     FloatOutput y(scratch_, out, false);
-    const FloatInput b(scratch_, bias.valid() ? bias : TensorView());
+    const FloatInput b(scratch_, with_bias ? bias : TensorView());
     FloatOutput pre(scratch_, pre_gelu, false);
-    const BiasGeluEpilogue epilogue(y.data(), pre_gelu.valid() ? pre.data() : nullptr,
-                                    bias.valid() ? b.data() : nullptr, N, act());
-    const bool with_epilogue = bias.valid() || pre_gelu.valid();
+    const BiasGeluEpilogue tile_epilogue(y.data(), with_gelu ? pre.data() : nullptr,
+                                         with_bias ? b.data() : nullptr, N, act());
     tiled_sgemm(false, true, M, N, K, a.data(), K, w.data(), K, 0.f, y.data(), N,
-                with_epilogue ? &epilogue : nullptr);
-    if (pre_gelu.valid()) pre.store();
+                with_bias ? &tile_epilogue : nullptr);
+    if (with_gelu) pre.store();
     y.store();
 }
 

@@ -1,5 +1,5 @@
-// Causal multi-head attention: a simple, exact, tiled kernel for what the fused flash
-// kernels (flash_attention.h) do not take. Nothing of size T×T is stored.
+// Causal attention (grouped key/value heads, optional RoPE): a simple, exact, tiled kernel for
+// what the fused flash kernels (flash_attention.h) do not take. Nothing of size T×T is stored.
 //
 // Every kernel gives one warp to one row (a query, or in the key-side backward
 // a key) and walks the other side in tiles of 32 rows staged in shared memory as
@@ -9,7 +9,11 @@
 // log-sum-exp. The backward recomputes the probabilities from it:
 //   query side: delta_t = sum_s P_ts dP_ts, then dq_t = scale sum_s P_ts (dP_ts - delta_t) k_s
 //   key side:   dk_s = scale sum_t P_ts (dP_ts - delta_t) q_t,  dv_s = sum_t P_ts dout_t
-// with dP_ts = dout_t · v_s. All sums run in a fixed order: deterministic.
+// with dP_ts = dout_t · v_s. All sums run in a fixed order: deterministic. The key side runs per
+// key/value head, over its query heads in turn, so a key's dk and dv sum the group's heads.
+// RoPE rotates q and k as they are staged (rounded to T, as the CPU backend rounds them), and the
+// query- and key-side gradients are rotated back through the warp's shared row before they are
+// stored.
 #include <climits>
 #include <cmath>
 #include <type_traits>
@@ -29,7 +33,8 @@ constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kMaxHeadDim = 128;
 
 // Where the forward reads q, k, v and writes out: one (b, head) slice each, rows
-// `row_stride` apart, batches `batch_stride` apart, the head's columns at head * head_dim.
+// `row_stride` apart, batches `batch_stride` apart; q head h at h * head_dim of q, its key and
+// value head at (h / group) * head_dim of k and v.
 template <typename T>
 struct ForwardArgs {
     const T* q;
@@ -42,11 +47,14 @@ struct ForwardArgs {
     float* lse;        // (B,H,queries), or null
     int queries;       // query rows of this call
     int query_offset;  // absolute position of query 0; query t sees keys 0..query_offset+t
-    int heads, head_dim;
+    int heads, group, head_dim;
     float scale;
+    const float* q_rope;  // RoPE table (kernels/rope_table.h): q rotated at its position; or null
+    const float* k_rope;  // k rotated at its row (training); null when keys are rotated already (cache)
 };
 
-// The training layout: qkv, dqkv (B,T,3C), out, dout (B,T,C), lse, delta (B,H,T).
+// The training layout: qkv, dqkv (B,T,row_stride) with H query heads, Hkv key and value heads;
+// out, dout (B,T,q_width); lse, delta (B,H,T).
 template <typename T>
 struct BackwardArgs {
     T* dqkv;
@@ -54,27 +62,107 @@ struct BackwardArgs {
     const T* dout;
     const float* lse;
     float* delta;
-    int T_len, C, heads, head_dim;
+    int T_len, heads, group, head_dim;
+    int64_t row_stride;  // (H + 2 Hkv) head_dim
+    int q_width;         // H head_dim: out's row, where k heads start
+    int kv_width;        // Hkv head_dim: from a k head to its v head
     float scale;
+    const float* rope;  // RoPE table, or null
 };
 
+template <typename T>
+__device__ __forceinline__ float round_through(float value) {
+    return to_float(from_float<T>(value));
+}
+
+// (x, y) of a RoPE pair rotated by the angle of (cosine, sine); rounded to T as if stored.
+template <typename T>
+__device__ __forceinline__ void rotate_pair(float& x, float& y, float cosine, float sine) {
+    const float low = x * cosine - y * sine, high = y * cosine + x * sine;
+    x = round_through<T>(low);
+    y = round_through<T>(high);
+}
+
 // tile[j][d] (kTile rows, `pitch` floats apart) = rows first+j of `base` (rows `row_stride`
-// apart), head_dim columns; rows at or past `count` are zero. The whole block loads.
+// apart), head_dim columns; rows at or past `count` are zero. With `rope`, row r is rotated at
+// position r. The whole block loads.
 template <typename T>
 __device__ void load_tile(SharedPointer<float> tile, int pitch, const T* base, int64_t row_stride, int first,
-                          int count, int head_dim) {
-    for (int e = threadIdx.x; e < kTile * head_dim; e += blockDim.x) {
-        const int j = e / head_dim;
-        const int d = e % head_dim;
+                          int count, int head_dim, const float* rope) {
+    if (rope == nullptr) {
+        for (int e = threadIdx.x; e < kTile * head_dim; e += blockDim.x) {
+            const int j = e / head_dim;
+            const int d = e % head_dim;
+            const int row = first + j;
+            tile[j * pitch + d] = row < count ? to_float(base[int64_t{row} * row_stride + d]) : 0.f;
+        }
+        return;
+    }
+    const int half = head_dim / 2;
+    for (int e = threadIdx.x; e < kTile * half; e += blockDim.x) {
+        const int j = e / half;
+        const int d = e % half;
         const int row = first + j;
-        tile[j * pitch + d] = row < count ? to_float(base[int64_t{row} * row_stride + d]) : 0.f;
+        float x = 0.f, y = 0.f;
+        if (row < count) {
+            const T* source = base + int64_t{row} * row_stride;
+            x = to_float(source[d]);
+            y = to_float(source[d + half]);
+            const float* angles = rope + int64_t{row} * head_dim;
+            rotate_pair<T>(x, y, angles[d], angles[half + d]);
+        }
+        tile[j * pitch + d] = x;
+        tile[j * pitch + d + half] = y;
     }
 }
 
-// One warp: row[d] = source[d] for d < head_dim.
+// One warp: row[d] = source[d] for d < head_dim, rotated at `position` with `rope`.
 template <typename T>
-__device__ void load_row(SharedPointer<float> row, const T* source, int head_dim) {
-    for (int d = threadIdx.x % kWarpSize; d < head_dim; d += kWarpSize) row[d] = to_float(source[d]);
+__device__ void load_row(SharedPointer<float> row, const T* source, int head_dim, const float* rope,
+                         int position) {
+    if (rope == nullptr) {
+        for (int d = threadIdx.x % kWarpSize; d < head_dim; d += kWarpSize) row[d] = to_float(source[d]);
+        return;
+    }
+    const int half = head_dim / 2;
+    const float* angles = rope + int64_t{position} * head_dim;
+    for (int d = threadIdx.x % kWarpSize; d < half; d += kWarpSize) {
+        float x = to_float(source[d]), y = to_float(source[d + half]);
+        rotate_pair<T>(x, y, angles[d], angles[half + d]);
+        row[d] = x;
+        row[d + half] = y;
+    }
+}
+
+// One warp stores the row it accumulated, lane l holding elements l, l + 32, ... of `values`: as
+// is, or (with `rope`) rotated back at `position` through `stage`, a row of the warp's shared
+// memory no lane reads any more.
+template <typename T, int kDims>
+__device__ void store_row(T* destination, const float (&values)[kDims], int head_dim, const float* rope,
+                          int position, SharedPointer<float> stage) {
+    const int lane = threadIdx.x % kWarpSize;
+    if (rope == nullptr) {
+#pragma unroll
+        for (int i = 0; i < kDims; ++i) {
+            const int d = lane + i * kWarpSize;
+            if (d < head_dim) destination[d] = from_float<T>(values[i]);
+        }
+        return;
+    }
+    __syncwarp();  // every lane is done reading `stage`
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) {
+        const int d = lane + i * kWarpSize;
+        if (d < head_dim) stage[d] = values[i];
+    }
+    __syncwarp();
+    const int half = head_dim / 2;
+    const float* angles = rope + int64_t{position} * head_dim;
+    for (int d = lane; d < half; d += kWarpSize) {
+        const float x = stage[d], y = stage[d + half], cosine = angles[d], sine = angles[half + d];
+        destination[d] = from_float<T>(x * cosine + y * sine);
+        destination[d + half] = from_float<T>(y * cosine - x * sine);
+    }
 }
 
 __device__ __forceinline__ float dot(SharedPointer<const float> a, SharedPointer<const float> b,
@@ -104,17 +192,18 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     const bool active = t < a.queries;
     const int position = a.query_offset + t;
     const int key_count = a.query_offset + min(first_query + kWarps, a.queries);  // keys the block needs
-    const T* k = a.k + b * a.kv_batch_stride + h * hd;
-    const T* v = a.v + b * a.kv_batch_stride + h * hd;
-    if (active) load_row(q_row, a.q + b * a.q_batch_stride + t * a.q_row_stride + h * hd, hd);
+    const T* k = a.k + b * a.kv_batch_stride + h / a.group * hd;
+    const T* v = a.v + b * a.kv_batch_stride + h / a.group * hd;
+    if (active)
+        load_row(q_row, a.q + b * a.q_batch_stride + t * a.q_row_stride + h * hd, hd, a.q_rope, position);
 
     float running_max = -INFINITY;
     float running_sum = 0.f;
     float acc[kDims] = {};
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();  // the previous tile is consumed; q_row is visible to the warp
-        load_tile(k_tile, pitch, k, a.kv_row_stride, first_key, key_count, hd);
-        load_tile(v_tile, pitch, v, a.kv_row_stride, first_key, key_count, hd);
+        load_tile(k_tile, pitch, k, a.kv_row_stride, first_key, key_count, hd, a.k_rope);
+        load_tile(v_tile, pitch, v, a.kv_row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > position) continue;
         const bool visible = first_key + lane <= position;
@@ -166,13 +255,16 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     const int t = first_query + warp;
     const bool active = t < a.T_len;
     const int key_count = min(first_query + kWarps, a.T_len);
-    const int64_t row_stride = 3 * int64_t{a.C};
-    const T* qkv = a.qkv + int64_t{b} * a.T_len * row_stride + h * hd;
+    const int64_t row_stride = a.row_stride;
+    const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
+    const T* q = rows + h * hd;
+    const T* k = rows + a.q_width + h / a.group * hd;
+    const T* v = k + a.kv_width;
     const int64_t stat = (int64_t{b} * a.heads + h) * a.T_len + t;
     const float lse = active ? a.lse[stat] : 0.f;
     if (active) {
-        load_row(q_row, qkv + t * row_stride, hd);
-        load_row(dout_row, a.dout + (int64_t{b} * a.T_len + t) * a.C + h * hd, hd);
+        load_row(q_row, q + t * row_stride, hd, a.rope, t);
+        load_row(dout_row, a.dout + (int64_t{b} * a.T_len + t) * a.q_width + h * hd, hd, nullptr, 0);
     }
 
     // Lane's key of the tile: P and dP (0 when the key is not visible).
@@ -186,8 +278,8 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     float delta_part = 0.f;
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();
-        load_tile(k_tile, pitch, qkv + a.C, row_stride, first_key, key_count, hd);
-        load_tile(v_tile, pitch, qkv + 2 * a.C, row_stride, first_key, key_count, hd);
+        load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
+        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > t) continue;
         float p, dp;
@@ -199,8 +291,8 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     float dq[kDims] = {};
     for (int first_key = 0; first_key < key_count; first_key += kTile) {
         __syncthreads();
-        load_tile(k_tile, pitch, qkv + a.C, row_stride, first_key, key_count, hd);
-        load_tile(v_tile, pitch, qkv + 2 * a.C, row_stride, first_key, key_count, hd);
+        load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
+        load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
         if (!active || first_key > t) continue;
         float p, dp;
@@ -217,17 +309,13 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
         }
     }
     if (!active) return;
-    T* dq_out = a.dqkv + (int64_t{b} * a.T_len + t) * row_stride + h * hd;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-        const int d = lane + i * kWarpSize;
-        if (d < hd) dq_out[d] = from_float<T>(dq[i]);
-    }
+    store_row<T>(a.dqkv + (int64_t{b} * a.T_len + t) * row_stride + h * hd, dq, hd, a.rope, t, q_row);
     if (lane == 0) a.delta[stat] = delta;
 }
 
-// Key side of the backward: the k and v parts of dqkv. Grid (B*H, ceil(T / kWarps));
-// warp w of block (x, y) handles key y*kWarps + w, walking queries from y*kWarps on.
+// Key side of the backward: the k and v parts of dqkv. Grid (B*Hkv, ceil(T / kWarps)); warp w of
+// block (x, y) handles key y*kWarps + w of key/value head x % Hkv, walking queries from
+// y*kWarps on, for each query head of the group in turn.
 template <typename T, int kDims>
 __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     const SharedPointer<float> shared = dynamic_shared_memory<float>();
@@ -242,79 +330,93 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     const SharedPointer<float> k_row = delta_tile + kTile + 2 * warp * hd;
     const SharedPointer<float> v_row = k_row + hd;
 
-    const int b = blockIdx.x / a.heads;
-    const int h = blockIdx.x % a.heads;
+    const int kv_heads = a.heads / a.group;
+    const int b = blockIdx.x / kv_heads;
+    const int g = blockIdx.x % kv_heads;
     const int first_key = blockIdx.y * kWarps;
     const int s = first_key + warp;
     const bool active = s < a.T_len;
-    const int64_t row_stride = 3 * int64_t{a.C};
-    const T* qkv = a.qkv + int64_t{b} * a.T_len * row_stride + h * hd;
-    const T* dout = a.dout + int64_t{b} * a.T_len * a.C + h * hd;
-    const int64_t stats = (int64_t{b} * a.heads + h) * a.T_len;
+    const int64_t row_stride = a.row_stride;
+    const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
+    const T* k = rows + a.q_width + g * hd;
+    const T* v = k + a.kv_width;
     if (active) {
-        load_row(k_row, qkv + s * row_stride + a.C, hd);
-        load_row(v_row, qkv + s * row_stride + 2 * a.C, hd);
+        load_row(k_row, k + s * row_stride, hd, a.rope, s);
+        load_row(v_row, v + s * row_stride, hd, nullptr, 0);
     }
 
     float dk[kDims] = {};
     float dv[kDims] = {};
-    for (int first_query = first_key; first_query < a.T_len; first_query += kTile) {
-        __syncthreads();
-        load_tile(q_tile, pitch, qkv, row_stride, first_query, a.T_len, hd);
-        load_tile(dout_tile, pitch, dout, a.C, first_query, a.T_len, hd);
-        if (threadIdx.x < kTile) {
-            const int t = first_query + threadIdx.x;
-            lse_tile[threadIdx.x] = t < a.T_len ? a.lse[stats + t] : 0.f;
-            delta_tile[threadIdx.x] = t < a.T_len ? a.delta[stats + t] : 0.f;
-        }
-        __syncthreads();
-        if (!active) continue;
-        const int t = first_query + lane;
-        float p = 0.f, ds = 0.f;
-        if (t >= s && t < a.T_len) {
-            p = expf(dot(q_tile + lane * pitch, k_row, hd) * a.scale - lse_tile[lane]);
-            const float dp = dot(dout_tile + lane * pitch, v_row, hd);
-            ds = p * (dp - delta_tile[lane]) * a.scale;
-        }
+    for (int h = g * a.group; h < (g + 1) * a.group; ++h) {
+        const T* q = rows + h * hd;
+        const T* dout = a.dout + int64_t{b} * a.T_len * a.q_width + h * hd;
+        const int64_t stats = (int64_t{b} * a.heads + h) * a.T_len;
+        for (int first_query = first_key; first_query < a.T_len; first_query += kTile) {
+            __syncthreads();
+            load_tile(q_tile, pitch, q, row_stride, first_query, a.T_len, hd, a.rope);
+            load_tile(dout_tile, pitch, dout, a.q_width, first_query, a.T_len, hd, nullptr);
+            if (threadIdx.x < kTile) {
+                const int t = first_query + threadIdx.x;
+                lse_tile[threadIdx.x] = t < a.T_len ? a.lse[stats + t] : 0.f;
+                delta_tile[threadIdx.x] = t < a.T_len ? a.delta[stats + t] : 0.f;
+            }
+            __syncthreads();
+            if (!active) continue;
+            const int t = first_query + lane;
+            float p = 0.f, ds = 0.f;
+            if (t >= s && t < a.T_len) {
+                p = expf(dot(q_tile + lane * pitch, k_row, hd) * a.scale - lse_tile[lane]);
+                const float dp = dot(dout_tile + lane * pitch, v_row, hd);
+                ds = p * (dp - delta_tile[lane]) * a.scale;
+            }
 #pragma unroll 4
-        for (int j = 0; j < kTile; ++j) {
-            const float pj = __shfl_sync(kFullMask, p, j);
-            const float dsj = __shfl_sync(kFullMask, ds, j);
+            for (int j = 0; j < kTile; ++j) {
+                const float pj = __shfl_sync(kFullMask, p, j);
+                const float dsj = __shfl_sync(kFullMask, ds, j);
 #pragma unroll
-            for (int i = 0; i < kDims; ++i) {
-                const int d = lane + i * kWarpSize;
-                if (d < hd) {
-                    dk[i] += dsj * q_tile[j * pitch + d];
-                    dv[i] += pj * dout_tile[j * pitch + d];
+                for (int i = 0; i < kDims; ++i) {
+                    const int d = lane + i * kWarpSize;
+                    if (d < hd) {
+                        dk[i] += dsj * q_tile[j * pitch + d];
+                        dv[i] += pj * dout_tile[j * pitch + d];
+                    }
                 }
             }
         }
     }
     if (!active) return;
-    T* dk_out = a.dqkv + (int64_t{b} * a.T_len + s) * row_stride + a.C + h * hd;
-    T* dv_out = dk_out + a.C;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-        const int d = lane + i * kWarpSize;
-        if (d < hd) {
-            dk_out[d] = from_float<T>(dk[i]);
-            dv_out[d] = from_float<T>(dv[i]);
-        }
-    }
+    T* dk_out = a.dqkv + (int64_t{b} * a.T_len + s) * row_stride + a.q_width + g * hd;
+    store_row<T>(dk_out, dk, hd, a.rope, s, k_row);
+    store_row<T>(dk_out + a.kv_width, dv, hd, nullptr, 0, v_row);
 }
 
-// k_cache, v_cache (B,maxT,C) rows [position, position+Tn) = the k, v parts of qkv (B,Tn,3C).
+// k_cache, v_cache (B,maxT,Hkv·hd) rows [position, position+Tn) = the k (rotated with `rope` at
+// its position, when not null) and v heads of qkv (B,Tn,row_stride). A thread per cache element;
+// under RoPE the thread of element d < hd/2 of a head writes its pair d, d + hd/2.
 template <typename T>
 __global__ void write_cache_kernel(T* k_cache, T* v_cache, const T* qkv, int64_t rows, int Tn, int max_T,
-                                   int C, int position) {
+                                   int64_t row_stride, int q_width, int kv_width, int head_dim, int position,
+                                   const float* rope) {
     const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-    if (index >= rows * C) return;
-    const int64_t row = index / C;
-    const int c = static_cast<int>(index % C);
+    if (index >= rows * kv_width) return;
+    const int64_t row = index / kv_width;
+    const int c = static_cast<int>(index % kv_width);
     const int64_t b = row / Tn;
-    const int64_t cache_row = b * max_T + position + row % Tn;
-    k_cache[cache_row * C + c] = qkv[row * 3 * C + C + c];
-    v_cache[cache_row * C + c] = qkv[row * 3 * C + 2 * C + c];
+    const int cache_position = position + static_cast<int>(row % Tn);
+    const int64_t cache_row = b * max_T + cache_position;
+    const T* k = qkv + row * row_stride + q_width;  // the row's key heads, then its value heads
+    v_cache[cache_row * kv_width + c] = k[kv_width + c];
+    if (rope == nullptr) {
+        k_cache[cache_row * kv_width + c] = k[c];
+        return;
+    }
+    const int half = head_dim / 2, d = c % head_dim;
+    if (d >= half) return;
+    float x = to_float(k[c]), y = to_float(k[c + half]);
+    const float* angles = rope + int64_t{cache_position} * head_dim;
+    rotate_pair<T>(x, y, angles[d], angles[half + d]);
+    k_cache[cache_row * kv_width + c] = from_float<T>(x);
+    k_cache[cache_row * kv_width + c + half] = from_float<T>(y);
 }
 
 size_t forward_shared_bytes(int head_dim) {
@@ -357,88 +459,123 @@ void launch_attention_forward(cudaStream_t stream, const ForwardArgs<T>& args, i
 
 template <typename T>
 void launch_attention_backward(cudaStream_t stream, const BackwardArgs<T>& args, int64_t batches) {
-    const dim3 grid = attention_grid(batches, args.heads, args.T_len);
+    const dim3 query_grid = attention_grid(batches, args.heads, args.T_len);
+    const dim3 key_grid = attention_grid(batches, args.heads / args.group, args.T_len);
     dispatch_head_dim(args.head_dim, [&](auto dims) {
-        launch_kernel(attention_backward_query_kernel<T, decltype(dims)::value>, grid, kThreads,
+        launch_kernel(attention_backward_query_kernel<T, decltype(dims)::value>, query_grid, kThreads,
                       query_shared_bytes(args.head_dim), stream, args);
-        launch_kernel(attention_backward_key_kernel<T, decltype(dims)::value>, grid, kThreads,
+        launch_kernel(attention_backward_key_kernel<T, decltype(dims)::value>, key_grid, kThreads,
                       key_shared_bytes(args.head_dim), stream, args);
     });
 }
 
-// qkv (B,T,3C) with C divisible by n_head and head_dim <= kMaxHeadDim; returns head_dim.
-int check_heads(const char* op, int64_t C, int n_head) {
-    MIXGPT_REQUIRE(n_head > 0 && C % n_head == 0, format("cuda %s: C = %lld is not divisible by n_head = %d",
-                                                         op, static_cast<long long>(C), n_head));
-    const int64_t head_dim = C / n_head;
+// The heads of a packed qkv (kernels/ops.def) of the op's arguments.
+struct QkvLayout {
+    int64_t B, T, H, Hkv;
+    int head_dim;
+
+    int64_t row() const { return (H + 2 * Hkv) * head_dim; }
+    int64_t q_width() const { return H * head_dim; }
+    int64_t kv_width() const { return Hkv * head_dim; }
+};
+
+// qkv (B,T,(H+2Hkv)·hd) act with Hkv dividing H, head_dim <= kMaxHeadDim, even under RoPE.
+QkvLayout check_qkv(const char* op, const TensorView& qkv, const AttentionParams& params) {
+    expect_rank(op, "qkv", qkv, 3);
+    const int64_t H = params.n_head, Hkv = params.n_kv_head, width = qkv.dim(2);
+    MIXGPT_REQUIRE(H > 0 && Hkv > 0 && H % Hkv == 0,
+                   format("cuda %s: n_kv_head %lld does not divide n_head %lld", op,
+                          static_cast<long long>(Hkv), static_cast<long long>(H)));
+    MIXGPT_REQUIRE(width > 0 && width % (H + 2 * Hkv) == 0,
+                   format("cuda %s: qkv's last dimension %lld is not (n_head + 2 n_kv_head) * head_dim", op,
+                          static_cast<long long>(width)));
+    const int64_t head_dim = width / (H + 2 * Hkv);
     MIXGPT_REQUIRE(head_dim <= kMaxHeadDim,
                    format("cuda %s: head_dim %lld is above the %d this kernel supports", op,
                           static_cast<long long>(head_dim), kMaxHeadDim));
-    return static_cast<int>(head_dim);
+    MIXGPT_REQUIRE(params.rope_theta >= 0.f && (params.rope_theta == 0.f || head_dim % 2 == 0),
+                   format("cuda %s: RoPE needs rope_theta > 0 (0: none) and an even head_dim", op));
+    return {qkv.dim(0), qkv.dim(1), H, Hkv, static_cast<int>(head_dim)};
 }
+
+const float* table_data(const TensorView& table) { return table.valid() ? table.as<const float>() : nullptr; }
 
 }  // namespace
 
-void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head) {
+TensorView CudaBackend::rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions) {
+    if (params.rope_theta == 0.f) return {};
+    const RopeTableCache::Table table =
+        rope_tables_.get(params.rope_theta, static_cast<int>(head_dim), positions);
+    const size_t bytes = table.values.size() * sizeof(float);
+    if (table.rebuilt) {
+        if (rope_device_.bytes() < bytes) {
+            synchronize();  // queued kernels may still read the old table
+            rope_device_ = allocate(bytes);
+        }
+        copy_to_backend(rope_device_.data(), table.values.data(), bytes);  // ordered after those kernels
+    }
+    const int64_t rows = static_cast<int64_t>(table.values.size()) / head_dim;
+    return TensorView(rope_device_.data(), DType::f32, {rows, head_dim});
+}
+
+void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView qkv,
+                                    const AttentionParams& params) {
     const char* op = "attention_forward";
-    expect_rank(op, "qkv", qkv, 3);
-    const int64_t B = qkv.dim(0), T_len = qkv.dim(1), C = qkv.dim(2) / 3;
+    expect_rank(op, "out", out, 3);
+    const QkvLayout s = check_qkv(op, qkv, params);
     const DType act = qkv.dtype;
-    expect_tensor(op, "qkv", qkv, act, {B, T_len, 3 * C});
-    expect_tensor(op, "out", out, act, {B, T_len, C});
-    expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
-    const int head_dim = check_heads(op, C, n_head);
-    if (B * T_len == 0) return;
+    expect_tensor(op, "out", out, act, {s.B, s.T, s.q_width()});
+    expect_tensor(op, "lse", lse, DType::f32, {s.B, s.H, s.T});
+    if (s.B * s.T == 0) return;
+    const TensorView rope = rope_table(params, s.head_dim, s.T);
     // The flash kernels move 16-byte vectors; other views take the simple path.
-    if (flash_attention_ && flash_attention_supported(act, head_dim) &&
+    if (flash_attention_ && flash_attention_supported(act, s.head_dim) &&
         all_aligned_16({qkv.data, out.data})) {
-        flash_attention_forward(out, lse, qkv, n_head, stream_);
+        flash_attention_forward(out, lse, qkv, params, rope, stream_);
         return;
     }
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
         ForwardArgs<T> args{};
         args.q = qkv.as<const T>();
-        args.k = args.q + C;
-        args.v = args.q + 2 * C;
-        args.q_batch_stride = args.kv_batch_stride = T_len * 3 * C;
-        args.q_row_stride = args.kv_row_stride = 3 * C;
+        args.k = args.q + s.q_width();
+        args.v = args.k + s.kv_width();
+        args.q_batch_stride = args.kv_batch_stride = s.T * s.row();
+        args.q_row_stride = args.kv_row_stride = s.row();
         args.out = out.as<T>();
-        args.out_batch_stride = T_len * C;
-        args.out_row_stride = C;
+        args.out_batch_stride = s.T * s.q_width();
+        args.out_row_stride = s.q_width();
         args.lse = lse.as<float>();
-        args.queries = static_cast<int>(T_len);
+        args.queries = static_cast<int>(s.T);
         args.query_offset = 0;
-        args.heads = n_head;
-        args.head_dim = head_dim;
-        args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-        launch_attention_forward(stream_, args, B);
+        args.heads = static_cast<int>(s.H);
+        args.group = static_cast<int>(s.H / s.Hkv);
+        args.head_dim = s.head_dim;
+        args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
+        args.q_rope = args.k_rope = table_data(rope);
+        launch_attention_forward(stream_, args, s.B);
     });
 }
 
-void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
-                                     TensorView lse, int n_head) {
+void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView lse,
+                                     const AttentionParams& params) {
     const char* op = "attention_backward";
-    expect_rank(op, "qkv", qkv, 3);
-    const int64_t B = qkv.dim(0), T_len = qkv.dim(1), C = qkv.dim(2) / 3;
+    expect_rank(op, "dqkv", dqkv, 3);
+    const QkvLayout s = check_qkv(op, qkv, params);
     const DType act = qkv.dtype;
-    expect_tensor(op, "qkv", qkv, act, {B, T_len, 3 * C});
-    expect_tensor(op, "dqkv", dqkv, act, {B, T_len, 3 * C});
-    expect_tensor(op, "dout", dout, act, {B, T_len, C});
-    expect_tensor(op, "out", out, act, {B, T_len, C});
-    expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T_len});
-    const int head_dim = check_heads(op, C, n_head);
-    if (B * T_len == 0) return;
-    if (flash_attention_ && flash_attention_supported(act, head_dim) &&
-        all_aligned_16({qkv.data, dqkv.data, dout.data, out.data})) {
-        void* workspace = scratch_->get(ScratchSlot::attention_delta,
-                                        flash_attention_backward_workspace_bytes(B, n_head, T_len));
-        TensorView delta(workspace, DType::f32, {B, n_head, T_len});
-        flash_attention_backward(dqkv, dout, qkv, out, lse, delta, n_head, stream_);
+    expect_tensor(op, "dqkv", dqkv, act, {s.B, s.T, s.row()});
+    expect_tensor(op, "dout", dout, act, {s.B, s.T, s.q_width()});
+    expect_tensor(op, "lse", lse, DType::f32, {s.B, s.H, s.T});
+    if (s.B * s.T == 0) return;
+    const TensorView rope = rope_table(params, s.head_dim, s.T);
+    const size_t delta_bytes = flash_attention_backward_workspace_bytes(s.B, static_cast<int>(s.H), s.T);
+    auto* delta = static_cast<float*>(scratch_->get(ScratchSlot::attention_delta, delta_bytes));
+    if (flash_attention_ && flash_attention_supported(act, s.head_dim) &&
+        all_aligned_16({qkv.data, dqkv.data, dout.data})) {
+        flash_attention_backward(dqkv, dout, qkv, lse, TensorView(delta, DType::f32, {s.B, s.H, s.T}), params,
+                                 rope, stream_);
         return;
     }
-    auto* delta = static_cast<float*>(
-        scratch_->get(ScratchSlot::attention_delta, static_cast<size_t>(B * n_head * T_len) * sizeof(float)));
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
         BackwardArgs<T> args{};
@@ -447,54 +584,62 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
         args.dout = dout.as<const T>();
         args.lse = lse.as<const float>();
         args.delta = delta;
-        args.T_len = static_cast<int>(T_len);
-        args.C = static_cast<int>(C);
-        args.heads = n_head;
-        args.head_dim = head_dim;
-        args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
-        launch_attention_backward(stream_, args, B);
+        args.T_len = static_cast<int>(s.T);
+        args.heads = static_cast<int>(s.H);
+        args.group = static_cast<int>(s.H / s.Hkv);
+        args.head_dim = s.head_dim;
+        args.row_stride = s.row();
+        args.q_width = static_cast<int>(s.q_width());
+        args.kv_width = static_cast<int>(s.kv_width());
+        args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
+        args.rope = table_data(rope);
+        launch_attention_backward(stream_, args, s.B);
     });
 }
 
 void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache,
-                                           TensorView v_cache, int position, int n_head) {
+                                           TensorView v_cache, int position, const AttentionParams& params) {
     const char* op = "attention_forward_cached";
-    expect_rank(op, "qkv", qkv, 3);
+    expect_rank(op, "out", out, 3);
+    const QkvLayout s = check_qkv(op, qkv, params);
     expect_rank(op, "k_cache", k_cache, 3);
-    const int64_t B = qkv.dim(0), Tn = qkv.dim(1), C = qkv.dim(2) / 3, max_T = k_cache.dim(1);
+    const int64_t B = s.B, Tn = s.T, max_T = k_cache.dim(1);
     const DType act = qkv.dtype;
-    expect_tensor(op, "qkv", qkv, act, {B, Tn, 3 * C});
-    expect_tensor(op, "out", out, act, {B, Tn, C});
-    expect_tensor(op, "k_cache", k_cache, act, {B, max_T, C});
-    expect_tensor(op, "v_cache", v_cache, act, {B, max_T, C});
+    expect_tensor(op, "out", out, act, {B, Tn, s.q_width()});
+    expect_tensor(op, "k_cache", k_cache, act, {B, max_T, s.kv_width()});
+    expect_tensor(op, "v_cache", v_cache, act, {B, max_T, s.kv_width()});
     MIXGPT_REQUIRE(position >= 0 && position + Tn <= max_T,
                    format("cuda %s: positions [%d, %lld) do not fit the cache's %lld", op, position,
                           static_cast<long long>(position + Tn), static_cast<long long>(max_T)));
-    const int head_dim = check_heads(op, C, n_head);
     if (B * Tn == 0) return;
+    const TensorView rope = rope_table(params, s.head_dim, max_T);
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
         constexpr int kCopyThreads = 256;
-        launch_kernel(write_cache_kernel<T>, blocks_for(B * Tn * C, kCopyThreads), kCopyThreads, 0, stream_,
-                      k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn, static_cast<int>(Tn),
-                      static_cast<int>(max_T), static_cast<int>(C), position);
+        launch_kernel(write_cache_kernel<T>, blocks_for(B * Tn * s.kv_width(), kCopyThreads), kCopyThreads, 0,
+                      stream_, k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn,
+                      static_cast<int>(Tn), static_cast<int>(max_T), s.row(), static_cast<int>(s.q_width()),
+                      static_cast<int>(s.kv_width()), s.head_dim, position, table_data(rope));
         ForwardArgs<T> args{};
         args.q = qkv.as<const T>();
-        args.q_batch_stride = Tn * 3 * C;
-        args.q_row_stride = 3 * C;
+        args.q_batch_stride = Tn * s.row();
+        args.q_row_stride = s.row();
         args.k = k_cache.as<const T>();
         args.v = v_cache.as<const T>();
-        args.kv_batch_stride = max_T * C;
-        args.kv_row_stride = C;
+        args.kv_batch_stride = max_T * s.kv_width();
+        args.kv_row_stride = s.kv_width();
         args.out = out.as<T>();
-        args.out_batch_stride = Tn * C;
-        args.out_row_stride = C;
+        args.out_batch_stride = Tn * s.q_width();
+        args.out_row_stride = s.q_width();
         args.lse = nullptr;
         args.queries = static_cast<int>(Tn);
         args.query_offset = position;
-        args.heads = n_head;
-        args.head_dim = head_dim;
-        args.scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+        args.heads = static_cast<int>(s.H);
+        args.group = static_cast<int>(s.H / s.Hkv);
+        args.head_dim = s.head_dim;
+        args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
+        args.q_rope = table_data(rope);
+        args.k_rope = nullptr;  // the cache holds rotated keys
         launch_attention_forward(stream_, args, B);
     });
 }

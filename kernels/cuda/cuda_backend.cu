@@ -54,6 +54,7 @@ CudaBackend::~CudaBackend() {
         log_warning("cuda backend: the stream reported an error while shutting down");
     matmuls_.reset();
     scratch_.reset();
+    rope_device_ = Buffer();
     bounce_ = Buffer();
     cudaEventDestroy(bounce_free_);
     cudaStreamDestroy(stream_);

@@ -17,6 +17,7 @@
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/scratch.h"
 #include "kernels/ops.h"
+#include "kernels/rope_table.h"
 
 namespace mixgpt::cuda {
 
@@ -43,43 +44,9 @@ public:
     // Its attention scratch is a Buffer (kernels/cuda/scratch.h), not counted here.
     size_t attention_scratch_bytes(int64_t) const override { return 0; }
 
-    void embedding_forward(TensorView out, TensorView tokens, TensorView wte, TensorView wpe) override;
-    void embedding_backward(TensorView dwte, TensorView dwpe, TensorView dout, TensorView tokens) override;
-
-    void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, TensorView inp,
-                           TensorView weight, TensorView bias) override;
-    void residual_layernorm_forward(TensorView residual_out, TensorView out, TensorView mean, TensorView rstd,
-                                    TensorView residual_in, TensorView branch, TensorView weight,
-                                    TensorView bias) override;
-    void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout,
-                            TensorView inp, TensorView weight, TensorView mean, TensorView rstd) override;
-
-    void matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
-                        TensorView bias) override;
-    void matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight, bool accumulate) override;
-    void matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
-                                TensorView inp) override;
-
-    void gelu_forward(TensorView out, TensorView inp) override;
-    void gelu_backward(TensorView dinp, TensorView dout, TensorView pre_gelu) override;
-
-    void attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head) override;
-    void attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out, TensorView lse,
-                            int n_head) override;
-    void attention_forward_cached(TensorView out, TensorView qkv, TensorView k_cache, TensorView v_cache,
-                                  int position, int n_head) override;
-
-    void classifier(TensorView losses, TensorView logits, TensorView targets, int vocab_size,
-                    bool compute_gradient, float gradient_scale, const StepStatus* status) override;
-
-    void grad_norm_squared(StepStatus* status, TensorView grads) override;
-    void decide_skip(StepStatus* status) override;
-    void adamw_step(TensorView params, TensorView grads, TensorView m, TensorView v, TensorView working,
-                    int64_t decay_count, const AdamWHyper& hyper, StepStatus* status) override;
-    void update_loss_scale(StepStatus* status, const LossScaleConfig& config) override;
-
-    void cast(TensorView out, TensorView in) override;
-    void scale(TensorView x, float factor) override;
+    // The ops of kernels/ops.def, defined one family per .cu file.
+#define MIXGPT_OP(name, parameters, arguments) void name parameters override;
+#include "kernels/ops.def"
 
 private:
     // Uploads at most this large go through the pinned bounce buffer, so the call
@@ -97,6 +64,12 @@ private:
     Buffer bounce_;
     std::unique_ptr<LtMatmulRunner> matmuls_;
     std::unique_ptr<ScratchSpace> scratch_;
+    RopeTableCache rope_tables_;  // RoPE's table on the host, and below on the device
+    Buffer rope_device_;
+
+    // RoPE's (rows >= positions, head_dim) [cos | sin] table in device memory (kernels/rope_table.h),
+    // uploaded when theta or head_dim change or more positions are asked for; invalid without RoPE.
+    TensorView rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions);
 };
 
 }  // namespace mixgpt::cuda

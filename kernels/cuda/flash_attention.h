@@ -1,10 +1,13 @@
 // Fused causal attention in the FlashAttention-2 manner, BF16/FP16 on tensor cores (sm_80+).
 //
-// Semantics are those of Backend::attention_forward / attention_backward (kernels/ops.h):
-// qkv (B,T,3C) with head h of q, k, v at columns h*hd, C + h*hd, 2C + h*hd; causal; scale
-// 1/sqrt(hd); lse (B,H,T) fp32 the natural-log log-sum-exp of each query's scaled scores.
-// Head dimensions 64 and 128, any T. Nothing of size T x T ever reaches device memory: the
-// only extra memory is lse (forward) and D (B,H,T) fp32 (backward workspace).
+// Semantics are those of Backend::attention_forward / attention_backward (kernels/ops.def):
+// qkv (B,T,(H+2Hkv)·hd) with query head h at columns h·hd, key head g at (H+g)·hd and value head
+// g at (H+Hkv+g)·hd, query head h reading key/value head h / (H/Hkv) (grouped-query attention;
+// H == Hkv is GPT-2's (B,T,3C)); causal; scale 1/sqrt(hd); optional RoPE; lse (B,H,T) fp32 the
+// natural-log log-sum-exp of each query's scaled scores. Head dimensions 64 and 128, any T.
+// Nothing of size T x T ever reaches device memory: the only extra memory is lse (forward) and
+// D (B,H,T) fp32 (backward workspace); key/value heads are read where they are, never copied
+// per query head.
 //
 // Design
 // - Forward: one block per (query block, head, batch), query blocks longest-first. The Q tile
@@ -18,11 +21,14 @@
 // - Backward, deterministic (no atomics, bit-identical run to run), with S = Q K^T,
 //   P = exp(scale S - lse), dP = dO V^T, D = rowsum(P ∘ dP), dS = P ∘ (dP - D):
 //   1. D per (b, h, t): one block per query block walks the keys recomputing P and dP;
-//   2. dK, dV: one block per (key block, head, batch); each warp owns 16 keys and walks the
-//      query tiles from its key block on (double-buffered Q, dO, lse, D), recomputing P^T and
-//      dS^T, accumulating dV += P^T dO and dK += dS^T Q in registers;
+//   2. dK, dV: one block per (key block, key/value head, batch); each warp owns 16 keys and walks
+//      the query tiles from its key block on (double-buffered Q, dO, lse, D) of each of the
+//      head's H/Hkv query heads in turn, recomputing P^T and dS^T, accumulating dV += P^T dO and
+//      dK += dS^T Q in registers: the group's sum in a fixed order, with no atomics;
 //   3. dQ: one block per query block walks its keys again, accumulating dQ += dS K.
 //   dQ, dK and dV are written once each, so dqkv needs no zeroing.
+// - RoPE (flash_rope.cuh): q and k tiles are rotated in shared memory once they land, and dQ, dK
+//   rotated back in registers before they are stored.
 // - Numerics against FlashAttention-2. FA2 takes D = rowsum(dO ∘ O) from the stored, rounded
 //   O, and rounds dS to bf16/fp16 once for dS K and dS^T Q. Both errors reach dQ and dK,
 //   most where dP ≈ D (a peaked softmax). bench/kernel_lab/flash_numerics.py emulates these
@@ -46,6 +52,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "kernels/ops.h"
 
 namespace mixgpt::cuda {
 
@@ -53,16 +60,20 @@ namespace mixgpt::cuda {
 // 64 or 128). Others take the simple attention of attention.cu.
 bool flash_attention_supported(DType dtype, int head_dim);
 
-// out (B,T,C) act; lse (B,H,T) f32; qkv (B,T,3C) act, act bf16 or fp16; all 16-byte aligned.
-void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head, cudaStream_t stream);
+// out (B,T,H·hd) act; lse (B,H,T) f32; qkv (B,T,(H+2Hkv)·hd) act, act bf16 or fp16; all 16-byte
+// aligned. rope: with params.rope_theta > 0 the (rows >= T, hd) f32 [cos | sin] table of
+// kernels/rope_table.h in device memory, else invalid.
+void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, const AttentionParams& params,
+                             TensorView rope, cudaStream_t stream);
 
 // Bytes of the backward's workspace D (B,H,T) fp32.
 size_t flash_attention_backward_workspace_bytes(int64_t batch, int n_head, int64_t sequence_length);
 
-// dqkv (B,T,3C) act (overwritten); dout, out (B,T,C) act; qkv (B,T,3C) act; lse (B,H,T) f32 from
-// the forward; delta (B,H,T) f32 workspace (contents ignored, overwritten with D). `out` is
-// checked but not read: D is recomputed (see Numerics above).
-void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
-                              TensorView lse, TensorView delta, int n_head, cudaStream_t stream);
+// dqkv (B,T,(H+2Hkv)·hd) act (overwritten); dout (B,T,H·hd) act; qkv as the forward's; lse (B,H,T)
+// f32 from the forward; delta (B,H,T) f32 workspace (contents ignored, overwritten with D); rope
+// as the forward's.
+void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView lse,
+                              TensorView delta, const AttentionParams& params, TensorView rope,
+                              cudaStream_t stream);
 
 }  // namespace mixgpt::cuda

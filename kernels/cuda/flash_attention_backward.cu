@@ -1,11 +1,13 @@
 // Flash attention backward (design in flash_attention.h), deterministic: D per query, then
-// dK/dV per key block and dQ per query block, each written once, no atomics.
+// dK/dV per key block and key/value head (its query heads' contributions summed in head order)
+// and dQ per query block, each written once, no atomics.
 //
 // With S = Q K^T (unscaled), P = exp(scale * S - lse), dP = dO V^T and dS = P ∘ (dP - D):
 //   dV = P^T dO,   dK = scale · dS^T Q,   dQ = scale · dS K,   D = rowsum(P ∘ dP) = rowsum(dO ∘ O).
 #include "core/log.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_launch.cuh"
+#include "kernels/cuda/flash_rope.cuh"
 #include "kernels/cuda/flash_tiles.cuh"
 #include "kernels/cuda/op_checks.h"
 
@@ -39,7 +41,8 @@ struct QueryTiles {
         size_t{2 * kBlockM + 4 * kBlockN} * kPitch * 2 + size_t{2 * kBlockM} * sizeof(float);
 };
 
-// Grid (ceil(T / kBlockN), H, B): dK and dV of keys [first_key, first_key + kBlockN).
+// Grid (ceil(T / kBlockN), Hkv, B): dK and dV of keys [first_key, first_key + kBlockN) of one
+// key/value head, walking the query tiles of each of its query heads in turn.
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const Params<T> p) {
     using Tiles = KeyTiles<kHeadDim>;
@@ -53,26 +56,29 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
     float* delta_tiles = lse_tiles + 2 * kBlockM;                                    // 2 x (kBlockM)
 
     const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-    const int head = blockIdx.y, batch = blockIdx.z;
+    const int kv_head = blockIdx.y, batch = blockIdx.z;
     const int length = p.length;
     const int first_key = blockIdx.x * kBlockN;
     const int warp_key = first_key + warp * kWarpRows;
-    const int64_t row_stride = 3 * int64_t{p.channels};
-    const int64_t qkv_offset = int64_t{batch} * length * row_stride + head * kHeadDim;
-    const T* q = p.qkv + qkv_offset;  // (T, hd), rows row_stride apart
-    const T* k = q + p.channels;
-    const T* v = k + p.channels;
-    const T* dout = p.dout + int64_t{batch} * length * p.channels + head * kHeadDim;  // rows C apart
-    const int64_t stats = (int64_t{batch} * p.heads + head) * length;
+    const int64_t row_stride = p.row_stride;
+    const T* rows = p.qkv + int64_t{batch} * length * row_stride;  // (T, (H+2Hkv)·hd)
+    const T* k = rows + p.q_width + kv_head * kHeadDim;            // (T, hd), rows row_stride apart
+    const T* v = k + p.kv_width;
     const int query_tiles =
         (length - first_key + kBlockM - 1) / kBlockM;  // queries first_key..T-1 see the keys
+    const int steps = p.group * query_tiles;           // (query head of the group, query tile) pairs
 
-    const auto load_query_tile = [&](int tile) {
-        const int buffer = tile % 2, first = first_key + tile * kBlockM;
+    // Step `step`: query tile step % query_tiles of the group's query head step / query_tiles.
+    const auto head_of = [&](int step) { return kv_head * p.group + step / query_tiles; };
+    const auto load_query_tile = [&](int step) {
+        const int buffer = step % 2, head = head_of(step), first = first_key + step % query_tiles * kBlockM;
+        const T* q = rows + head * kHeadDim;
+        const T* dout = p.dout + int64_t{batch} * length * p.q_width + head * kHeadDim;  // rows H·hd apart
+        const int64_t stats = (int64_t{batch} * p.heads + head) * length;
         load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(q_tiles + buffer * kBlockM * kPitch, q,
                                                             row_stride, first, length);
         load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tiles + buffer * kBlockM * kPitch, dout,
-                                                            p.channels, first, length);
+                                                            p.q_width, first, length);
         load_values_async<kBlockM>(lse_tiles + buffer * kBlockM, p.lse + stats, first, length);
         load_values_async<kBlockM>(delta_tiles + buffer * kBlockM, p.delta + stats, first, length);
     };
@@ -85,15 +91,20 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
     T* warp_v = v_tile + warp * kWarpRows * kPitch;
     float dk[kHeadDim / 8][4] = {};  // (16 keys, hd), unscaled
     float dv[kHeadDim / 8][4] = {};  // (16 keys, hd)
-    for (int tile = 0; tile < query_tiles; ++tile) {
-        if (tile + 1 < query_tiles) load_query_tile(tile + 1);
+    for (int step = 0; step < steps; ++step) {
+        if (step + 1 < steps) load_query_tile(step + 1);
         copy_async_commit();
         copy_async_wait<1>();
         __syncthreads();
-        const int first_query = first_key + tile * kBlockM;
+        const int buffer = step % 2;
+        const int first_query = first_key + step % query_tiles * kBlockM;
+        T* q_tile = q_tiles + buffer * kBlockM * kPitch;
+        if (p.rope != nullptr) {  // RoPE on the landed tiles (flash_rope.cuh): K once, Q per tile
+            if (step == 0) rotate_rows<kBlockN, kHeadDim, Tiles::kThreads>(k_tile, p.rope, first_key, length);
+            rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
+            __syncthreads();
+        }
         if (first_query + kBlockM > warp_key) {  // some query of the tile sees some key of the warp
-            const int buffer = tile % 2;
-            const T* q_tile = q_tiles + buffer * kBlockM * kPitch;
             const T* dout_tile = dout_tiles + buffer * kBlockM * kPitch;
             const SharedPointer<const float> lse_tile = shared_pointer(lse_tiles + buffer * kBlockM);
             const SharedPointer<const float> delta_tile = shared_pointer(delta_tiles + buffer * kBlockM);
@@ -120,10 +131,11 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
         __syncthreads();
     }
 
+    if (p.rope != nullptr) rotate_accumulator_back<kHeadDim>(dk, p.rope, warp_key, length, lane);
     const float key_scale[2] = {p.scale, p.scale}, value_scale[2] = {1.f, 1.f};
-    T* dk_out = p.dqkv + qkv_offset + p.channels;
+    T* dk_out = p.dqkv + int64_t{batch} * length * row_stride + p.q_width + kv_head * kHeadDim;
     store_rows<T, kHeadDim>(dk, key_scale, warp_k, dk_out, row_stride, warp_key, length, lane);
-    store_rows<T, kHeadDim>(dv, value_scale, warp_v, dk_out + p.channels, row_stride, warp_key, length, lane);
+    store_rows<T, kHeadDim>(dv, value_scale, warp_v, dk_out + p.kv_width, row_stride, warp_key, length, lane);
 }
 
 // Grid (ceil(T / kBlockM), H, B), queries [first_query, first_query + kBlockM) walking their keys.
@@ -145,12 +157,12 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
     const int length = p.length;
     const int first_query = (gridDim.x - 1 - blockIdx.x) * kBlockM;  // the longest blocks start first
     const int warp_query = first_query + warp * kWarpRows;
-    const int64_t row_stride = 3 * int64_t{p.channels};
-    const int64_t qkv_offset = int64_t{batch} * length * row_stride + head * kHeadDim;
-    const T* q = p.qkv + qkv_offset;
-    const T* k = q + p.channels;
-    const T* v = k + p.channels;
-    const T* dout = p.dout + int64_t{batch} * length * p.channels + head * kHeadDim;
+    const int64_t row_stride = p.row_stride;
+    const int64_t rows_offset = int64_t{batch} * length * row_stride;  // (T, (H+2Hkv)·hd) of the batch
+    const T* q = p.qkv + rows_offset + head * kHeadDim;
+    const T* k = p.qkv + rows_offset + p.q_width + head / p.group * kHeadDim;
+    const T* v = k + p.kv_width;
+    const T* dout = p.dout + int64_t{batch} * length * p.q_width + head * kHeadDim;
     const int64_t stats = (int64_t{batch} * p.heads + head) * length;
     const int key_tiles = (min(length, first_query + kBlockM) + kBlockN - 1) / kBlockN;
 
@@ -162,7 +174,7 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
                                                             row_stride, tile * kBlockN, length);
     };
     load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, q, row_stride, first_query, length);
-    load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tile, dout, p.channels, first_query, length);
+    load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tile, dout, p.q_width, first_query, length);
     load_values_async<kBlockM>(lse_tile, p.lse + stats, first_query, length);
     if constexpr (!kDeltaPass) load_values_async<kBlockM>(delta_tile, p.delta + stats, first_query, length);
     load_key_tile(0);
@@ -170,9 +182,9 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
 
     T* warp_q = q_tile + warp * kWarpRows * kPitch;
     const T* warp_dout = dout_tile + warp * kWarpRows * kPitch;
-    float dq[kHeadDim / 8][4] = {};   // (16 queries, hd), unscaled
+    float dq[kHeadDim / 8][4] = {};            // (16 queries, hd), unscaled
     float row_lse[2] = {}, row_delta[2] = {};  // the lane's two rows (read at tile 0): lse in log2 domain, D
-    float delta_sum[2] = {0.f, 0.f};  // delta pass: the lane's columns of rowsum(P ∘ dP)
+    float delta_sum[2] = {0.f, 0.f};           // delta pass: the lane's columns of rowsum(P ∘ dP)
     for (int tile = 0; tile < key_tiles; ++tile) {
         if (tile + 1 < key_tiles) load_key_tile(tile + 1);
         copy_async_commit();
@@ -186,11 +198,17 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
                 row_delta[r] = kDeltaPass ? 0.f : shared_pointer(delta_tile)[row];
             }
         const int first_key = tile * kBlockN;
+        const int buffer = tile % 2;
+        T* k_tile = k_tiles + buffer * kBlockN * kPitch;
+        if (p.rope != nullptr) {  // RoPE on the landed tiles (flash_rope.cuh): Q once, K per tile
+            if (tile == 0)
+                rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
+            rotate_rows<kBlockN, kHeadDim, Tiles::kThreads>(k_tile, p.rope, first_key, length);
+            __syncthreads();
+        }
         if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp
-            const int buffer = tile % 2;
-            const T* k_tile = k_tiles + buffer * kBlockN * kPitch;
-            float ds[kBlockN / 8][4] = {};  // (16 queries, kBlockN keys): S, then dS
-            float dp[kBlockN / 8][4] = {};  // dP
+            float ds[kBlockN / 8][4] = {};         // (16 queries, kBlockN keys): S, then dS
+            float dp[kBlockN / 8][4] = {};         // dP
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(ds, warp_q, k_tile, lane);
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(dp, warp_dout,
                                                              v_tiles + buffer * kBlockN * kPitch, lane);
@@ -223,9 +241,10 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
             if (lane % 4 == 0 && query < length) p.delta[stats + query] = delta_sum[r];
         }
     } else {
+        if (p.rope != nullptr) rotate_accumulator_back<kHeadDim>(dq, p.rope, warp_query, length, lane);
         const float query_scale[2] = {p.scale, p.scale};
-        store_rows<T, kHeadDim>(dq, query_scale, warp_q, p.dqkv + qkv_offset, row_stride, warp_query, length,
-                                lane);
+        store_rows<T, kHeadDim>(dq, query_scale, warp_q, p.dqkv + rows_offset + head * kHeadDim, row_stride,
+                                warp_query, length, lane);
     }
 }
 
@@ -236,17 +255,17 @@ size_t flash_attention_backward_workspace_bytes(int64_t batch, int n_head, int64
     return static_cast<size_t>(batch * n_head * sequence_length) * sizeof(float);
 }
 
-void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView out,
-                              TensorView lse, TensorView delta, int n_head, cudaStream_t stream) {
+void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, TensorView lse,
+                              TensorView delta, const AttentionParams& params, TensorView rope,
+                              cudaStream_t stream) {
     const char* op = "flash_attention_backward";
-    const flash::Shape shape = flash::check_qkv(op, qkv, n_head);
-    const int64_t B = shape.batch, T = shape.length, C = shape.channels;
+    const flash::Shape shape = flash::check_qkv(op, qkv, params, rope);
+    const int64_t B = shape.batch, T = shape.length, H = shape.heads;
     const DType act = qkv.dtype;
-    expect_tensor(op, "dqkv", dqkv, act, {B, T, 3 * C});
-    expect_tensor(op, "dout", dout, act, {B, T, C});
-    expect_tensor(op, "out", out, act, {B, T, C});
-    expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T});
-    expect_tensor(op, "delta", delta, DType::f32, {B, n_head, T});
+    expect_tensor(op, "dqkv", dqkv, act, {B, T, qkv.dim(2)});
+    expect_tensor(op, "dout", dout, act, {B, T, H * shape.head_dim});
+    expect_tensor(op, "lse", lse, DType::f32, {B, H, T});
+    expect_tensor(op, "delta", delta, DType::f32, {B, H, T});
     MIXGPT_REQUIRE(all_aligned_16({dqkv.data, dout.data}),
                    format("cuda %s: dqkv and dout must be 16-byte aligned", op));
     if (B * T == 0) return;
@@ -255,22 +274,23 @@ void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, 
         constexpr int kHeadDim = decltype(head_dim)::value;
         using KeyTiles = flash::KeyTiles<kHeadDim>;
         using QueryTiles = flash::QueryTiles<kHeadDim>;
-        flash::Params<Element> params = flash::make_params<Element>(shape);
-        params.qkv = qkv.as<const Element>();
-        params.lse = lse.as<float>();
-        params.dout = dout.as<const Element>();
-        params.delta = delta.as<float>();
-        params.dqkv = dqkv.as<Element>();
-        const dim3 query_grid(blocks_for(T, QueryTiles::kBlockM), static_cast<unsigned>(n_head),
+        flash::Params<Element> arguments = flash::make_params<Element>(shape);
+        arguments.qkv = qkv.as<const Element>();
+        arguments.lse = lse.as<float>();
+        arguments.dout = dout.as<const Element>();
+        arguments.delta = delta.as<float>();
+        arguments.dqkv = dqkv.as<Element>();
+        arguments.rope = rope.valid() ? rope.as<const float>() : nullptr;
+        const dim3 query_grid(blocks_for(T, QueryTiles::kBlockM), static_cast<unsigned>(H),
                               static_cast<unsigned>(B));
         flash::launch(flash::query_kernel<Element, kHeadDim, true>, query_grid, QueryTiles::kThreads,
-                      QueryTiles::kSharedBytes, stream, params);
-        const dim3 key_grid(blocks_for(T, KeyTiles::kBlockN), static_cast<unsigned>(n_head),
+                      QueryTiles::kSharedBytes, stream, arguments);
+        const dim3 key_grid(blocks_for(T, KeyTiles::kBlockN), static_cast<unsigned>(shape.kv_heads),
                             static_cast<unsigned>(B));
         flash::launch(flash::key_kernel<Element, kHeadDim>, key_grid, KeyTiles::kThreads,
-                      KeyTiles::kSharedBytes, stream, params);
+                      KeyTiles::kSharedBytes, stream, arguments);
         flash::launch(flash::query_kernel<Element, kHeadDim, false>, query_grid, QueryTiles::kThreads,
-                      QueryTiles::kSharedBytes, stream, params);
+                      QueryTiles::kSharedBytes, stream, arguments);
     });
 }
 

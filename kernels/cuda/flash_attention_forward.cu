@@ -1,11 +1,12 @@
 // Flash attention forward (design in flash_attention.h): one block per (query block, head,
-// batch); each warp owns 16 query rows and walks the key tiles up to its diagonal with an
-// online softmax, then writes out (B,T,C) and lse (B,H,T).
+// batch); each warp owns 16 query rows and walks the key tiles of the head's key/value head up to
+// its diagonal with an online softmax, then writes out (B,T,H·hd) and lse (B,H,T).
 #include <climits>
 
 #include "core/log.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_launch.cuh"
+#include "kernels/cuda/flash_rope.cuh"
 #include "kernels/cuda/flash_tiles.cuh"
 #include "kernels/cuda/op_checks.h"
 
@@ -92,11 +93,11 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
     const int length = p.length;
     const int first_query = (gridDim.x - 1 - blockIdx.x) * kBlockM;  // the longest blocks start first
     const int warp_query = first_query + warp * kWarpRows;
-    const int64_t row_stride = 3 * int64_t{p.channels};
-    const T* q =
-        p.qkv + int64_t{batch} * length * row_stride + head * kHeadDim;  // (T, hd), rows row_stride apart
-    const T* k = q + p.channels;
-    const T* v = k + p.channels;
+    const int64_t row_stride = p.row_stride;
+    const T* rows = p.qkv + int64_t{batch} * length * row_stride;  // (T, (H+2Hkv)·hd)
+    const T* q = rows + head * kHeadDim;                           // (T, hd), rows row_stride apart
+    const T* k = rows + p.q_width + head / p.group * kHeadDim;
+    const T* v = k + p.kv_width;
     const int key_tiles = (min(length, first_query + kBlockM) + kBlockN - 1) / kBlockN;
 
     const auto load_key_tile = [&](int tile) {
@@ -120,9 +121,16 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
         copy_async_wait<1>();  // everything but the prefetch has landed
         __syncthreads();
         const int first_key = tile * kBlockN;
+        const int buffer = tile % 2;
+        if (p.rope != nullptr) {  // RoPE on the landed tiles (flash_rope.cuh): Q once, K per tile
+            if (tile == 0)
+                rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
+            rotate_rows<kBlockN, kHeadDim, Tiles::kThreads>(k_tiles + buffer * kBlockN * kPitch, p.rope,
+                                                            first_key, length);
+            __syncthreads();
+        }
         if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp
-            const int buffer = tile % 2;
-            float s[kBlockN / 8][4] = {};  // (16, kBlockN) scores q · k
+            float s[kBlockN / 8][4] = {};          // (16, kBlockN) scores q · k
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(s, warp_q, k_tiles + buffer * kBlockN * kPitch,
                                                              lane);
             if (first_key + kBlockN - 1 > warp_query)
@@ -140,8 +148,8 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
         row_sum[r] += __shfl_xor_sync(kFullMask, row_sum[r], 2);
         inverse[r] = 1.f / row_sum[r];
     }
-    const int64_t out_offset = int64_t{batch} * length * p.channels + head * kHeadDim;
-    store_rows<T, kHeadDim>(o, inverse, warp_q, p.out + out_offset, p.channels, warp_query, length, lane);
+    const int64_t out_offset = int64_t{batch} * length * p.q_width + head * kHeadDim;
+    store_rows<T, kHeadDim>(o, inverse, warp_q, p.out + out_offset, p.q_width, warp_query, length, lane);
     if (lane % 4 == 0) {
         float* lse = p.lse + (int64_t{batch} * p.heads + head) * length;
 #pragma unroll
@@ -154,24 +162,38 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
 
 }  // namespace
 
-Shape check_qkv(const char* op, const TensorView& qkv, int n_head) {
+Shape check_qkv(const char* op, const TensorView& qkv, const AttentionParams& params,
+                const TensorView& rope) {
     expect_rank(op, "qkv", qkv, 3);
-    const int64_t B = qkv.dim(0), T = qkv.dim(1), C3 = qkv.dim(2);
-    MIXGPT_REQUIRE(n_head > 0 && C3 % (3 * int64_t{n_head}) == 0,
-                   format("cuda %s: qkv's last dimension %lld is not 3 * n_head * head_dim (n_head %d)", op,
-                          static_cast<long long>(C3), n_head));
-    const int64_t C = C3 / 3, head_dim = C / n_head;
+    const int64_t B = qkv.dim(0), T = qkv.dim(1), width = qkv.dim(2);
+    const int H = params.n_head, Hkv = params.n_kv_head;
+    MIXGPT_REQUIRE(H > 0 && Hkv > 0 && H % Hkv == 0,
+                   format("cuda %s: n_kv_head %d does not divide n_head %d", op, Hkv, H));
+    MIXGPT_REQUIRE(width % (H + 2 * int64_t{Hkv}) == 0,
+                   format("cuda %s: qkv's last dimension %lld is not (n_head + 2 n_kv_head) * head_dim "
+                          "(n_head %d, n_kv_head %d)",
+                          op, static_cast<long long>(width), H, Hkv));
+    const int64_t head_dim = width / (H + 2 * int64_t{Hkv});
     MIXGPT_REQUIRE(
         flash_attention_supported(qkv.dtype, static_cast<int>(head_dim)),
         format("cuda %s: %s with head_dim %lld is not supported (bf16 or fp16, head_dim 64 or 128)", op,
                dtype_name(qkv.dtype), static_cast<long long>(head_dim)));
-    expect_tensor(op, "qkv", qkv, qkv.dtype, {B, T, C3});
-    MIXGPT_REQUIRE(B <= 65535 && n_head <= 65535 && T < (int64_t{1} << 30),
+    expect_tensor(op, "qkv", qkv, qkv.dtype, {B, T, width});
+    MIXGPT_REQUIRE(B <= 65535 && H <= 65535 && T < (int64_t{1} << 30),
                    format("cuda %s: B = %lld, n_head = %d or T = %lld is past the launch limits", op,
-                          static_cast<long long>(B), n_head, static_cast<long long>(T)));
+                          static_cast<long long>(B), H, static_cast<long long>(T)));
     MIXGPT_REQUIRE(is_aligned(qkv.data, 16), format("cuda %s: qkv is not 16-byte aligned", op));
-    return {static_cast<int>(B), static_cast<int>(T), static_cast<int>(C), n_head,
-            static_cast<int>(head_dim)};
+    MIXGPT_REQUIRE(rope.valid() == (params.rope_theta > 0.f),
+                   format("cuda %s: the RoPE table is %s, but rope_theta is %g", op,
+                          rope.valid() ? "given" : "missing", static_cast<double>(params.rope_theta)));
+    if (rope.valid()) {
+        expect_rank(op, "rope", rope, 2);
+        MIXGPT_REQUIRE(
+            rope.dtype == DType::f32 && rope.dim(0) >= T && rope.dim(1) == head_dim,
+            format("cuda %s: the RoPE table is %s, expected (>= %lld, %lld) fp32", op,
+                   rope.shape_string().c_str(), static_cast<long long>(T), static_cast<long long>(head_dim)));
+    }
+    return {static_cast<int>(B), static_cast<int>(T), H, Hkv, static_cast<int>(head_dim)};
 }
 
 }  // namespace flash
@@ -180,26 +202,26 @@ bool flash_attention_supported(DType dtype, int head_dim) {
     return (dtype == DType::bf16 || dtype == DType::f16) && (head_dim == 64 || head_dim == 128);
 }
 
-void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, int n_head,
-                             cudaStream_t stream) {
+void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, const AttentionParams& params,
+                             TensorView rope, cudaStream_t stream) {
     const char* op = "flash_attention_forward";
-    const flash::Shape shape = flash::check_qkv(op, qkv, n_head);
-    const int64_t B = shape.batch, T = shape.length, C = shape.channels;
-    expect_tensor(op, "out", out, qkv.dtype, {B, T, C});
-    expect_tensor(op, "lse", lse, DType::f32, {B, n_head, T});
+    const flash::Shape shape = flash::check_qkv(op, qkv, params, rope);
+    const int64_t B = shape.batch, T = shape.length, H = shape.heads;
+    expect_tensor(op, "out", out, qkv.dtype, {B, T, H * shape.head_dim});
+    expect_tensor(op, "lse", lse, DType::f32, {B, H, T});
     MIXGPT_REQUIRE(is_aligned(out.data, 16), format("cuda %s: out is not 16-byte aligned", op));
     if (B * T == 0) return;
     flash::dispatch(qkv.dtype, shape.head_dim, [&](auto tag, auto head_dim) {
         using Element = decltype(tag);
         using Tiles = flash::ForwardTiles<decltype(head_dim)::value>;
-        flash::Params<Element> params = flash::make_params<Element>(shape);
-        params.qkv = qkv.as<const Element>();
-        params.out = out.as<Element>();
-        params.lse = lse.as<float>();
-        const dim3 grid(blocks_for(T, Tiles::kBlockM), static_cast<unsigned>(n_head),
-                        static_cast<unsigned>(B));
+        flash::Params<Element> arguments = flash::make_params<Element>(shape);
+        arguments.qkv = qkv.as<const Element>();
+        arguments.out = out.as<Element>();
+        arguments.lse = lse.as<float>();
+        arguments.rope = rope.valid() ? rope.as<const float>() : nullptr;
+        const dim3 grid(blocks_for(T, Tiles::kBlockM), static_cast<unsigned>(H), static_cast<unsigned>(B));
         flash::launch(flash::forward_kernel<Element, decltype(head_dim)::value>, grid, Tiles::kThreads,
-                      Tiles::kSharedBytes, stream, params);
+                      Tiles::kSharedBytes, stream, arguments);
     });
 }
 

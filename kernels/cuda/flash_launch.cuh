@@ -11,6 +11,7 @@
 #include "core/cuda_check.h"
 #include "core/tensor.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/ops.h"
 
 namespace mixgpt::cuda::flash {
 
@@ -18,25 +19,32 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 struct Shape {
-    int batch, length, channels, heads, head_dim;
+    int batch, length, heads, kv_heads, head_dim;
 };
 
-// qkv (B,T,3C) of a supported dtype and head_dim, 16-byte aligned, within the launch limits;
-// throws Error naming the op otherwise. Defined in flash_attention_forward.cu.
-Shape check_qkv(const char* op, const TensorView& qkv, int n_head);
+// qkv (B,T,(H+2Hkv)·hd) of a supported dtype and head_dim, 16-byte aligned, within the launch
+// limits; rope, when params.rope_theta > 0, the (rows >= T, hd) f32 [cos | sin] table
+// (kernels/rope_table.h), else invalid. Throws Error naming the op otherwise. Defined in
+// flash_attention_forward.cu.
+Shape check_qkv(const char* op, const TensorView& qkv, const AttentionParams& params, const TensorView& rope);
 
 // The kernels' arguments; each launcher sets the pointers its kernels use, the rest stay null.
 template <typename T>
 struct Params {
-    const T* qkv;   // (B,T,3C)
-    T* out;         // (B,T,C): written by the forward
-    float* lse;     // (B,H,T): written by the forward, read by the backward
-    const T* dout;  // (B,T,C)
-    float* delta;   // (B,H,T) rowsum(dout ∘ out)
-    T* dqkv;        // (B,T,3C)
-    int batch, length, channels, heads;
-    float scale;       // 1 / sqrt(head_dim)
-    float scale_log2;  // scale * log2(e)
+    const T* qkv;       // (B,T,(H+2Hkv)·hd): q heads, then k heads, then v heads
+    T* out;             // (B,T,H·hd): written by the forward
+    float* lse;         // (B,H,T): written by the forward, read by the backward
+    const T* dout;      // (B,T,H·hd)
+    float* delta;       // (B,H,T) rowsum(dout ∘ out)
+    T* dqkv;            // (B,T,(H+2Hkv)·hd)
+    const float* rope;  // (rows >= T, hd) [cos | sin] per position, or null: no RoPE
+    int batch, length, heads, kv_heads;
+    int group;           // H / Hkv: query head h reads key/value head h / group
+    int64_t row_stride;  // (H+2Hkv)·hd: elements between rows of qkv and dqkv
+    int q_width;         // H·hd: between rows of out and dout, and the column where k heads start
+    int kv_width;        // Hkv·hd: from a k head to its v head
+    float scale;         // 1 / sqrt(head_dim)
+    float scale_log2;    // scale * log2(e)
 };
 
 template <typename T>
@@ -44,8 +52,12 @@ Params<T> make_params(const Shape& shape) {
     Params<T> params{};
     params.batch = shape.batch;
     params.length = shape.length;
-    params.channels = shape.channels;
     params.heads = shape.heads;
+    params.kv_heads = shape.kv_heads;
+    params.group = shape.heads / shape.kv_heads;
+    params.q_width = shape.heads * shape.head_dim;
+    params.kv_width = shape.kv_heads * shape.head_dim;
+    params.row_stride = int64_t{params.q_width} + 2 * int64_t{params.kv_width};
     params.scale = 1.f / std::sqrt(static_cast<float>(shape.head_dim));
     params.scale_log2 = params.scale * kLog2e;
     return params;

@@ -5,13 +5,12 @@
 // columns of its warp's shared-memory accumulators, warps are summed in a fixed
 // order into one partial row per block, and a second kernel sums the blocks'
 // partials in block order. A lane's N columns sit rotated in its N accumulator
-// words (accumulator_index), so that the warp's 32 accesses of one element fall
-// on 32 banks rather than 32 / N.
-#include <algorithm>
-
+// words (accumulator_index, norm_backward_layout.cuh), so that the warp's 32 accesses
+// of one element fall on 32 banks rather than 32 / N.
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/norm_backward_layout.cuh"
 #include "kernels/cuda/op_checks.h"
 
 namespace mixgpt::cuda {
@@ -19,7 +18,6 @@ namespace {
 
 constexpr float kEpsilon = 1e-5f;
 constexpr int kForwardWarps = 8;  // rows per forward block
-constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
 template <typename T>
 __device__ __forceinline__ float round_through(float value) {
@@ -77,17 +75,6 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, T* re
         mean[row] = row_mean;
         rstd[row] = row_rstd;
     }
-}
-
-// Where the backward keeps column `column` of a row in a warp's accumulators: lane l holds
-// columns l*N .. l*N + N-1 of each pass of 32N columns (its pack), element i in word
-// (i + l*N/32) % N of them. For one i, lanes whose words l*N share a bank (l*N/32 differs
-// between them) then differ in the rotation, so the warp's accesses take one wavefront; and
-// 32 consecutive columns are 32 consecutive words, permuted, when the block sums the warps.
-template <int N>
-__device__ __forceinline__ int accumulator_index(int column) {
-    const int lane = column / N % kWarpSize;
-    return column - column % N + (column + lane * N / kWarpSize) % N;
 }
 
 // dinp (rows,C) += the input gradient of each row; partials (gridDim.x, 2C) receive
@@ -186,35 +173,13 @@ void launch_layernorm_forward(cudaStream_t stream, T* out, float* mean, float* r
                       residual_out, inp, branch, weight, bias, rows, C);
 }
 
-// Blocks of the backward kernel and their warps: as many warps per block as the
-// default 48 KiB of shared memory holds (one warp may opt into more).
-struct BackwardLayout {
-    int blocks = 0;
-    int warps = 0;
-    size_t shared_bytes = 0;
-};
-
-BackwardLayout backward_layout(int64_t rows, int C, int multiprocessors, size_t shared_optin) {
-    const size_t per_warp = size_t{2} * C * sizeof(float);
-    BackwardLayout layout;
-    layout.warps = static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / per_warp, 1, 8));
-    layout.shared_bytes = per_warp * static_cast<size_t>(layout.warps);
-    MIXGPT_REQUIRE(layout.shared_bytes <= shared_optin,
-                   format("cuda layernorm_backward: C = %d needs %zu bytes of shared memory per block, the "
-                          "device allows %zu",
-                          C, layout.shared_bytes, shared_optin));
-    layout.blocks =
-        static_cast<int>(std::min<int64_t>(blocks_for(rows, layout.warps), 4 * int64_t{multiprocessors}));
-    return layout;
-}
-
 template <typename T>
-void launch_layernorm_backward(cudaStream_t stream, const BackwardLayout& layout, T* dinp, float* dweight,
+void launch_layernorm_backward(cudaStream_t stream, const NormBackwardLayout& layout, T* dinp, float* dweight,
                                float* dbias, float* partials, const T* dout, const T* inp, const T* weight,
                                const float* mean, const float* rstd, int64_t rows, int C) {
     const int threads = layout.warps * kWarpSize;
     const auto launch = [&](auto kernel) {
-        if (layout.shared_bytes > kDefaultSharedBytes)
+        if (layout.shared_bytes > kNormDefaultSharedBytes)
             CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(layout.shared_bytes)));
         launch_kernel(kernel, layout.blocks, threads, layout.shared_bytes, stream, dinp, partials, dout, inp,
@@ -292,7 +257,8 @@ void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, Tensor
     expect_tensor(op, "mean", mean, DType::f32, {rows});
     expect_tensor(op, "rstd", rstd, DType::f32, {rows});
     if (rows == 0) return;
-    const BackwardLayout layout = backward_layout(rows, C, multiprocessors_, shared_memory_optin_);
+    const NormBackwardLayout layout =
+        norm_backward_layout(op, rows, C, 2, multiprocessors_, shared_memory_optin_);
     auto* partials = static_cast<float*>(
         scratch_->get(ScratchSlot::layernorm_partials, size_t{2} * C * layout.blocks * sizeof(float)));
     dispatch_dtype(act, [&](auto tag) {

@@ -5,7 +5,7 @@
 //   out (M,N) = inp (M,K) · weight (N,K)^T   is   out^T (N,M) = weight^T' · inp^T'
 // where X^T' is the column-major view of the row-major X (no data moves).
 //
-// With GELU, the product with its bias goes to pre_gelu and gelu_forward follows,
+// With the GELU epilogue, the product with its bias goes to pre_gelu and gelu_forward follows,
 // never cuBLASLt's GELU epilogue: recomputation (model/README.md) needs out to be
 // exactly gelu_forward(pre_gelu), and the epilogue applies its own GELU to the
 // unrounded product.
@@ -154,15 +154,25 @@ cublasComputeType_t compute_type_for(DType act, Precision precision) {
 }  // namespace
 
 void CudaBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
-                                 TensorView bias) {
+                                 TensorView bias, MatmulEpilogue epilogue) {
     const char* op = "matmul_forward";
     expect_rank(op, "weight", weight, 2);
     const DType act = weight.dtype;
     const int64_t N = weight.dim(0), K = weight.dim(1);
     const int64_t M = expect_rows(op, "inp", inp, act, K);
     expect_matrix(op, "out", out, act, M, N);
-    if (pre_gelu.valid()) expect_matrix(op, "pre_gelu", pre_gelu, act, M, N);
-    if (bias.valid()) expect_tensor(op, "bias", bias, act, {N});
+    const bool with_bias = epilogue != MatmulEpilogue::none,
+               with_gelu = epilogue == MatmulEpilogue::bias_gelu;
+    MIXGPT_REQUIRE(bias.valid() == with_bias,
+                   format("cuda %s: %s", op,
+                          with_bias ? "the epilogue adds a bias, and bias is missing"
+                                    : "bias is given, but the epilogue adds none"));
+    MIXGPT_REQUIRE(pre_gelu.valid() == with_gelu,
+                   format("cuda %s: %s", op,
+                          with_gelu ? "the GELU epilogue stores pre_gelu, and pre_gelu is missing"
+                                    : "pre_gelu is given, but the epilogue has no GELU"));
+    if (with_gelu) expect_matrix(op, "pre_gelu", pre_gelu, act, M, N);
+    if (with_bias) expect_tensor(op, "bias", bias, act, {N});
     if (M * N == 0) return;
 
     LtProduct product;
@@ -188,9 +198,9 @@ void CudaBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView
     }
     if (product.compute_type == CUBLAS_COMPUTE_32F_FAST_TF32)
         use_tf32_operands(product, N * K, M * K, *scratch_, stream_);
-    if (pre_gelu.valid()) product.d = pre_gelu.data;
+    if (with_gelu) product.d = pre_gelu.data;
     if (!matmuls_->try_run(product)) no_algorithm(op, M, N, K, act);
-    if (pre_gelu.valid()) gelu_forward(out, pre_gelu);
+    if (with_gelu) gelu_forward(out, pre_gelu);
 }
 
 void CudaBackend::matmul_backward_input(TensorView dinp, TensorView dout, TensorView weight,

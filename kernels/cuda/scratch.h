@@ -14,10 +14,10 @@
 namespace mixgpt::cuda {
 
 enum class ScratchSlot {
-    layernorm_partials,  // per-block dweight/dbias partial sums of layernorm_backward
+    layernorm_partials,  // per-block dweight(/dbias) partial sums of layernorm_backward, rmsnorm_backward
     bias_partials,       // per-chunk column sums of matmul_backward_weight's dbias
     grad_norm_partials,  // per-block sums of squares of grad_norm_squared
-    attention_delta,     // rowsum(dout * out) per query of attention_backward
+    attention_delta,     // rowsum(P * dP) per query of attention_backward (B,H,T)
     embedding_sort,      // sorted (token, position) pairs and CUB's temporary storage
     tf32_operands,       // the two matmul operands rounded to TF32 under Precision::tf32
     matmul_bias,         // matmul_forward's bias copied to 16-byte alignment when it is not aligned

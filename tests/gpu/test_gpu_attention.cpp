@@ -32,8 +32,8 @@ TEST_P(GpuAttention, ForwardAndBackward) {
         // Spread scores (std 2 for q and k) so the softmax is far from uniform.
         const TwinTensor qkv = act_tensor(random_normal(B * T * 3 * C, seed(1), 2.0), {B, T, 3 * C});
         const TwinTensor out = poisoned(act(), {B, T, C}), lse = poisoned(DType::f32, {B, H, T});
-        cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), H);
-        gpu->attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), H);
+        cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), multi_head_attention(H));
+        gpu->attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), multi_head_attention(H));
         const F64AttentionForward ref = f64_attention_forward(qkv.cpu_values(), B, T, C, H);
         expect_close(out, ref.out, "out");
         expect_close(lse, ref.lse, "lse");
@@ -41,8 +41,8 @@ TEST_P(GpuAttention, ForwardAndBackward) {
         // The backward reads the forward's out and lse: each backend gets its own.
         const TwinTensor dout = act_tensor(random_normal(B * T * C, seed(2)), {B, T, C});
         const TwinTensor dqkv = poisoned(act(), {B, T, 3 * C});
-        cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), out.cpu(), lse.cpu(), H);
-        gpu->attention_backward(dqkv.gpu(), dout.gpu(), qkv.gpu(), out.gpu(), lse.gpu(), H);
+        cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), lse.cpu(), multi_head_attention(H));
+        gpu->attention_backward(dqkv.gpu(), dout.gpu(), qkv.gpu(), lse.gpu(), multi_head_attention(H));
         expect_close(dqkv, f64_attention_backward(dout.cpu_values(), qkv.cpu_values(), B, T, C, H), "dqkv");
     }
 }
@@ -73,8 +73,10 @@ TEST_P(GpuAttention, CachedForwardMatchesTheFullForward) {
                 }
             const TwinTensor qkv = act_tensor(chunk, {B, count, 3 * C});
             const TwinTensor out = poisoned(act(), {B, count, C});
-            cpu->attention_forward_cached(out.cpu(), qkv.cpu(), k_cache.cpu(), v_cache.cpu(), position, H);
-            gpu->attention_forward_cached(out.gpu(), qkv.gpu(), k_cache.gpu(), v_cache.gpu(), position, H);
+            cpu->attention_forward_cached(out.cpu(), qkv.cpu(), k_cache.cpu(), v_cache.cpu(), position,
+                                          multi_head_attention(H));
+            gpu->attention_forward_cached(out.gpu(), qkv.gpu(), k_cache.gpu(), v_cache.gpu(), position,
+                                          multi_head_attention(H));
             expect_close(out, chunk_ref, "out");
             position += count;
         }

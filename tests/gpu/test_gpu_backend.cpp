@@ -112,12 +112,13 @@ TEST_F(GpuBackend, BadArgumentsAreRefusedWithTheOpNamed) {
     expect_error([&] { gpu->gelu_forward(x, fp32x); }, "gelu_forward: inp");
     expect_error(
         [&] {
-            gpu->matmul_forward(x, TensorView(), x, TensorView(p, DType::bf16, {8, 7}), TensorView());
+            gpu->matmul_forward(x, TensorView(), x, TensorView(p, DType::bf16, {8, 7}), TensorView(),
+                                MatmulEpilogue::none);
         },
         "matmul_forward: inp");
     expect_error(
         [&] {
-            gpu->attention_forward(x, stats, TensorView(p, DType::bf16, {1, 4, 24}), 3);
+            gpu->attention_forward(x, stats, TensorView(p, DType::bf16, {1, 4, 24}), multi_head_attention(3));
         },
         "attention_forward: out");
     expect_error([&] { gpu->grad_norm_squared(nullptr, fp32x); }, "grad_norm_squared: status");

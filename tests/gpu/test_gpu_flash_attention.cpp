@@ -81,17 +81,18 @@ protected:
     }
     void forward(const TwinTensor& out, const TwinTensor& lse, const TwinTensor& qkv, int H) const {
         run_on_gpu([&](cudaStream_t stream) {
-            cuda::flash_attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), H, stream);
+            cuda::flash_attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), multi_head_attention(H),
+                                          TensorView(), stream);
         });
     }
     void backward(const TensorView& dqkv, const TwinTensor& dout, const TwinTensor& qkv,
-                  const TwinTensor& out, const TwinTensor& lse, int H) const {
+                  const TwinTensor& lse, int H) const {
         const int64_t B = qkv.gpu().dim(0), T = qkv.gpu().dim(1);
         const Buffer workspace = gpu->allocate(cuda::flash_attention_backward_workspace_bytes(B, H, T));
         const TensorView delta(workspace.data(), DType::f32, {B, H, T});
         run_on_gpu([&](cudaStream_t stream) {
-            cuda::flash_attention_backward(dqkv, dout.gpu(), qkv.gpu(), out.gpu(), lse.gpu(), delta, H,
-                                           stream);
+            cuda::flash_attention_backward(dqkv, dout.gpu(), qkv.gpu(), lse.gpu(), delta,
+                                           multi_head_attention(H), TensorView(), stream);
         });
     }
 };
@@ -102,7 +103,7 @@ TEST_P(GpuFlashAttention, ForwardAndBackwardWithinTwiceTheCpuError) {
         const int B = c.batch, T = c.length, H = c.heads, C = H * c.head_dim;
         const TwinTensor qkv = act_tensor(attention_inputs(c, seed(1)), {B, T, 3 * C});
         const TwinTensor out = poisoned(act(), {B, T, C}), lse = poisoned(DType::f32, {B, H, T});
-        cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), H);
+        cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), multi_head_attention(H));
         forward(out, lse, qkv, H);
         const F64AttentionForward ref = f64_attention_forward(qkv.cpu_values(), B, T, C, H);
         expect_close(out, ref.out, "out");
@@ -112,8 +113,8 @@ TEST_P(GpuFlashAttention, ForwardAndBackwardWithinTwiceTheCpuError) {
         const TwinTensor dout =
             act_tensor(test::random_normal(static_cast<size_t>(B) * T * C, seed(2)), {B, T, C});
         const TwinTensor dqkv = poisoned(act(), {B, T, 3 * C});
-        cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), out.cpu(), lse.cpu(), H);
-        backward(dqkv.gpu(), dout, qkv, out, lse, H);
+        cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), lse.cpu(), multi_head_attention(H));
+        backward(dqkv.gpu(), dout, qkv, lse, H);
         const std::vector<double> ref_dqkv =
             f64_attention_backward(dout.cpu_values(), qkv.cpu_values(), B, T, C, H);
         const std::vector<double> gpu_dqkv = dqkv.gpu_values(), cpu_dqkv = dqkv.cpu_values();
@@ -140,8 +141,8 @@ TEST_P(GpuFlashAttention, BitIdenticalRunToRun) {
         EXPECT_EQ(bytes_of(*gpu, lse.gpu()), bytes_of(*gpu, again_lse.gpu())) << "lse";
 
         const TwinTensor first = poisoned(act(), {B, T, 3 * C}), second = poisoned(act(), {B, T, 3 * C});
-        backward(first.gpu(), dout, qkv, out, lse, H);
-        backward(second.gpu(), dout, qkv, out, lse, H);
+        backward(first.gpu(), dout, qkv, lse, H);
+        backward(second.gpu(), dout, qkv, lse, H);
         EXPECT_EQ(bytes_of(*gpu, first.gpu()), bytes_of(*gpu, second.gpu())) << "dqkv";
     }
 }
@@ -168,7 +169,9 @@ TEST(GpuFlashAttentionArguments, RejectsWhatItCannotRun) {
         const int C = H * head_dim;
         const TensorView qkv(qkv_data, dtype, {1, T, 3 * C}), out(data, dtype, {1, T, C});
         const TensorView lse(data, DType::f32, {1, H, lse_length});
-        return test::error_of([&] { cuda::flash_attention_forward(out, lse, qkv, H, nullptr); });
+        return test::error_of([&] {
+            cuda::flash_attention_forward(out, lse, qkv, multi_head_attention(H), TensorView(), nullptr);
+        });
     };
     EXPECT_NE(forward_error(DType::bf16, 80, data, T).find("head_dim 80 is not supported"),
               std::string::npos);
@@ -180,9 +183,25 @@ TEST(GpuFlashAttentionArguments, RejectsWhatItCannotRun) {
 
     const TensorView qkv(data, DType::bf16, {1, T, 3 * 64}), act(data, DType::bf16, {1, T, 64});
     const TensorView stats(data, DType::f32, {1, 1, T}), short_stats(data, DType::f32, {1, 1, T - 1});
-    EXPECT_THROW(cuda::flash_attention_backward(act, act, qkv, act, stats, stats, 1, nullptr),
+    EXPECT_THROW(cuda::flash_attention_backward(act, act, qkv, stats, stats, multi_head_attention(1),
+                                                TensorView(), nullptr),
                  Error);  // dqkv shape
-    EXPECT_THROW(cuda::flash_attention_backward(qkv, act, qkv, act, stats, short_stats, 1, nullptr), Error);
+    EXPECT_THROW(cuda::flash_attention_backward(qkv, act, qkv, stats, short_stats, multi_head_attention(1),
+                                                TensorView(), nullptr),
+                 Error);
+
+    // Grouped heads and RoPE: 4 query heads on 2 key/value heads of 64 make rows of 512.
+    const TensorView grouped(data, DType::bf16, {1, T, 512}), grouped_out(data, DType::bf16, {1, T, 256});
+    const TensorView grouped_lse(data, DType::f32, {1, 4, T}), table(data, DType::f32, {T - 1, 64});
+    const auto grouped_error = [&](const AttentionParams& params, const TensorView& rope) {
+        return test::error_of(
+            [&] { cuda::flash_attention_forward(grouped_out, grouped_lse, grouped, params, rope, nullptr); });
+    };
+    EXPECT_NE(grouped_error({4, 3, 0.f}, TensorView()).find("n_kv_head 3 does not divide n_head 4"),
+              std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 1e4f}, TensorView()).find("the RoPE table is missing"), std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 0.f}, table).find("the RoPE table is given"), std::string::npos);
+    EXPECT_NE(grouped_error({4, 2, 1e4f}, table).find("expected (>= 3, 64) fp32"), std::string::npos);
 }
 
 }  // namespace

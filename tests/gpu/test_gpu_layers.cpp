@@ -134,30 +134,32 @@ TEST_P(GpuLayers, MatmulForwardWithEveryEpilogue) {
     const int M = 37, K = 24;
     // N = 20: rows of 16-bit outputs are not 16-byte aligned.
     for (int N : {40, 20})
-        for (bool with_bias : {true, false})
-            for (bool with_gelu : {true, false}) {
-                SCOPED_TRACE("N = " + std::to_string(N) + (with_bias ? ", bias" : "") +
-                             (with_gelu ? ", gelu" : ""));
-                const TwinTensor inp = act_tensor(random_normal(M * K, seed(40)), {M, K});
-                const TwinTensor weight = act_tensor(random_normal(N * K, seed(41), 0.3), {N, K});
-                const TwinTensor bias = act_tensor(random_normal(N, seed(42), 0.5), {N});
-                const TwinTensor out = poisoned(act(), {M, N}), pre_gelu = poisoned(act(), {M, N});
-                const TensorView none;
-                cpu->matmul_forward(out.cpu(), with_gelu ? pre_gelu.cpu() : none, inp.cpu(), weight.cpu(),
-                                    with_bias ? bias.cpu() : none);
-                gpu->matmul_forward(out.gpu(), with_gelu ? pre_gelu.gpu() : none, inp.gpu(), weight.gpu(),
-                                    with_bias ? bias.gpu() : none);
-                const F64MatmulForward ref = f64_matmul_forward(
-                    inp.cpu_values(), weight.cpu_values(),
-                    with_bias ? bias.cpu_values() : std::vector<double>(), M, K, N, with_gelu);
-                expect_close(out, ref.out, "out");
-                if (!with_gelu) continue;
-                expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
-                // Recomputation (model/README.md) relies on gelu_forward(pre_gelu) giving out's bits.
-                const TwinTensor again = poisoned(act(), {M, N});
-                gpu->gelu_forward(again.gpu(), pre_gelu.gpu());
-                EXPECT_EQ(again.gpu_values(), out.gpu_values()) << "out recomputed from pre_gelu";
-            }
+        for (const MatmulEpilogue epilogue :
+             {MatmulEpilogue::none, MatmulEpilogue::bias, MatmulEpilogue::bias_gelu}) {
+            const bool with_bias = epilogue != MatmulEpilogue::none;
+            const bool with_gelu = epilogue == MatmulEpilogue::bias_gelu;
+            SCOPED_TRACE("N = " + std::to_string(N) + (with_bias ? ", bias" : "") +
+                         (with_gelu ? ", gelu" : ""));
+            const TwinTensor inp = act_tensor(random_normal(M * K, seed(40)), {M, K});
+            const TwinTensor weight = act_tensor(random_normal(N * K, seed(41), 0.3), {N, K});
+            const TwinTensor bias = act_tensor(random_normal(N, seed(42), 0.5), {N});
+            const TwinTensor out = poisoned(act(), {M, N}), pre_gelu = poisoned(act(), {M, N});
+            const TensorView none;
+            cpu->matmul_forward(out.cpu(), with_gelu ? pre_gelu.cpu() : none, inp.cpu(), weight.cpu(),
+                                with_bias ? bias.cpu() : none, epilogue);
+            gpu->matmul_forward(out.gpu(), with_gelu ? pre_gelu.gpu() : none, inp.gpu(), weight.gpu(),
+                                with_bias ? bias.gpu() : none, epilogue);
+            const F64MatmulForward ref =
+                f64_matmul_forward(inp.cpu_values(), weight.cpu_values(),
+                                   with_bias ? bias.cpu_values() : std::vector<double>(), M, K, N, with_gelu);
+            expect_close(out, ref.out, "out");
+            if (!with_gelu) continue;
+            expect_close(pre_gelu, ref.pre_gelu, "pre_gelu");
+            // Recomputation (model/README.md) relies on gelu_forward(pre_gelu) giving out's bits.
+            const TwinTensor again = poisoned(act(), {M, N});
+            gpu->gelu_forward(again.gpu(), pre_gelu.gpu());
+            EXPECT_EQ(again.gpu_values(), out.gpu_values()) << "out recomputed from pre_gelu";
+        }
 }
 
 // A bias viewed one element into its buffer (not 16-byte aligned), with and without GELU.
@@ -174,10 +176,11 @@ TEST_P(GpuLayers, MatmulForwardWithAnUnalignedBias) {
     for (bool with_gelu : {false, true}) {
         SCOPED_TRACE(with_gelu ? "gelu" : "no gelu");
         const TwinTensor out = poisoned(act(), {M, N}), pre_gelu = poisoned(act(), {M, N});
+        const MatmulEpilogue epilogue = with_gelu ? MatmulEpilogue::bias_gelu : MatmulEpilogue::bias;
         cpu->matmul_forward(out.cpu(), with_gelu ? pre_gelu.cpu() : TensorView(), inp.cpu(), weight.cpu(),
-                            view_at_one(bias_buffer.cpu()));
+                            view_at_one(bias_buffer.cpu()), epilogue);
         gpu->matmul_forward(out.gpu(), with_gelu ? pre_gelu.gpu() : TensorView(), inp.gpu(), weight.gpu(),
-                            view_at_one(bias_buffer.gpu()));
+                            view_at_one(bias_buffer.gpu()), epilogue);
         const F64MatmulForward ref =
             f64_matmul_forward(inp.cpu_values(), weight.cpu_values(), bias_values, M, K, N, with_gelu);
         expect_close(out, ref.out, "out");

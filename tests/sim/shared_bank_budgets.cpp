@@ -23,6 +23,7 @@ const std::vector<SharedBankBudget>& shared_bank_budgets() {
     static const std::vector<SharedBankBudget> budgets = {
         {"layernorm_backward_kernel", 1,
          "lane l owns columns l, l + 32, ...: a warp's accesses are 32 consecutive words"},
+        {"rmsnorm_backward_kernel", 1, "as layernorm_backward_kernel, one accumulator row per warp"},
         {"column_sum_partials_kernel", 1, "a row of 32 floats per thread row, read down its columns"},
         {"block_sum", 1, "per-warp doubles: lane w reads word pair w (two half-warp phases)"},
         {"block_combine", 1, "per-warp (max, sum) pairs, read as by block_sum; the result broadcast"},
@@ -32,6 +33,7 @@ const std::vector<SharedBankBudget>& shared_bank_budgets() {
         {"attention_backward_key_kernel", 2, "as attention_forward_kernel"},
         {"cp.async", 1, "flash tiles: rows padded by 16 bytes, 8 rows' 16-byte chunks on distinct banks"},
         {"store_rows", 1, "flash output staging: 4-byte pairs and 16-byte rows in the padded tile"},
+        {"rotate_rows", 1, "flash RoPE: 4-byte pairs of a row, two rows 16 banks apart at head_dim 64"},
         // The reads are 8 consecutive words per instruction (no conflict on a GPU); the simulator
         // sees 2 where g++ gives one source read two copies across the lane-dependent mask, so
         // that lanes at different iterations of the unrolled loop share a copy (README.md).

@@ -45,7 +45,7 @@ TEST_P(SimGemmRounding, Fp32AccumulatorErrorLiesBetweenOneRoundingAndTheSummatio
     out_view.data = out_buffer.data();
     gpu->copy_to_backend(inp_view.data, inp.data(), inp_view.bytes());
     gpu->copy_to_backend(weight_view.data, weight.data(), weight_view.bytes());
-    gpu->matmul_forward(out_view, TensorView(), inp_view, weight_view, TensorView());
+    gpu->matmul_forward(out_view, TensorView(), inp_view, weight_view, TensorView(), MatmulEpilogue::none);
     std::vector<float> out(kRows * kColumns);
     gpu->copy_to_host(out.data(), out_view.data, out_view.bytes());
 

@@ -64,21 +64,31 @@ std::string printed(const std::function<void(std::FILE*)>& print) {
     return result;
 }
 
+// Rows come per shape in attention_shapes' order (which lists each head dimension's multi-head
+// shapes, then its grouped one with RoPE); the grouped rows are named so and carry their heads.
 TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
     const std::vector<Row> rows = attention_rows(*context_);
     const std::vector<AttentionShape> shapes = attention_shapes(LabSizes::smoke);
     ASSERT_EQ(rows.size(), 2 * shapes.size());
+    int grouped_shapes = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
+        const bool grouped = shapes[i].kv_heads != shapes[i].heads;
+        grouped_shapes += grouped ? 1 : 0;
         for (const Row& row : {rows[2 * i], rows[2 * i + 1]}) {
             expect_valid_and_timed(row);
             EXPECT_EQ(row.rate, Rate::tflop_per_s);
-            ASSERT_EQ(row.dims.size(), 4u);
+            ASSERT_EQ(row.dims.size(), grouped ? 6u : 4u);
             EXPECT_EQ(row.dims[1].second, shapes[i].length);
             EXPECT_EQ(row.dims[3].second, shapes[i].head_dim);
+            if (grouped) {
+                EXPECT_EQ(row.dims[4].second, shapes[i].kv_heads);
+            }
         }
-        EXPECT_EQ(rows[2 * i].kernel, "flash_attention_forward");
-        EXPECT_EQ(rows[2 * i + 1].kernel, "flash_attention_backward");
+        const std::string variant = grouped ? " (GQA+RoPE)" : "";
+        EXPECT_EQ(rows[2 * i].kernel, "flash_attention_forward" + variant);
+        EXPECT_EQ(rows[2 * i + 1].kernel, "flash_attention_backward" + variant);
     }
+    EXPECT_EQ(grouped_shapes, 2) << "one grouped shape with RoPE per head dimension";
 }
 
 TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
@@ -96,7 +106,7 @@ TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
 
 TEST_P(SimKernelLab, BackendRowsPassValidation) {
     const std::vector<Row> rows = backend_rows(*context_);
-    ASSERT_EQ(rows.size(), 6u);
+    ASSERT_EQ(rows.size(), 11u);
     for (const Row& row : rows) {
         expect_valid_and_timed(row);
         EXPECT_EQ(row.rate, Rate::gb_per_s);

@@ -33,7 +33,7 @@ std::vector<lab::KernelOccupancy> flash_forward_occupancy(int head_dim) {
     const TensorView lse = tensor(DType::f32, {B, H, T});
     gpu->synchronize();
     const cuda::LaunchRecorder recorder;
-    gpu->attention_forward(out, lse, qkv, H);
+    gpu->attention_forward(out, lse, qkv, multi_head_attention(H));
     gpu->synchronize();
     return lab::occupancy_of(recorder.launches());
 }

@@ -169,10 +169,10 @@ TEST_P(SimFlashBankConflicts, EveryLdmatrixPhaseIsOneWavefront) {
 
     gpu->synchronize();
     cuda_sim::reset_counters();
-    gpu->attention_forward(out, lse, qkv, H);
+    gpu->attention_forward(out, lse, qkv, multi_head_attention(H));
     gpu->synchronize();  // the simulator runs a stream's work when the host waits for it
     const cuda_sim::Counters forward = cuda_sim::counters();
-    gpu->attention_backward(dqkv, dout, qkv, out, lse, H);
+    gpu->attention_backward(dqkv, dout, qkv, lse, multi_head_attention(H));
     gpu->synchronize();
     const cuda_sim::Counters both = cuda_sim::counters();
     EXPECT_GT(forward.ldmatrix_phases, 0u) << "the flash forward kernel ran";

@@ -1,0 +1,160 @@
+// The CPU backend's ops of Llama-style blocks beside their GPT-2 counterparts, one op per
+// benchmark, fp32: RMSNorm against LayerNorm (N = 4096 rows of C = 768), SwiGLU (M = 4096, F = 2048:
+// 8.4 M outputs from a 16.8 M product) against GELU (4096 x 3072: 12.6 M), and attention with 12
+// query heads on 4 key/value heads and RoPE against 12 heads without (B = 8, T = 256, hd 64),
+// forward and forward + backward. Reports ms per call (wall time, median of 5 repetitions) and
+// outputs per second, 2 threads.
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "core/memory.h"
+#include "kernels/ops.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr int kRows = 4096, kWidth = 768, kHidden = 2048;
+constexpr int kBatch = 8, kLength = 256, kHeads = 12, kKvHeads = 4, kHeadDim = 64;
+
+// A tensor in host memory holding normal values of `std` around `offset`.
+class Tensor {
+public:
+    Tensor(std::initializer_list<int64_t> shape, float std = 1.f, float offset = 0.f)
+        : view_(nullptr, DType::f32, shape), buffer_(Buffer::host(view_.bytes())) {
+        view_.data = buffer_.data();
+        std::mt19937 generator(7);
+        std::normal_distribution<float> normal(offset, std);
+        float* values = view_.as<float>();
+        for (int64_t i = 0; i < view_.numel(); ++i) values[i] = normal(generator);
+    }
+    TensorView view() const { return view_; }
+
+private:
+    TensorView view_;
+    Buffer buffer_;
+};
+
+// Times `op` (one call per iteration) on a 2-thread fp32 CPU backend; `outputs` per call.
+void run(benchmark::State& state, const std::function<void(Backend&)>& op, int64_t outputs) {
+    const std::unique_ptr<Backend> backend = make_backend({"cpu", 0, Precision::fp32, 2});
+    op(*backend);  // warm-up: scratch and RoPE tables allocated
+    for (auto _ : state) op(*backend);
+    state.SetItemsProcessed(state.iterations() * outputs);
+}
+
+void BM_LayerNormForward(benchmark::State& state) {
+    const Tensor inp({kRows, kWidth}), weight({kWidth}, 0.1f, 1.f), bias({kWidth}, 0.1f),
+        out({kRows, kWidth});
+    const Tensor mean({kRows}), rstd({kRows});
+    run(
+        state,
+        [&](Backend& b) {
+            b.layernorm_forward(out.view(), mean.view(), rstd.view(), inp.view(), weight.view(), bias.view());
+        },
+        int64_t{kRows} * kWidth);
+}
+
+void BM_RmsNormForward(benchmark::State& state) {
+    const Tensor inp({kRows, kWidth}), weight({kWidth}, 0.1f, 1.f), out({kRows, kWidth}), rstd({kRows});
+    run(
+        state,
+        [&](Backend& b) { b.rmsnorm_forward(out.view(), rstd.view(), inp.view(), weight.view(), 1e-5f); },
+        int64_t{kRows} * kWidth);
+}
+
+void BM_LayerNormBackward(benchmark::State& state) {
+    const Tensor inp({kRows, kWidth}), weight({kWidth}, 0.1f, 1.f), dout({kRows, kWidth}),
+        dinp({kRows, kWidth});
+    const Tensor mean({kRows}, 0.1f), rstd({kRows}, 0.1f, 1.f), dweight({kWidth}), dbias({kWidth});
+    run(
+        state,
+        [&](Backend& b) {
+            b.layernorm_backward(dinp.view(), dweight.view(), dbias.view(), dout.view(), inp.view(),
+                                 weight.view(), mean.view(), rstd.view());
+        },
+        int64_t{kRows} * kWidth);
+}
+
+void BM_RmsNormBackward(benchmark::State& state) {
+    const Tensor inp({kRows, kWidth}), weight({kWidth}, 0.1f, 1.f), dout({kRows, kWidth}),
+        dinp({kRows, kWidth});
+    const Tensor rstd({kRows}, 0.1f, 1.f), dweight({kWidth});
+    run(
+        state,
+        [&](Backend& b) {
+            b.rmsnorm_backward(dinp.view(), dweight.view(), dout.view(), inp.view(), weight.view(),
+                               rstd.view());
+        },
+        int64_t{kRows} * kWidth);
+}
+
+void BM_GeluForward(benchmark::State& state) {
+    const Tensor inp({kRows, 4 * kWidth}, 2.f), out({kRows, 4 * kWidth});
+    run(
+        state, [&](Backend& b) { b.gelu_forward(out.view(), inp.view()); }, int64_t{kRows} * 4 * kWidth);
+}
+
+void BM_SwiGluForward(benchmark::State& state) {
+    const Tensor gate_up({kRows, 2 * kHidden}, 2.f), out({kRows, kHidden});
+    run(
+        state, [&](Backend& b) { b.swiglu_forward(out.view(), gate_up.view()); }, int64_t{kRows} * kHidden);
+}
+
+void BM_GeluBackward(benchmark::State& state) {
+    const Tensor pre({kRows, 4 * kWidth}, 2.f), dout({kRows, 4 * kWidth}), dinp({kRows, 4 * kWidth});
+    run(
+        state, [&](Backend& b) { b.gelu_backward(dinp.view(), dout.view(), pre.view()); },
+        int64_t{kRows} * 4 * kWidth);
+}
+
+void BM_SwiGluBackward(benchmark::State& state) {
+    const Tensor gate_up({kRows, 2 * kHidden}, 2.f), dout({kRows, kHidden}), dgate_up({kRows, 2 * kHidden});
+    run(
+        state, [&](Backend& b) { b.swiglu_backward(dgate_up.view(), dout.view(), gate_up.view()); },
+        int64_t{kRows} * kHidden);
+}
+
+// Attention forward (state.range(1) == 0) or forward + backward, multi-head (state.range(0) == 0)
+// or grouped with RoPE.
+void BM_Attention(benchmark::State& state) {
+    const bool grouped = state.range(0) != 0, backward = state.range(1) != 0;
+    const AttentionParams params =
+        grouped ? AttentionParams{kHeads, kKvHeads, 10000.f} : multi_head_attention(kHeads);
+    const int width = (kHeads + 2 * params.n_kv_head) * kHeadDim;
+    const Tensor qkv({kBatch, kLength, width}, 1.5f), dqkv({kBatch, kLength, width});
+    const Tensor out({kBatch, kLength, kHeads * kHeadDim}), dout({kBatch, kLength, kHeads * kHeadDim});
+    const Tensor lse({kBatch, kHeads, kLength});
+    run(
+        state,
+        [&](Backend& b) {
+            b.attention_forward(out.view(), lse.view(), qkv.view(), params);
+            if (backward) b.attention_backward(dqkv.view(), dout.view(), qkv.view(), lse.view(), params);
+        },
+        int64_t{kBatch} * kLength * kHeads * kHeadDim);
+    state.SetLabel(std::string(grouped ? "12 heads on 4, RoPE" : "12 heads") +
+                   (backward ? ", forward + backward" : ", forward"));
+}
+
+// Median of 5 repetitions of at least 0.3 s each.
+#define MIXGPT_CPU_OP_BENCHMARK(name)   \
+    BENCHMARK(name)                     \
+        ->UseRealTime()                 \
+        ->Unit(benchmark::kMillisecond) \
+        ->MinTime(0.3)                  \
+        ->Repetitions(5)                \
+        ->ReportAggregatesOnly(true)
+MIXGPT_CPU_OP_BENCHMARK(BM_LayerNormForward);
+MIXGPT_CPU_OP_BENCHMARK(BM_RmsNormForward);
+MIXGPT_CPU_OP_BENCHMARK(BM_LayerNormBackward);
+MIXGPT_CPU_OP_BENCHMARK(BM_RmsNormBackward);
+MIXGPT_CPU_OP_BENCHMARK(BM_GeluForward);
+MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluForward);
+MIXGPT_CPU_OP_BENCHMARK(BM_GeluBackward);
+MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluBackward);
+MIXGPT_CPU_OP_BENCHMARK(BM_Attention)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1});
+
+}  // namespace
+}  // namespace mixgpt

@@ -46,7 +46,7 @@ SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz -lzstd $(MPI_LIBS) -lpthread
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 

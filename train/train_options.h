@@ -60,6 +60,10 @@ struct TrainOptions {
     std::string output_dir = "runs/train";
     std::string resume;    // "": start fresh; "auto": newest valid checkpoint; else a file
     bool dry_run = false;  // print the memory plan for each recompute policy and stop
+    // Multiple-choice tasks evaluated during training (train/task_eval.h): "hellaswag:FILE" or "mc:FILE"
+    std::vector<std::string> task_evals;
+    int64_t task_eval_interval = 0;  // steps between task evaluations; 0: only after the last step
+    int64_t task_eval_limit = 0;     // examples per task; 0: all
     // Each evaluation also reports the fraction of the last step's gradient elements that are
     // exactly zero (`mixgpt study`: in fp16 without loss scaling, mostly underflow).
     bool gradient_zero_stats = false;

@@ -77,7 +77,7 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
 PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
-SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp
+SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
 SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
 

@@ -1,9 +1,12 @@
 #include "eval/run_multiple_choice.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -77,6 +80,16 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
     report.result.window = task.window;
     report.result.skipped_lines = task.skipped_lines;
 
+    // Opened before the work, so that a path that cannot be written fails at once.
+    std::optional<AtomicOutput> per_example;
+    std::ofstream per_example_file;
+    if (!options.per_example.empty()) {
+        per_example.emplace(options.per_example);
+        per_example_file.open(per_example->temporary_path());
+        MIXGPT_REQUIRE(per_example_file.is_open(),
+                       options.per_example + ": cannot write (" + std::strerror(errno) + ")");
+    }
+
     const auto start = std::chrono::steady_clock::now();
     Progress progress(report.result.task, static_cast<double>(task.examples.size()), "ex");
     const std::vector<ExampleScore> scores = score_choice_task(
@@ -85,7 +98,12 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
     progress.finish(format("acc %s, acc_norm %s", percent(report.result.totals.acc()).c_str(),
                            percent(report.result.totals.acc_norm()).c_str()));
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!options.per_example.empty()) write_per_example_scores(options.per_example, task, scores);
+    if (per_example) {
+        write_per_example_scores(per_example_file, task, scores);
+        per_example_file.close();
+        MIXGPT_REQUIRE(per_example_file.good(), options.per_example + ": cannot write");
+        per_example->commit();
+    }
     return report;
 }
 
@@ -121,28 +139,22 @@ std::string task_report_text(const TaskEvalReport& report) {
         report.device.c_str(), report.precision.c_str());
 }
 
-void write_per_example_scores(const std::string& path, const ChoiceTask& task,
+void write_per_example_scores(std::ostream& out, const ChoiceTask& task,
                               const std::vector<ExampleScore>& scores) {
-    AtomicOutput output(path);
-    {
-        std::ofstream file(output.temporary_path());
-        for (size_t e = 0; e < task.examples.size(); ++e) {
-            const EncodedExample& example = task.examples[e];
-            const ExampleScore& score = scores[e];
-            const nlohmann::ordered_json line = {{"id", example.id},
-                                                 {"line", example.line},
-                                                 {"label", example.label},
-                                                 {"choice", score.choice},
-                                                 {"choice_norm", score.choice_norm},
-                                                 {"sums", score.sums},
-                                                 {"tokens", score.tokens},
-                                                 {"context_tokens", example.context.size()},
-                                                 {"context_cut", example.context_cut}};
-            file << line.dump() << '\n';
-        }
-        MIXGPT_REQUIRE(file.flush().good(), path + ": cannot write");
+    for (size_t e = 0; e < task.examples.size(); ++e) {
+        const EncodedExample& example = task.examples[e];
+        const ExampleScore& score = scores[e];
+        const nlohmann::ordered_json line = {{"id", example.id},
+                                             {"line", example.line},
+                                             {"label", example.label},
+                                             {"choice", score.choice},
+                                             {"choice_norm", score.choice_norm},
+                                             {"sums", score.sums},
+                                             {"tokens", score.tokens},
+                                             {"context_tokens", example.context.size()},
+                                             {"context_cut", example.context_cut}};
+        out << line.dump() << '\n';
     }
-    output.commit();
 }
 
 }  // namespace mixgpt

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <ostream>
 #include <string>
 
 #include "eval/checkpoint_model.h"
@@ -49,9 +50,9 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options);
 std::string task_report_json(const TaskEvalReport& report);  // one JSON object
 std::string task_report_text(const TaskEvalReport& report);  // a few lines for people
 
-// One JSON object per example: {"id", "line", "label", "choice", "choice_norm", "sums": [...],
-// "tokens": [...], "context_tokens", "context_cut"}; written whole or not at all.
-void write_per_example_scores(const std::string& path, const ChoiceTask& task,
+// One JSON object per line and example: {"id", "line", "label", "choice", "choice_norm", "sums": [...],
+// "tokens": [...], "context_tokens", "context_cut"}.
+void write_per_example_scores(std::ostream& out, const ChoiceTask& task,
                               const std::vector<ExampleScore>& scores);
 
 }  // namespace mixgpt

@@ -93,7 +93,7 @@ bool is_blank(std::string_view line) {
 TaskFormat parse_task_format(const std::string& name) {
     if (name == "hellaswag") return TaskFormat::hellaswag;
     if (name == "mc") return TaskFormat::mc;
-    throw Error("task: \"" + name + "\" is not a task format (hellaswag, mc)");
+    throw Error("\"" + name + "\" is not a task format (hellaswag, mc)");
 }
 
 const char* task_format_name(TaskFormat format) {

@@ -26,7 +26,8 @@
 namespace mixgpt {
 
 enum class TaskFormat { hellaswag, mc };
-TaskFormat parse_task_format(const std::string& name);  // "hellaswag" or "mc"; throws Error otherwise
+// "hellaswag" or "mc"; throws Error "\"<name>\" is not a task format (hellaswag, mc)" otherwise.
+TaskFormat parse_task_format(const std::string& name);
 const char* task_format_name(TaskFormat format);
 
 struct ChoiceExample {

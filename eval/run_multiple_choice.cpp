@@ -55,7 +55,11 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
     MIXGPT_REQUIRE(!options.data.empty(), "data: required with --task (a JSON Lines file)");
     MIXGPT_REQUIRE(options.batch_size >= 1, "batch-size: must be at least 1");
     TaskLoadOptions load;
-    load.format = parse_task_format(options.task);
+    try {
+        load.format = parse_task_format(options.task);
+    } catch (const Error& error) {
+        throw Error(std::string("task: ") + error.what());
+    }
     load.limit = options.limit;
     load.skip_bad_lines = options.skip_bad_lines;
     CheckpointModel loaded = CheckpointModel::read(options.checkpoint);

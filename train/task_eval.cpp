@@ -1,5 +1,9 @@
 #include "train/task_eval.h"
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -52,6 +56,16 @@ std::vector<TaskResult> TrainingTaskEvals::run(GPT& model, Communicator& communi
         results.push_back(result);
     }
     return results;
+}
+
+void write_task_report(const std::string& path, int64_t step, double val_loss,
+                       const std::vector<TaskResult>& results) {
+    nlohmann::ordered_json report = {{"step", step}};
+    if (std::isfinite(val_loss)) report["val_loss"] = val_loss;
+    report["tasks"] = nlohmann::ordered_json::array();
+    for (const TaskResult& result : results) report["tasks"].push_back(task_result_json(result));
+    write_whole_file(path, report.dump(2) + "\n");
+    log_info("task evaluation " + path);
 }
 
 }  // namespace mixgpt

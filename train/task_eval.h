@@ -37,4 +37,9 @@ private:
     std::vector<ChoiceTask> tasks_;
 };
 
+// eval.json of a run after its last step: {"step", "val_loss" (when finite), "tasks": [each result as
+// `mixgpt eval --task --json` gives it]}, written whole or not at all.
+void write_task_report(const std::string& path, int64_t step, double val_loss,
+                       const std::vector<TaskResult>& results);
+
 }  // namespace mixgpt

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -82,8 +81,7 @@ private:
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
-    void evaluate_tasks();     // --task-eval: metrics and the progress line's fields
-    void write_task_report();  // --task-eval: eval.json after the last step
+    void evaluate_tasks();  // --task-eval: metrics and the progress line's fields
     // Of the last step's gradients that this rank owns, over all ranks: exactly zero / all.
     double gradient_zero_fraction();
     // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
@@ -364,17 +362,6 @@ void Trainer::evaluate_tasks() {
     }
 }
 
-void Trainer::write_task_report() {
-    if (!task_evals_ || !is_root()) return;
-    nlohmann::ordered_json report = {{"step", step_}};
-    if (std::isfinite(result_.last_val_loss)) report["val_loss"] = result_.last_val_loss;
-    report["tasks"] = nlohmann::ordered_json::array();
-    for (const TaskResult& result : task_results_) report["tasks"].push_back(task_result_json(result));
-    const std::string path = (std::filesystem::path(options_.output_dir) / "eval.json").string();
-    write_whole_file(path, report.dump(2) + "\n");
-    log_info("task evaluation " + path);
-}
-
 double Trainer::gradient_zero_fraction() {
     const TensorView all = model_->gradients();  // (n) f32
     double counts[2] = {0, 0};                   // zeros, elements
@@ -522,16 +509,18 @@ TrainResult Trainer::run() {
         progress->finish(format("step %lld/%lld | loss %.4f", static_cast<long long>(step_),
                                 static_cast<long long>(plan_.total_steps), result_.last_loss));
     result_.stopped_by_signal = stopping;
-    if (result_.stopped_by_signal)
+    if (result_.stopped_by_signal) {
         log_info(signals.signal_number() != 0
                      ? format("signal %d: stopping after step %lld", signals.signal_number(),
                               static_cast<long long>(step_))
                      : format("another rank received a signal: stopping after step %lld",
                               static_cast<long long>(step_)));
-    else {
+    } else {
         evaluate();
         evaluate_tasks();
-        write_task_report();
+        if (task_evals_ && is_root())
+            write_task_report((std::filesystem::path(options_.output_dir) / "eval.json").string(), step_,
+                              result_.last_val_loss, task_results_);
     }
     if (last_saved_step != step_) save_checkpoint();
     result_.steps_done = step_;

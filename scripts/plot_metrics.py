@@ -21,26 +21,38 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def read_metrics(path):
-    """Returns ({step: train record}, {step: eval record}, {(task, data): {step: task_eval record}}),
-    later lines replacing earlier ones."""
-    train, evaluation, tasks = {}, {}, {}
+def read_records(path):
+    """Every record of a metrics file, in order."""
+    records = []
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                records.append(json.loads(line))
             except json.JSONDecodeError as error:
                 sys.exit(f"{path}:{number}: not JSON ({error.msg})")
-            kind = record.get("type")
-            if kind == "train":
-                train[record["step"]] = record
-            elif kind == "eval":
-                evaluation[record["step"]] = record
-            elif kind == "task_eval":
-                tasks.setdefault((record["task"], record["data"]), {})[record["step"]] = record
-    return train, evaluation, tasks
+    return records
+
+
+def read_metrics(path):
+    """Returns ({step: train record}, {step: eval record}), later lines replacing earlier ones."""
+    train, evaluation = {}, {}
+    for record in read_records(path):
+        if record.get("type") == "train":
+            train[record["step"]] = record
+        elif record.get("type") == "eval":
+            evaluation[record["step"]] = record
+    return train, evaluation
+
+
+def read_task_evaluations(path):
+    """Returns {(task, data): {step: task_eval record}} (`train --task-eval`), later lines winning."""
+    tasks = {}
+    for record in read_records(path):
+        if record.get("type") == "task_eval":
+            tasks.setdefault((record["task"], record["data"]), {})[record["step"]] = record
+    return tasks
 
 
 def as_number(value):
@@ -121,7 +133,8 @@ def main():
     parser.add_argument("metrics", help="metrics.jsonl of a training run")
     parser.add_argument("-o", "--output", help="PNG to write (default: beside the metrics file)")
     arguments = parser.parse_args()
-    train, evaluation, tasks = read_metrics(arguments.metrics)
+    train, evaluation = read_metrics(arguments.metrics)
+    tasks = read_task_evaluations(arguments.metrics)
     if not train:
         sys.exit(f"{arguments.metrics}: no training steps recorded")
     output = arguments.output or arguments.metrics.rsplit(".", 1)[0] + ".png"

@@ -11,8 +11,8 @@
 // tolerance (a near tie fp32 cannot resolve); both formats give identical scores. tf32, bf16 and
 // fp16 on the CPU: the packed scores' relative norm error against float64 at most twice that of
 // the same rows scored one at a time in that precision (GUIDE.md 2.7). Also: the trainer's task
-// evaluation agrees exactly with `mixgpt eval --task` on its final checkpoint, and the binary's
-// --json and --per-example outputs.
+// evaluation agrees exactly with `mixgpt eval --task` on its final checkpoint (and its metrics
+// plot), and the binary's --json and --per-example outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -364,6 +364,14 @@ TEST(MultipleChoiceTraining, TaskEvaluationDuringTrainingEqualsEvalOfTheCheckpoi
     EXPECT_EQ(logged[6][0]["task"], "hellaswag");
     EXPECT_EQ(logged[6][0]["examples"], 20);
     EXPECT_EQ(logged[6][1]["examples"], 8);
+
+    // The plot's task panel reads these lines (scripts/plot_metrics.py; Debian's python3-matplotlib).
+    const std::string plot = directory.file("loss.png");
+    ASSERT_EQ(std::system(("/usr/bin/python3 scripts/plot_metrics.py '" + metrics_path(options.output_dir) +
+                           "' -o '" + plot + "' > /dev/null")
+                              .c_str()),
+              0);
+    EXPECT_TRUE(std::filesystem::exists(plot));
 
     std::ifstream eval_file(directory.file("run/eval.json"));
     const Json report = Json::parse(eval_file);

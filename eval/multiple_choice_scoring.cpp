@@ -73,6 +73,30 @@ void finish_example(const EncodedExample& example, ExampleScore& score) {
     score.scored = true;
 }
 
+// One forward pass over `batch`: each row's summed loss over its choice's tokens into `scores`.
+void score_batch(GPT& model, BatchStaging& staging, const ChoiceTask& task, const RowBatch& batch,
+                 std::vector<float>& host_losses, std::vector<ExampleScore>& scores) {
+    std::vector<ChoiceRow> rows;
+    int length = 1;  // inputs of the longest row
+    for (const RowRef& ref : batch) {
+        rows.push_back(choice_row(task.examples[static_cast<size_t>(ref.example)], ref.choice, task.window));
+        length = std::max(length, static_cast<int>(rows.back().tokens.size()) - 1);
+    }
+    MIXGPT_REQUIRE(length <= model.seq_len(), "task evaluation: a row of " + std::to_string(length) +
+                                                  " inputs exceeds the model's T of " +
+                                                  std::to_string(model.seq_len()));
+    const auto [inputs, targets] = staging.upload(rows, length);
+    const TensorView losses = model.forward(inputs, targets);  // (rows, length) f32
+    model.backend().copy_to_host(host_losses.data(), losses.data, losses.bytes());
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const float* row_losses = host_losses.data() + r * static_cast<size_t>(length);
+        double sum = 0;
+        for (size_t p = static_cast<size_t>(rows[r].first_scored); p + 1 < rows[r].tokens.size(); ++p)
+            sum += row_losses[p];
+        scores[static_cast<size_t>(batch[r].example)].sums[static_cast<size_t>(batch[r].choice)] = sum;
+    }
+}
+
 }  // namespace
 
 std::vector<std::vector<RowBatch>> plan_scoring_units(const ChoiceTask& task, int rows_per_batch) {
@@ -117,28 +141,7 @@ std::vector<ExampleScore> score_choice_task(GPT& model, const ChoiceTask& task, 
     const std::vector<std::vector<RowBatch>> units = plan_scoring_units(task, b);
     int64_t done = 0;
     for (size_t u = static_cast<size_t>(rank); u < units.size(); u += static_cast<size_t>(world_size)) {
-        for (const RowBatch& batch : units[u]) {
-            std::vector<ChoiceRow> rows;
-            int length = 1;
-            for (const RowRef& ref : batch) {
-                rows.push_back(
-                    choice_row(task.examples[static_cast<size_t>(ref.example)], ref.choice, task.window));
-                length = std::max(length, static_cast<int>(rows.back().tokens.size()) - 1);
-            }
-            MIXGPT_REQUIRE(length <= t, "task evaluation: a row of " + std::to_string(length) +
-                                            " inputs exceeds the model's T of " + std::to_string(t));
-            const auto [inputs, targets] = staging.upload(rows, length);
-            const TensorView losses = model.forward(inputs, targets);  // (rows, length) f32
-            model.backend().copy_to_host(host_losses.data(), losses.data, losses.bytes());
-            for (size_t r = 0; r < rows.size(); ++r) {
-                const float* row_losses = host_losses.data() + r * static_cast<size_t>(length);
-                double sum = 0;
-                for (size_t p = static_cast<size_t>(rows[r].first_scored); p + 1 < rows[r].tokens.size(); ++p)
-                    sum += row_losses[p];
-                scores[static_cast<size_t>(batch[r].example)].sums[static_cast<size_t>(batch[r].choice)] =
-                    sum;
-            }
-        }
+        for (const RowBatch& batch : units[u]) score_batch(model, staging, task, batch, host_losses, scores);
         int last = -1;
         for (const RowBatch& batch : units[u])
             for (const RowRef& ref : batch)

@@ -48,7 +48,7 @@ CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZ
 # OpenBLAS is not linked: kernels/cpu/openblas_library.cpp loads it (dlopen, found through this
 # run path) when the first CPU backend is made, after checking the address-space limit.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz $(MPI_LIBS) -ldl -lpthread
+          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd $(MPI_LIBS) -ldl -lpthread
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 
@@ -80,7 +80,7 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
 PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
-SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp
+SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
 SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
 

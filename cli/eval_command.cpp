@@ -1,4 +1,5 @@
-// `mixgpt eval`: flags (or a TOML file) onto EvalOptions; prints a summary or JSON.
+// `mixgpt eval`: flags (or a TOML file) onto EvalOptions, or with --task onto TaskEvalOptions;
+// prints a summary or JSON.
 #include <iostream>
 
 #include "cli/commands.h"
@@ -6,14 +7,62 @@
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_eval.h"
+#include "eval/run_multiple_choice.h"
 
 namespace mixgpt::cli {
+namespace {
+
+// --task: the checkpoint, tokenizer, batch size and device options given for the perplexity
+// evaluation, with the task's own options.
+void run_task(const EvalOptions& options, TaskEvalOptions task, bool json) {
+    task.checkpoint = options.checkpoint;
+    task.tokenizer = options.tokenizer;
+    if (options.batch_size > 0) task.batch_size = options.batch_size;
+    task.device = options.device;
+    const TaskEvalReport report = run_task_evaluation(task);
+    std::cout << (json ? task_report_json(report) + "\n" : task_report_text(report));
+}
+
+// Multiple-choice options; each needs --task, which excludes the options of the perplexity evaluation.
+void add_task_options(CLI::App& command, TaskEvalOptions& task) {
+    CLI::Option* task_option =
+        command
+            .add_option(
+                "--task", task.task,
+                "multiple-choice accuracy instead of perplexity: hellaswag (HellaSwag's JSON Lines) or mc "
+                "({\"context\", \"choices\", \"label\"} per line)")
+            ->check(CLI::IsMember({"hellaswag", "mc"}))
+            ->group("Task");
+    for (const char* excluded : {"--dataset", "--split", "--text", "--seq-len", "--stride", "--max-tokens"})
+        task_option->excludes(command.get_option(excluded));
+    command.add_option("--data", task.data, "the task file (.jsonl, .gz or .zst)")
+        ->needs(task_option)
+        ->group("Task");
+    command.add_option("--limit", task.limit, "only the first N examples")
+        ->check(CLI::PositiveNumber)
+        ->needs(task_option)
+        ->group("Task");
+    command
+        .add_option(
+            "--per-example", task.per_example,
+            "write each example's id, label, choices made, summed losses and token counts (JSON Lines)")
+        ->needs(task_option)
+        ->group("Task");
+    command
+        .add_flag("--skip-bad-lines", task.skip_bad_lines,
+                  "skip and count malformed lines instead of failing")
+        ->needs(task_option)
+        ->group("Task");
+}
+
+}  // namespace
 
 void add_eval_command(CLI::App& app) {
     auto options = std::make_shared<EvalOptions>();
+    auto task = std::make_shared<TaskEvalOptions>();
     auto json = std::make_shared<bool>(false);
-    CLI::App* command =
-        app.add_subcommand("eval", "perplexity, loss per token and bits per byte of a checkpoint");
+    CLI::App* command = app.add_subcommand(
+        "eval", "perplexity, loss per token and bits per byte of a checkpoint, or its accuracy on a task");
     add_config_option(*command);
     command
         ->add_option("checkpoint,--checkpoint", options->checkpoint,
@@ -26,7 +75,9 @@ void add_eval_command(CLI::App& app) {
     command->add_option("--tokenizer", options->tokenizer, "tokenizer model (default: the checkpoint's)");
     // 0 is the library's "default" for these: given on the command line, a value must be >= 1.
     command
-        ->add_option("--batch-size,-b", options->batch_size, "windows per forward pass (default: training's)")
+        ->add_option("--batch-size,-b", options->batch_size,
+                     "windows per forward pass (default: training's); with --task, rows (choices) per pass "
+                     "(default: 16)")
         ->check(CLI::PositiveNumber);
     command->add_option("--seq-len,-t", options->seq_len, "window length T (default: the model's context)")
         ->check(CLI::PositiveNumber);
@@ -44,7 +95,9 @@ void add_eval_command(CLI::App& app) {
     command->add_option("--precision", options->device.precision,
                         "fp32, tf32, bf16, fp16 (default: training's)");
     command->add_flag("--json", *json, "print one JSON object");
-    command->callback([options, json] {
+    add_task_options(*command, *task);
+    command->callback([options, task, json] {
+        if (!task->task.empty()) return run_task(*options, *task, *json);
         const EvalReport report = run_evaluation(*options);
         std::cout << (*json ? eval_report_json(report) + "\n" : eval_report_text(report));
     });

@@ -154,6 +154,23 @@ void add_train_command(CLI::App& app) {
     command->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation (0: all)")
         ->capture_default_str()
         ->group("Run");
+    CLI::Option* task_eval =
+        command
+            ->add_option(
+                "--task-eval", o.task_evals,
+                "multiple-choice task to evaluate, FORMAT:FILE with FORMAT hellaswag or mc (repeatable): "
+                "acc and acc_norm into metrics.jsonl and, after the last step, eval.json")
+            ->group("Run");
+    command
+        ->add_option("--task-eval-interval", o.task_eval_interval,
+                     "steps between task evaluations (0: only at the end)")
+        ->check(CLI::NonNegativeNumber)
+        ->needs(task_eval)
+        ->group("Run");
+    command->add_option("--task-eval-limit", o.task_eval_limit, "examples per task (0: all)")
+        ->check(CLI::NonNegativeNumber)
+        ->needs(task_eval)
+        ->group("Run");
     command
         ->add_option("--checkpoint-interval", o.checkpoint_interval,
                      "steps between checkpoints (0: only at the end)")

@@ -2,7 +2,9 @@
 """Plots a training run's metrics file (metrics.jsonl from `mixgpt train`) as a PNG.
 
 Top panel: training loss per step (faint) with a moving average, and the validation loss at
-each evaluation. Bottom panel: learning rate, and the loss scale when it is not constantly 1.
+each evaluation. With `train --task-eval`, a second panel: each task's acc_norm (solid) and acc
+(dashed) at each task evaluation, and its chance level (dotted). Bottom panel: learning rate, and
+the loss scale when it is not constantly 1.
 A resumed run appends to the file; for a step seen twice the later line wins.
 
     scripts/plot_metrics.py runs/demo/metrics.jsonl            # writes runs/demo/metrics.png
@@ -19,23 +21,38 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def read_metrics(path):
-    """Returns ({step: train record}, {step: eval record}), later lines replacing earlier ones."""
-    train, evaluation = {}, {}
+def read_records(path):
+    """Every record of a metrics file, in order."""
+    records = []
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                records.append(json.loads(line))
             except json.JSONDecodeError as error:
                 sys.exit(f"{path}:{number}: not JSON ({error.msg})")
-            kind = record.get("type")
-            if kind == "train":
-                train[record["step"]] = record
-            elif kind == "eval":
-                evaluation[record["step"]] = record
+    return records
+
+
+def read_metrics(path):
+    """Returns ({step: train record}, {step: eval record}), later lines replacing earlier ones."""
+    train, evaluation = {}, {}
+    for record in read_records(path):
+        if record.get("type") == "train":
+            train[record["step"]] = record
+        elif record.get("type") == "eval":
+            evaluation[record["step"]] = record
     return train, evaluation
+
+
+def read_task_evaluations(path):
+    """Returns {(task, data): {step: task_eval record}} (`train --task-eval`), later lines winning."""
+    tasks = {}
+    for record in read_records(path):
+        if record.get("type") == "task_eval":
+            tasks.setdefault((record["task"], record["data"]), {})[record["step"]] = record
+    return tasks
 
 
 def as_number(value):
@@ -56,11 +73,34 @@ def moving_average(values, window):
     return averaged
 
 
-def plot(train, evaluation, output, title):
+def plot_tasks(axis, tasks):
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, ((task, data), records) in enumerate(sorted(tasks.items())):
+        color = colors[index % len(colors)]
+        steps = sorted(records)
+        name = f"{task} ({data.rsplit('/', 1)[-1]})"
+        axis.plot(steps, [as_number(records[s]["acc_norm"]) for s in steps], "o-", color=color,
+                  linewidth=1.6, label=f"{name} acc_norm")
+        axis.plot(steps, [as_number(records[s]["acc"]) for s in steps], "s--", color=color,
+                  linewidth=1.0, alpha=0.7, label=f"{name} acc")
+        chance = as_number(records[steps[-1]].get("chance"))
+        if math.isfinite(chance):
+            axis.axhline(chance, color=color, linestyle=":", linewidth=1.0, label=f"{name} chance")
+    axis.set_ylabel("accuracy")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize="small")
+
+
+def plot(train, evaluation, tasks, output, title):
     steps = sorted(train)
     losses = [as_number(train[s]["loss"]) for s in steps]
-    figure, (loss_axis, lr_axis) = plt.subplots(
-        2, 1, figsize=(9, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    if tasks:
+        figure, (loss_axis, task_axis, lr_axis) = plt.subplots(
+            3, 1, figsize=(9, 9.5), sharex=True, gridspec_kw={"height_ratios": [3, 2, 1]})
+        plot_tasks(task_axis, tasks)
+    else:
+        figure, (loss_axis, lr_axis) = plt.subplots(
+            2, 1, figsize=(9, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     loss_axis.plot(steps, losses, color="tab:blue", alpha=0.25, linewidth=0.8, label="train loss")
     window = max(1, len(steps) // 50)
     loss_axis.plot(steps, moving_average(losses, window), color="tab:blue", linewidth=1.6,
@@ -94,10 +134,11 @@ def main():
     parser.add_argument("-o", "--output", help="PNG to write (default: beside the metrics file)")
     arguments = parser.parse_args()
     train, evaluation = read_metrics(arguments.metrics)
+    tasks = read_task_evaluations(arguments.metrics)
     if not train:
         sys.exit(f"{arguments.metrics}: no training steps recorded")
     output = arguments.output or arguments.metrics.rsplit(".", 1)[0] + ".png"
-    plot(train, evaluation, output, arguments.metrics)
+    plot(train, evaluation, tasks, output, arguments.metrics)
     print(output)
 
 

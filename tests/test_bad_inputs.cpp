@@ -32,6 +32,11 @@ protected:
         d.write("bad_header.toml", "[*");  // found by fuzz/toml_config: toml++ asserted (SIGABRT)
         d.write("control.toml", std::string("model = \"d2\"\n[\x0e\0x]\n", 19));  // found by fuzz/toml_config
         d.write("plain_file", "a file where a directory is expected\n");
+        d.write("task.jsonl",
+                "{\"context\": \"the cat\", \"choices\": [\"sees\", \"likes\"], \"label\": 0}\n");
+        d.write("bad_task.jsonl",
+                "{\"context\": \"the cat\", \"choices\": [\"sees\", \"likes\"], \"label\": 0}\n"
+                "{\"context\": \"the dog\", \"choices\": \"sees\", \"label\": 0}\n");
         std::filesystem::create_directories(d.file("empty_dir"));
         const std::string checkpoint = checkpoint_path(checkpoint_directory(d.file("run")), 2);
         std::filesystem::copy(checkpoint, d.file("truncated.h5"));
@@ -219,6 +224,41 @@ std::vector<BadInput> bad_inputs() {
          {"{D}/not_hdf5.h5"}},
         {"eval: window beyond the context", {"eval", ckpt, "-t", "100", "--threads", "1"}, 1, {"100"}},
         {"eval: unknown precision", {"eval", ckpt, "--precision", "fp8"}, 1, {"fp8"}},
+        {"eval: task without data", {"eval", ckpt, "--task", "mc", "--threads", "1"}, 1, {"data", "--task"}},
+        {"eval: unknown task",
+         {"eval", ckpt, "--task", "arc", "--data", "{D}/task.jsonl"},
+         2,
+         {"--task", "arc"}},
+        {"eval: task and text",
+         {"eval", ckpt, "--task", "mc", "--data", "{D}/task.jsonl", "--text", "{D}/corpus"},
+         2,
+         {"--task", "--text"}},
+        {"eval: limit without task", {"eval", ckpt, "--limit", "5"}, 2, {"--limit", "--task"}},
+        {"eval: malformed task line",
+         {"eval", ckpt, "--task", "mc", "--data", "{D}/bad_task.jsonl", "--threads", "1"},
+         1,
+         {"{D}/bad_task.jsonl:2", "choices"}},
+        {"eval: missing task file",
+         {"eval", ckpt, "--task", "hellaswag", "--data", "{D}/absent.jsonl", "--threads", "1"},
+         1,
+         {"{D}/absent.jsonl"}},
+        {"eval: per-example file in a missing directory",
+         {"eval", ckpt, "--task", "mc", "--data", "{D}/task.jsonl", "--per-example",
+          "{D}/absent/scores.jsonl", "--threads", "1"},
+         1,
+         {"{D}/absent/scores.jsonl"}},
+        {"train: unknown task-eval format",
+         train_with({"--task-eval", "piqa:{D}/task.jsonl"}),
+         1,
+         {"task-eval", "piqa"}},
+        {"train: task-eval file with a bad line",
+         train_with({"--task-eval", "mc:{D}/bad_task.jsonl"}),
+         1,
+         {"{D}/bad_task.jsonl:2", "choices"}},
+        {"train: task-eval interval without a task",
+         train_with({"--task-eval-interval", "5"}),
+         2,
+         {"--task-eval-interval", "--task-eval"}},
         // ---- sample ----
         {"sample: missing checkpoint", {"sample", "{D}/absent.h5"}, 1, {"{D}/absent.h5"}},
         {"sample: negative temperature", {"sample", ckpt, "--temperature", "-1"}, 1, {"temperature"}},

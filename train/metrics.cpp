@@ -74,6 +74,14 @@ void MetricsWriter::write(const EvalMetrics& metrics) {
     write_line(line.dump());
 }
 
+void MetricsWriter::write(const TaskEvalMetrics& metrics) {
+    const nlohmann::ordered_json line = {{"type", "task_eval"},          {"step", metrics.step},
+                                         {"task", metrics.task},         {"data", metrics.data},
+                                         {"examples", metrics.examples}, {"acc", metrics.acc},
+                                         {"acc_norm", metrics.acc_norm}, {"chance", metrics.chance}};
+    write_line(line.dump());
+}
+
 void MetricsWriter::write_resume(int64_t step) {
     const nlohmann::ordered_json line = {{"type", "resume"}, {"step", step}};
     write_line(line.dump());

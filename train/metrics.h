@@ -5,6 +5,8 @@
 //    "memory_bytes":123456}
 //   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
 //   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
+//   {"type":"task_eval","step":100,"task":"hellaswag","data":"hellaswag_val.jsonl","examples":10042,
+//    "acc":0.2859,"acc_norm":0.2955,"chance":0.25}        (train/task_eval.h)
 //   {"type":"resume","step":50}                  (a resumed run appends after this line; the lines
 //                                                 past step 50 of the stopped run are removed)
 // Non-finite numbers are written as null.
@@ -33,6 +35,14 @@ struct EvalMetrics {
     double grad_zero_fraction = -1;  // of the last step's gradient elements; < 0: not measured
 };
 
+struct TaskEvalMetrics {
+    int64_t step = 0;
+    std::string task, data;  // the task's format and file
+    int64_t examples = 0;
+    double acc = 0, acc_norm = 0;
+    double chance = 0;  // the accuracy of guessing
+};
+
 // Makes `path` tell one history when a run resumes at `step`: rewrites it atomically without the
 // lines past `step` (written after that checkpoint by the run that stopped) and without torn lines
 // (a process killed mid-write). Returns the number of lines dropped; 0 when the file is missing.
@@ -48,6 +58,7 @@ public:
 
     void write(const TrainMetrics& metrics);
     void write(const EvalMetrics& metrics);
+    void write(const TaskEvalMetrics& metrics);
     void write_resume(int64_t step);
     const std::string& path() const { return path_; }
 

@@ -65,6 +65,10 @@ struct TrainOptions {
     bool overwrite = false;        // move the output directory's run into replaced-<time>/ first
     bool allow_nonfinite = false;  // resume from weights or moments that are NaN/Inf anyway
     bool dry_run = false;          // print the memory plan for each recompute policy and stop
+    // Multiple-choice tasks evaluated during training (train/task_eval.h): "hellaswag:FILE" or "mc:FILE"
+    std::vector<std::string> task_evals;
+    int64_t task_eval_interval = 0;  // steps between task evaluations; 0: only after the last step
+    int64_t task_eval_limit = 0;     // examples per task; 0: all
     // Each evaluation also reports the fraction of the last step's gradient elements that are
     // exactly zero (`mixgpt study`: in fp16 without loss scaling, mostly underflow).
     bool gradient_zero_stats = false;

@@ -29,6 +29,7 @@
 #include "train/mpi_launch.h"
 #include "train/process_communicator.h"
 #include "train/run_directory.h"
+#include "train/task_eval.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -85,6 +86,7 @@ private:
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
+    void evaluate_tasks();  // --task-eval: metrics and the progress line's fields
     // Of the last step's gradients that this rank owns, over all ranks: exactly zero / all.
     double gradient_zero_fraction();
     // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
@@ -114,6 +116,9 @@ private:
     std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
     std::string run_id_;           // rank 0: the lineage every checkpoint of this run records
     bool evaluation_possible_ = true;
+    std::unique_ptr<TrainingTaskEvals> task_evals_;  // null without --task-eval
+    std::vector<TaskResult> task_results_;           // of the last task evaluation
+    std::string task_fields_;                        // " | hellaswag acc_norm 0.2955" after one
     TrainResult result_;
 };
 
@@ -169,6 +174,15 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     if (!evaluation_possible_)
         log_warning(format("the validation split has %lld tokens, fewer than seq-len + 1 = %d: no evaluation",
                            static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+    MIXGPT_REQUIRE(options.task_eval_interval >= 0, "task-eval-interval: must not be negative");
+    if (!options.task_evals.empty()) {
+        const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path);
+        MIXGPT_REQUIRE(
+            tokenizer.sha256() == dataset_.tokenizer_sha256,
+            dataset_.tokenizer_path + ": not the tokenizer of " + dataset_.path + " (SHA-256 differs)");
+        task_evals_ = std::make_unique<TrainingTaskEvals>(options.task_evals, options.task_eval_limit,
+                                                          tokenizer, options.seq_len);
+    }
     result_.metrics_path = metrics_path(options.output_dir);
 }
 
@@ -394,6 +408,28 @@ void Trainer::evaluate() {
                     static_cast<long long>(metrics.val_tokens)));
 }
 
+void Trainer::evaluate_tasks() {
+    if (!task_evals_) return;
+    task_results_ = task_evals_->run(*model_, communicator());
+    if (!is_root()) return;
+    task_fields_.clear();
+    for (const TaskResult& result : task_results_) {
+        TaskEvalMetrics metrics;
+        metrics.step = step_;
+        metrics.task = result.task;
+        metrics.data = result.data;
+        metrics.examples = result.totals.examples;
+        metrics.acc = result.totals.acc();
+        metrics.acc_norm = result.totals.acc_norm();
+        metrics.chance = result.totals.chance();
+        metrics_->write(metrics);
+        log_info(format("step %lld: %s acc %.4f, acc_norm %.4f over %lld examples (%s)",
+                        static_cast<long long>(step_), result.task.c_str(), metrics.acc, metrics.acc_norm,
+                        static_cast<long long>(metrics.examples), result.data.c_str()));
+        task_fields_ += format(" | %s acc_norm %.4f", result.task.c_str(), metrics.acc_norm);
+    }
+}
+
 double Trainer::gradient_zero_fraction() {
     const TensorView all = model_->gradients();  // (n) f32
     double counts[2] = {0, 0};                   // zeros, elements
@@ -526,11 +562,13 @@ TrainResult Trainer::run() {
             progress->update(static_cast<double>(step_ - first_step),
                              format("step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s",
                                     static_cast<long long>(step_), static_cast<long long>(plan_.total_steps),
-                                    metrics.loss, metrics.learning_rate, metrics.tokens_per_second));
+                                    metrics.loss, metrics.learning_rate, metrics.tokens_per_second) +
+                                 task_fields_);
         }
         check_divergence(metrics);
         if (observer_) observer_(metrics);
         if (is_due(step_, options_.eval_interval) && step_ < plan_.total_steps) evaluate();
+        if (is_due(step_, options_.task_eval_interval) && step_ < plan_.total_steps) evaluate_tasks();
         if (is_due(step_, options_.checkpoint_interval)) {
             save_checkpoint();
             last_saved_step = step_;
@@ -540,14 +578,19 @@ TrainResult Trainer::run() {
         progress->finish(format("step %lld/%lld | loss %.4f", static_cast<long long>(step_),
                                 static_cast<long long>(plan_.total_steps), result_.last_loss));
     result_.stopped_by_signal = stopping;
-    if (result_.stopped_by_signal)
+    if (result_.stopped_by_signal) {
         log_info(signals.signal_number() != 0
                      ? format("signal %d: stopping after step %lld", signals.signal_number(),
                               static_cast<long long>(step_))
                      : format("another rank received a signal: stopping after step %lld",
                               static_cast<long long>(step_)));
-    else
+    } else {
         evaluate();
+        evaluate_tasks();
+        if (task_evals_ && is_root())
+            write_task_report((std::filesystem::path(options_.output_dir) / "eval.json").string(), step_,
+                              result_.last_val_loss, task_results_);
+    }
     if (last_saved_step != step_) save_checkpoint();
     result_.steps_done = step_;
     return result_;

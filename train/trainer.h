@@ -11,6 +11,7 @@
 // Run directory (options.output_dir, on rank 0's file system):
 //   metrics.jsonl                 train/metrics.h
 //   checkpoints/step_<8 digits>.h5  model/checkpoint.h; the newest keep_checkpoints are kept
+//   eval.json                     with --task-eval, after the last step (train/task_eval.h)
 #pragma once
 
 #include <cstdint>

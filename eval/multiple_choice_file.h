@@ -1,0 +1,39 @@
+// The lines of a multiple-choice task file (JSON Lines): plain, gzip or zstd, recognised by the
+// file's first bytes, not its name. Plain and gzip files go through tokenizer/input_stream.h;
+// zstd (concatenated frames too) through libzstd here. Data that ends inside a compressed
+// stream is an error, never a silently shorter file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mixgpt {
+
+class TaskFileLines {
+public:
+    explicit TaskFileLines(const std::string& path);  // throws Error "<path>: cannot open (<reason>)"
+    ~TaskFileLines();
+    TaskFileLines(const TaskFileLines&) = delete;
+    TaskFileLines& operator=(const TaskFileLines&) = delete;
+
+    // The next line without its "\n" (and "\r\n"); false at the end. Throws Error on a read error
+    // or corrupt or truncated compressed data.
+    bool next(std::string& line);
+    int64_t line_number() const { return line_number_; }  // of the last line returned, from 1
+    const std::string& path() const { return path_; }
+
+    class Source;  // a byte stream: plain or gzip, or zstd (multiple_choice_file.cpp)
+
+private:
+    bool refill();
+
+    std::string path_;
+    std::unique_ptr<Source> source_;
+    std::string buffer_;
+    size_t begin_ = 0;
+    bool at_end_ = false;
+    int64_t line_number_ = 0;
+};
+
+}  // namespace mixgpt

@@ -175,7 +175,9 @@ const std::string& Tokenizer::path() const { return model_->path; }
 
 void Tokenizer::encode_unit(std::string_view unit, std::vector<int32_t>& ids) const {
     std::vector<int> pieces;
-    const auto status = model_->processor.Encode(unit, &pieces);
+    // Braces: SentencePiece 0.1.95 (Debian 11) takes its own string_view, which has no
+    // conversion from std::string_view; later versions take std::string_view.
+    const auto status = model_->processor.Encode({unit.data(), unit.size()}, &pieces);
     MIXGPT_REQUIRE(status.ok(), model_->path + ": SentencePiece encoding failed (" + status.ToString() + ")");
     ids.insert(ids.end(), pieces.begin(), pieces.end());
 }

@@ -40,7 +40,9 @@ OPENBLAS_LIB := /usr/lib/x86_64-linux-gnu/openblas-openmp
 OPENBLAS_INCLUDE := /usr/include/x86_64-linux-gnu/openblas-openmp
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null || echo -I/usr/include/hdf5/serial)
 HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5)
-MPI_CFLAGS := $(shell mpicxx --showme:compile 2>/dev/null)
+# Only its include folders: OpenMPI 4.1.0 (Debian 11) adds -pthread, which nvcc refuses and which
+# -fopenmp implies for g++.
+MPI_CFLAGS := $(filter -I%,$(shell mpicxx --showme:compile 2>/dev/null))
 MPI_LIBS := $(shell mpicxx --showme:link 2>/dev/null)
 
 # CLI11 and toml++ (header-only) from Debian 12's packages, where scripts/setup.sh unpacked them

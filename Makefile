@@ -65,8 +65,9 @@ SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized
 # Neither changes a result: no reassociation, no finite-math assumption.
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(and $(filter 1,$(WITH_CUDA)),$(CUDA_INCLUDE)),-isystem $(CUDA_INCLUDE),) -MMD -MP
+# -ldl: before glibc 2.34 (Debian 11 has 2.31) dlopen and dlsym live in libdl, not libc.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread -ldl
 # Extra link flags of the CUDA builds (check-cuda12 sets them).
 CUDA_LINK_FLAGS ?=
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.

@@ -121,13 +121,14 @@ stage test "cd /src/mixgpt && make test"
 stage demo "cd /src/mixgpt && make demo"
 stage bundle "cd /src/mixgpt && make bundle"
 # The bundle as a GPU host without our packages would use it: unpacked elsewhere, env.sh sourced.
-# The corpus: the GNU licences every Debian has, one document per file.
+# The corpus: four licences every Debian has (base-files), one document per paragraph.
 stage bundle-run "set -e; rm -rf /tmp/bundle-test && mkdir -p /tmp/bundle-test && cd /tmp/bundle-test &&
   tar -xJf /src/mixgpt/build/bundle.tar.xz && source bundle/env.sh && cat bundle/VERSION &&
   bundle/bin/mixgpt info && mkdir corpus && cp /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/LGPL-2.1 \
     /usr/share/common-licenses/Apache-2.0 /usr/share/common-licenses/MPL-2.0 corpus/ &&
-  bundle/bin/mixgpt prepare --output data --vocab-size 512 --val-fraction 0.25 corpus &&
-  bundle/bin/mixgpt train --device cpu --dataset data/dataset.h5 --model d2 -b 4 -t 64 --steps 5 -o run"
+  bundle/bin/mixgpt prepare --output data --vocab-size 512 --doc-sep blank-line --val-fraction 0.1 corpus &&
+  bundle/bin/mixgpt train --device cpu --dataset data/dataset.h5 --model d2 -b 4 -t 64 --steps 5 -o run &&
+  echo \"training loss, steps 1 and 5: \$(grep -o '\"loss\":[0-9.]*' run/metrics.jsonl | sed -n '1p;\$p' | cut -d: -f2 | tr '\n' ' ')\""
 if [[ -n "$host_bundle" ]]; then
   # Expected to fail (exit 1) with one line naming the glibc it needs, before any binary starts.
   stage host-bundle "set -e; rm -rf /tmp/host-bundle && mkdir -p /tmp/host-bundle && cd /tmp/host-bundle &&
@@ -179,8 +180,9 @@ mkdir -p "$(dirname "$report")"
   echo
   echo "## the bundle built here, run from its unpacked tar.xz (info, prepare, 5 CPU training steps)"
   echo '```'
-  grep -vE '^\s*$' "$logs/bundle-run.log" | grep -vE '^(step|  )' | head -n 40 || true
-  grep -E '^step' "$logs/bundle-run.log" | tail -n 2 || true
+  head -n 30 "$logs/bundle-run.log"
+  echo "..."
+  tail -n 4 "$logs/bundle-run.log"
   echo '```'
   if [[ -n "$host_bundle" ]]; then
     echo

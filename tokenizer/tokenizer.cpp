@@ -11,6 +11,12 @@
 #include "core/sha256.h"
 #include "tokenizer/encoder.h"
 
+// Exported by libsentencepiece in every version Debian ships (0.1.95, 0.1.97, 0.2.0), though
+// declared only in its internal common.h (0.2.0 adds a public sentencepiece::SetMinLogLevel).
+namespace sentencepiece::logging {
+void SetMinLogLevel(int level);
+}
+
 namespace mixgpt {
 
 struct Tokenizer::Model {
@@ -134,6 +140,9 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
     auto model = std::make_shared<Model>();
     model->path = model_path;
     const std::string bytes = read_model_file(model_path);
+    // SentencePiece 0.1.95 (Debian 11) logs "precompiled_charsmap is empty" at INFO on stderr each
+    // time it loads a model with identity normalization, as ours are; 1: warnings and errors only.
+    sentencepiece::logging::SetMinLogLevel(1);
     const auto status = model->processor.LoadFromSerializedProto(bytes);
     MIXGPT_REQUIRE(status.ok(), model_path + ": not a SentencePiece model (" + status.ToString() + ")");
     model->sha256 = sha256_hex(bytes.data(), bytes.size());

@@ -13,8 +13,8 @@
 #
 # usage: scripts/check_portability.sh [--report FILE] [--root DIR] [--fresh]
 #   --report  default bench/results/<date>-debian11-portability.md
-#   --root    the Debian 11 root, default .chroot/bullseye (kept, with its build/, for the next run)
-#   --fresh   remove the root's copy of the tree and its build first (a build from clean)
+#   --root    the Debian 11 root, default .chroot/bullseye (kept, with its packages and build/, for the next run)
+#   --fresh   a new root: debootstrap again, packages installed by setup.sh, a build from clean
 # Needs root (debootstrap, chroot, mounts) and debootstrap (apt-get install debootstrap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,10 @@ root="$(realpath -m "$root")"
 mirror=http://deb.debian.org/debian
 logs="$root/logs"
 
+if ((fresh)) && [[ -d "$root" ]]; then
+  if grep -q " $root/" /proc/mounts; then echo "check_portability: $root has mounts left; unmount them first" >&2; exit 1; fi
+  rm -rf "$root"
+fi
 if [[ ! -f "$root/.bootstrapped" ]]; then
   echo "check_portability: debootstrap bullseye into $root"
   rm -rf "$root"
@@ -85,7 +89,6 @@ if [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 
 src="$root/src/mixgpt"
-if ((fresh)); then rm -rf "$src"; fi
 mkdir -p "$src" "$logs"
 # The working tree without build outputs: tracked files that still exist, and untracked ones git does not ignore.
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
@@ -167,7 +170,7 @@ mkdir -p "$(dirname "$report")"
   grep '^setup:' "$logs/setup.log" || true
   echo '```'
   echo
-  echo "## make test (a clean build: $( ((fresh)) && echo yes || echo "no, the root's build/ was reused"))"
+  echo "## make test ($( ((fresh)) && echo "a new root and a clean build" || echo "the root's packages and build/ reused from an earlier run"))"
   echo '```'
   summary_of test
   echo "compiler warnings: $(grep -c 'warning:' "$logs/test.log" || true)"

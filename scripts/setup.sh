@@ -59,7 +59,7 @@ if ((${#fuzz_clang[@]} == 0)); then
     if all_offered "${choice_packages[@]}"; then fuzz_clang=("${choice_packages[@]}"); break; fi
   done
   if ((${#fuzz_clang[@]} == 0)); then
-    echo "setup: none of ${fuzz_clang_choices[*]/%/,} is offered by apt: make fuzz (and make test) need one" >&2
+    echo "setup: apt offers none of these for make fuzz (which make test runs): $(IFS=';'; echo "${fuzz_clang_choices[*]}")" >&2
     exit 1
   fi
 fi

@@ -66,7 +66,11 @@ fi
 
 # What the binaries were built from, for the report of a run on another host.
 {
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes')"
+  if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+    echo "commit: $commit$(git diff --quiet HEAD || echo ' with uncommitted changes')"
+  else
+    echo "commit: unknown (not built in a git checkout)"
+  fi
   echo "built: $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname), $distribution"
   echo "build config: $(cat "$build/config.stamp" 2>/dev/null || echo unknown)"
   echo "CUDA toolkit: ${toolkit:-none (CPU only)}${driver_needed:+; needs NVIDIA driver $driver_needed or newer}"

@@ -161,9 +161,14 @@ mkdir -p "$(dirname "$report")"
   echo
   echo "| stage | result | seconds |"
   echo "| --- | --- | --- |"
-  for name in setup test demo bundle bundle-run ${host_bundle:+host-bundle}; do
+  for name in setup test demo bundle bundle-run; do
     echo "| $name | $(result "$name") | ${stage_seconds[$name]:-} |"
   done
+  if [[ -n "$host_bundle" ]]; then
+    [[ "${stage_status[host-bundle]}" == 0 ]] && refusal="FAILED: it started instead of refusing" ||
+      refusal="refused, as it must (exit ${stage_status[host-bundle]})"
+    echo "| host-bundle | $refusal | ${stage_seconds[host-bundle]} |"
+  fi
   echo
   echo "## scripts/setup.sh"
   echo '```'

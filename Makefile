@@ -18,7 +18,21 @@ QUIET := $(if $(filter 1,$(V)),,@)
 
 NVCC_ON_PATH := $(shell command -v nvcc 2>/dev/null)
 CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/bin/nvcc),/usr/local/cuda,$(if $(NVCC_ON_PATH),$(patsubst %/bin/nvcc,%,$(NVCC_ON_PATH)),))
-NVCC := $(CUDA_HOME)/bin/nvcc
+# A toolkit in NVIDIA's layout (CUDA_HOME/bin/nvcc, include/, lib64/) or in Debian's, unpacked
+# into a prefix by scripts/fetch_cuda12.sh (CUDA_HOME/usr/lib/nvidia-cuda-toolkit/bin/nvcc,
+# usr/include/, usr/lib/x86_64-linux-gnu/). Debian's package installed system-wide is found
+# as CUDA_HOME=/usr through its /usr/bin/nvcc, and its headers and libraries need no flags there.
+DEBIAN_CUDA_BIN := $(CUDA_HOME)/usr/lib/nvidia-cuda-toolkit/bin
+ifneq ($(wildcard $(DEBIAN_CUDA_BIN)/nvcc),)
+  CUDA_BIN := $(DEBIAN_CUDA_BIN)
+  CUDA_INCLUDE := $(CUDA_HOME)/usr/include
+  CUDA_LIB := $(CUDA_HOME)/usr/lib/x86_64-linux-gnu
+else
+  CUDA_BIN := $(CUDA_HOME)/bin
+  CUDA_INCLUDE := $(filter-out /usr/include,$(CUDA_HOME)/include)
+  CUDA_LIB := $(CUDA_HOME)/lib64
+endif
+NVCC := $(CUDA_BIN)/nvcc
 WITH_CUDA := $(if $(and $(CUDA_HOME),$(wildcard $(NVCC))),1,0)
 
 # ---- external libraries (Debian packages installed by scripts/setup.sh) ----
@@ -26,10 +40,16 @@ OPENBLAS_LIB := /usr/lib/x86_64-linux-gnu/openblas-openmp
 OPENBLAS_INCLUDE := /usr/include/x86_64-linux-gnu/openblas-openmp
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null || echo -I/usr/include/hdf5/serial)
 HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5)
-MPI_CFLAGS := $(shell mpicxx --showme:compile 2>/dev/null)
+# Only its include folders: OpenMPI 4.1.0 (Debian 11) adds -pthread, which nvcc refuses and which
+# -fopenmp implies for g++.
+MPI_CFLAGS := $(filter -I%,$(shell mpicxx --showme:compile 2>/dev/null))
 MPI_LIBS := $(shell mpicxx --showme:link 2>/dev/null)
 
-EXTERNAL_INCLUDES := $(patsubst -I%,-isystem %,$(HDF5_CFLAGS) $(MPI_CFLAGS)) -isystem $(OPENBLAS_INCLUDE)
+# CLI11 and toml++ (header-only) from Debian 12's packages, where scripts/setup.sh unpacked them
+# because the distribution has none (Debian 11).
+HEADER_FALLBACK := .deps/debian12/usr/include
+EXTERNAL_INCLUDES := $(patsubst -I%,-isystem %,$(HDF5_CFLAGS) $(MPI_CFLAGS)) -isystem $(OPENBLAS_INCLUDE) \
+                     $(if $(wildcard $(HEADER_FALLBACK)),-isystem $(HEADER_FALLBACK),)
 OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -g1)
 # nvcc knows -g but not -g1: device code gets -lineinfo below, host code -g1 through -Xcompiler.
 NVCC_OPT_FLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g -DMIXGPT_DEBUG_SYNC,-O3 -Xcompiler -g1)
@@ -44,11 +64,12 @@ SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized
 # (exp_vectorizable's range checks) may not be if-converted, so GELU and softmax loops stay scalar.
 # Neither changes a result: no reassociation, no finite-math assumption.
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
-            $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
+            $(if $(and $(filter 1,$(WITH_CUDA)),$(CUDA_INCLUDE)),-isystem $(CUDA_INCLUDE),) -MMD -MP
 # OpenBLAS is not linked: kernels/cpu/openblas_library.cpp loads it (dlopen, found through this
 # run path) when the first CPU backend is made, after checking the address-space limit.
+# -ldl: before glibc 2.34 (Debian 11 has 2.31) dlopen and dlsym live in libdl, not libc.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd $(MPI_LIBS) -ldl -lpthread
+          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd $(MPI_LIBS) -lpthread -ldl
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 
@@ -56,13 +77,15 @@ NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),cod
 NVCCFLAGS := -std=c++17 $(NVCC_OPT_FLAGS) -lineinfo -Xptxas=--warn-on-spills $(NVCC_ARCH_FLAGS) -I. \
              $(EXTERNAL_INCLUDES) $(DEFINES) --expt-relaxed-constexpr -Werror all-warnings \
              -Xcompiler -fopenmp,-Wall,-Wextra,-Werror -MMD -MP
+# The toolkit's major version (12, 13), for the flags that differ between them.
+NVCC_MAJOR := $(if $(filter 1,$(WITH_CUDA)),$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p'),)
 # PTX of the kernels for the last architecture of GPU_ARCHS, read by scripts/check_kernel_instructions.sh.
 PTX_ARCH := $(lastword $(GPU_ARCHS))
 PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
                  --expt-relaxed-constexpr -Werror all-warnings -MMD -MP
 # Neither cuBLASLt nor NCCL is linked: kernels/cuda/{cublaslt,nccl}_library.cpp load them on first
 # use (dlopen), so every binary starts on a host without them.
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt
+CUDA_LDLIBS := -L$(CUDA_LIB) -lcudart_static -ldl -lrt
 
 # ---- sources ----
 LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
@@ -123,7 +146,8 @@ FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/token_store.cpp c
                                core/log.cpp
 FUZZ_SOURCES_safetensors_header := interop/safetensors_header.cpp core/error.cpp
 FUZZ_TARGETS := $(sort $(patsubst FUZZ_SOURCES_%,%,$(filter FUZZ_SOURCES_%,$(.VARIABLES))))
-FUZZ_CXX ?= clang++-14
+# The clang scripts/setup.sh installed: clang-14 (Debian 12) or clang-13 (Debian 11).
+FUZZ_CXX ?= $(firstword $(foreach version,14 13,$(shell command -v clang++-$(version) 2>/dev/null)) clang++-14)
 # Seconds each target runs in `make fuzz` (make test: TEST_FUZZ_SECONDS each).
 FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 4
@@ -134,7 +158,7 @@ FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sani
 FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lpthread
 
 .PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
-        fuzz-build test-sanitize
+        fuzz-build test-sanitize check-cuda12 bundle-cuda12
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/mixgpt $(BUILD)/mixgpt_tests $(if $(MPI_TEST_SRCS),$(BUILD)/mixgpt_mpi_tests) $(if $(BENCH_SRCS),$(BUILD)/mixgpt_benchmarks) \
@@ -155,10 +179,11 @@ help:
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
-	@echo "make bundle     self-contained folder build/bundle to run on a GPU host"
+	@echo "make bundle     self-contained folder build/bundle to run on a GPU host (bundle-cuda12: the CUDA 12.4 build's)"
 	@echo "make fixtures   regenerate the PyTorch reference fixtures and compare (needs python3-torch)"
 	@echo "make sass       dump SASS of the CUDA kernels and count tensor-core instructions"
 	@echo "make fuzz       build the libFuzzer targets (fuzz/) and run each FUZZ_SECONDS=$(FUZZ_SECONDS) s on its corpus"
+	@echo "make check-cuda12  build everything CUDA with CUDA 12.4 (Debian 13's, unpacked into $(CUDA12_PREFIX)); run the simulated GPU tests"
 	@echo "make test-sanitize  the whole suite built with ASan+UBSan in build/asan (slow: not part of make test)"
 	@echo "make format     clang-format every source file"
 	@echo "make clean      remove build/"
@@ -195,6 +220,12 @@ $(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "NVCC $<"
 	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# CUDA 12's CUB (2.3) spills 32 bytes of registers in its sm_90 radix-sort downsweep kernel, which
+# we cannot change: kernels/cuda/token_sort.cu holds only that sort and is built without the spill
+# warning under CUDA 12; every kernel of ours keeps it, and CUDA 13's CUB does not spill there.
+$(call object_of,kernels/cuda/token_sort.cu): NVCCFLAGS := $(if $(filter 12,$(NVCC_MAJOR)),$(filter-out \
+  -Xptxas=--warn-on-spills,$(NVCCFLAGS)),$(NVCCFLAGS))
 
 $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -282,6 +313,24 @@ test: setup
 test-sanitize:
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) --no-print-directory SANITIZE=address,undefined BUILD=build/asan test
 
+# Everything CUDA (library, tests, kernel lab, PTX and its instruction check, the simulator's
+# tests) built with CUDA 12.4, Debian 13's nvidia-cuda-toolkit unpacked into CUDA12_PREFIX by
+# scripts/fetch_cuda12.sh, in its own BUILD folder; then the simulated GPU tests, which compile
+# the kernels against 12.4's headers, run. Heavy (a second full build): not part of make test.
+# A ccache in front of NVCC is kept. NCCL is not linked (loaded on first use), so Debian 13's
+# libnccl.so, which needs glibc 2.38, is only its headers' source here.
+CUDA12_PREFIX ?= build/cuda12
+CUDA12_BUILD ?= build/cuda12-build
+CUDA12_MAKE = $(SUBMAKE) CUDA_HOME=$(abspath $(CUDA12_PREFIX)) BUILD=$(CUDA12_BUILD) \
+  NVCC="$(filter ccache,$(firstword $(NVCC))) $(abspath $(CUDA12_PREFIX))/usr/lib/nvidia-cuda-toolkit/bin/nvcc"
+check-cuda12:
+	@scripts/fetch_cuda12.sh $(CUDA12_PREFIX)
+	@start=$$(date +%s); $(CUDA12_MAKE) all sim ptx && \
+	  echo "check-cuda12: built with $$($(CUDA12_PREFIX)/usr/lib/nvidia-cuda-toolkit/bin/nvcc --version | tail -n 1) in $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); MIXGPT_REQUIRE_GPU=1 MIXGPT_TEST_SEED=1 $(CUDA12_BUILD)/mixgpt_sim_tests --gtest_brief=1 \
+	  --gtest_color=no --gtest_filter='Gpu*:Sim*' && \
+	  echo "check-cuda12: simulated GPU tests (CUDA 12.4 headers) passed in $$(( $$(date +%s) - start )) s"
+
 fuzz-build: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 
 # Each target runs on a scratch copy of its corpus (new inputs go there, not into fuzz/corpus/);
@@ -309,7 +358,13 @@ bench: all
 	@scripts/bench.sh $(BUILD)
 
 bundle: all
-	@scripts/bundle.sh $(BUILD)
+	@scripts/bundle.sh $(BUILD) $(if $(filter 1,$(WITH_CUDA)),$(lastword $(NVCC)))
+
+# The bundle of the CUDA 12.4 build (check-cuda12's), for drivers older than CUDA 13's R580:
+# $(CUDA12_BUILD)/bundle.tar.xz.
+bundle-cuda12:
+	@scripts/fetch_cuda12.sh $(CUDA12_PREFIX)
+	@$(CUDA12_MAKE) bundle
 
 fixtures: all
 	@scripts/make_fixtures.sh $(BUILD)

@@ -2,14 +2,17 @@
 // all 65,536 bit patterns of each 16-bit type, in both directions.
 //
 // References are independent of the code under test:
-// - fp16: GCC's _Float16, whose conversions come from the compiler/libgcc (IEEE
-//   round to nearest even).
-// - bf16: each value is rebuilt from its sign, exponent and mantissa fields in
-//   double arithmetic; rounding is checked at every value, at every midpoint
-//   between neighbours (which must go to the even pattern) and one float ulp on
-//   each side of every midpoint.
+// - fp16: each value is rebuilt from its sign, exponent and mantissa fields in
+//   double arithmetic, and a float is rounded by counting quanta of its binade in
+//   double (std::nearbyint: IEEE round to nearest even). Where the compiler has
+//   _Float16 (GCC 12 and newer on x86-64), whose conversions come from the
+//   compiler/libgcc, that reference is itself checked against it; GCC 10 has none.
+// - bf16: each value is rebuilt from its fields in double arithmetic; rounding is
+//   checked at every value, at every midpoint between neighbours (which must go to
+//   the even pattern) and one float ulp on each side of every midpoint.
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,20 +24,34 @@
 namespace mixgpt {
 namespace {
 
-float fp16_reference_to_float(uint16_t bits) {
-    _Float16 half;
-    std::memcpy(&half, &bits, sizeof half);
-    return static_cast<float>(half);
-}
-
-uint16_t fp16_reference_from_float(float value) {
-    const _Float16 half = static_cast<_Float16>(value);
-    uint16_t bits;
-    std::memcpy(&bits, &half, sizeof bits);
-    return bits;
-}
-
 bool is_fp16_nan(uint16_t bits) { return (bits & 0x7c00u) == 0x7c00u && (bits & 0x03ffu) != 0; }
+
+// Not for NaN patterns.
+float fp16_reference_to_float(uint16_t bits) {
+    const int sign = (bits >> 15) ? -1 : 1;
+    const int exponent = (bits >> 10) & 0x1f;
+    const int mantissa = bits & 0x3ff;
+    if (exponent == 0x1f) return sign * INFINITY;
+    if (exponent == 0) return static_cast<float>(sign * std::ldexp(mantissa / 1024.0, -14));
+    return static_cast<float>(sign * std::ldexp(1.0 + mantissa / 1024.0, exponent - 15));
+}
+
+// Not for NaN. The nearest half, ties to the even pattern: |value| counted in quanta of its
+// binade (2^-24 below 2^-14, the subnormals), rounded to an integer count; within a binade the
+// pattern's last bit is the count's. From 65520 on (the midpoint past the largest half), infinity.
+uint16_t fp16_reference_from_float(float value) {
+    const uint16_t sign = std::signbit(value) ? 0x8000u : 0u;
+    const double magnitude = std::fabs(static_cast<double>(value));
+    if (magnitude >= 65520.0) return sign | 0x7c00u;
+    int binade = 0;
+    std::frexp(magnitude, &binade);  // magnitude in [2^(binade-1), 2^binade), for magnitude > 0
+    const int quantum_exponent = magnitude < std::ldexp(1.0, -14) ? -24 : binade - 1 - 10;
+    EXPECT_EQ(std::fegetround(), FE_TONEAREST);
+    const auto quanta = static_cast<uint32_t>(std::nearbyint(std::ldexp(magnitude, -quantum_exponent)));
+    if (quantum_exponent == -24) return static_cast<uint16_t>(sign | quanta);  // subnormal, or 2^-14 itself
+    // quanta in [1024, 2048]; 2048 is the next binade's first pattern, which the sum gives too.
+    return static_cast<uint16_t>(sign | (((quantum_exponent + 10 + 15) << 10) + (quanta - 1024)));
+}
 bool is_bf16_nan(uint16_t bits) { return (bits & 0x7f80u) == 0x7f80u && (bits & 0x007fu) != 0; }
 
 double bf16_value_from_fields(uint16_t bits) {
@@ -89,6 +106,36 @@ TEST(DType, FloatToFp16RoundsLikeReferenceAroundEveryPattern) {
         }
     }
     EXPECT_GT(checked, 3 * 60000);
+}
+
+// The fp16 reference above against the compiler's _Float16, where there is one: on every
+// pattern, and rounding at every midpoint between neighbours and one float ulp either side.
+TEST(DType, Fp16ReferenceAgreesWithCompilerFloat16) {
+#ifdef __FLT16_MAX__
+    const auto compiler_from_float = [](float value) {
+        const _Float16 half = static_cast<_Float16>(value);
+        uint16_t bits;
+        std::memcpy(&bits, &half, sizeof bits);
+        return bits;
+    };
+    for (uint32_t pattern = 0; pattern < 65536; ++pattern) {
+        const auto bits = static_cast<uint16_t>(pattern);
+        if (is_fp16_nan(bits)) continue;
+        _Float16 half;
+        std::memcpy(&half, &bits, sizeof half);
+        const float value = fp16_reference_to_float(bits);
+        const float want = static_cast<float>(half);
+        ASSERT_EQ(std::memcmp(&value, &want, sizeof value), 0) << "pattern " << pattern;
+        const float neighbour = (bits & 0x7fffu) >= 0x7bffu ? std::copysign(65536.0f, value)
+                                                             : fp16_reference_to_float(static_cast<uint16_t>(bits + 1));
+        const float midpoint = static_cast<float>((static_cast<double>(value) + neighbour) / 2);
+        for (float probe : {value, midpoint, std::nextafter(midpoint, value), std::nextafter(midpoint, neighbour)})
+            ASSERT_EQ(fp16_reference_from_float(probe), compiler_from_float(probe))
+                << "pattern " << pattern << " probe " << probe;
+    }
+#else
+    GTEST_SKIP() << "this compiler has no _Float16 (GCC 10): the fp16 reference is checked where one has";
+#endif
 }
 
 TEST(DType, Fp16HandlesSpecialValues) {

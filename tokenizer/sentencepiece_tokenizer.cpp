@@ -8,6 +8,12 @@
 #include "core/sha256.h"
 #include "tokenizer/encoder.h"
 
+// Exported by libsentencepiece in every version Debian ships (0.1.95, 0.1.97, 0.2.0), though
+// declared only in its internal common.h (0.2.0 adds a public sentencepiece::SetMinLogLevel).
+namespace sentencepiece::logging {
+void SetMinLogLevel(int level);
+}
+
 namespace mixgpt {
 namespace {
 
@@ -67,6 +73,9 @@ std::shared_ptr<const SentencePieceTokenizer> SentencePieceTokenizer::load(const
     std::shared_ptr<SentencePieceTokenizer> model(new SentencePieceTokenizer());
     model->files_ = {model_path};
     const std::string bytes = read_model_file(model_path);
+    // SentencePiece 0.1.95 (Debian 11) logs "precompiled_charsmap is empty" at INFO on stderr each
+    // time it loads a model with identity normalization, as ours are; 1: warnings and errors only.
+    sentencepiece::logging::SetMinLogLevel(1);
     const auto status = model->processor_.LoadFromSerializedProto(bytes);
     MIXGPT_REQUIRE(status.ok(), model_path + ": not a SentencePiece model (" + status.ToString() + ")");
     model->sha256_ = sha256_hex(bytes.data(), bytes.size());
@@ -132,7 +141,9 @@ std::unique_ptr<TextEncoder> SentencePieceTokenizer::make_encoder() const {
 
 void SentencePieceTokenizer::encode_unit(std::string_view unit, std::vector<int32_t>& ids) const {
     std::vector<int> pieces;
-    const auto status = processor_.Encode(unit, &pieces);
+    // Braces: SentencePiece 0.1.95 (Debian 11) takes its own string_view, which has no
+    // conversion from std::string_view; later versions take std::string_view.
+    const auto status = processor_.Encode({unit.data(), unit.size()}, &pieces);
     MIXGPT_REQUIRE(status.ok(),
                    files_.front() + ": SentencePiece encoding failed (" + status.ToString() + ")");
     ids.insert(ids.end(), pieces.begin(), pieces.end());

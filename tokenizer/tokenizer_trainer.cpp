@@ -88,7 +88,7 @@ std::string train_tokenizer(const TrainingSample& sample, const TokenizerTrainin
     const int threads = options.threads > 0
                             ? options.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const std::unordered_map<std::string, std::string> arguments = {
+    std::unordered_map<std::string, std::string> arguments = {
         {"model_type", options.model_type == TokenizerModelType::bpe ? "bpe" : "unigram"},
         {"vocab_size", std::to_string(options.vocab_size)},
         {"byte_fallback", "true"},
@@ -110,7 +110,17 @@ std::string train_tokenizer(const TrainingSample& sample, const TokenizerTrainin
     };
     SentenceIterator sentences(sample.sentences());
     std::string serialized;
-    const auto status = sentencepiece::SentencePieceTrainer::Train(arguments, &sentences, &serialized);
+    auto status = sentencepiece::SentencePieceTrainer::Train(arguments, &sentences, &serialized);
+    // SentencePiece before 0.1.96 (Debian 11 has 0.1.95) has no allow_whitespace_only_pieces and
+    // rejects it before reading any sentence; asked again without it, it learns no piece made of
+    // spaces alone (a run of spaces takes more tokens; encoding stays lossless).
+    const std::string whitespace_option = "allow_whitespace_only_pieces";
+    if (!status.ok() && std::string(status.error_message()).find("\"" + whitespace_option + "\"") != std::string::npos) {
+        log_info("this SentencePiece (before 0.1.96) cannot learn whitespace-only pieces: training without them");
+        arguments.erase(whitespace_option);
+        SentenceIterator sentences_again(sample.sentences());
+        status = sentencepiece::SentencePieceTrainer::Train(arguments, &sentences_again, &serialized);
+    }
     if (!status.ok()) throw Error(explain_training_error(status.error_message(), options.vocab_size));
     return serialized;
 }

@@ -220,7 +220,7 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
              {"tokens_per_second", r.tokens_per_second},
              {"ms_per_step", r.ms_per_step},
              {"achieved_tflops", r.achieved_tflops},
-             {"peak_tflops", r.peak_tflops > 0 ? nlohmann::ordered_json(r.peak_tflops) : nullptr},
+             {"peak_tflops", r.peak_tflops > 0 ? nlohmann::ordered_json(r.peak_tflops) : nlohmann::ordered_json(nullptr)},
              {"mfu", std::isnan(r.mfu) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.mfu)},
              {"peak_memory_bytes", r.peak_memory_bytes},
              {"last_loss", r.last_loss}});

@@ -2,18 +2,13 @@
 //
 // The backward is deterministic without float atomics: dwpe is a per-column sum
 // over the batch in batch order; for dwte the (token, position) pairs are sorted
-// by token with CUB's stable radix sort, and one block per run of equal tokens
-// adds that run's rows in position order.
-#ifdef MIXGPT_CUDA_SIM
-#include "kernels/cuda_sim/radix_sort.h"
-#else
-#include <cub/device/device_radix_sort.cuh>
-#endif
-
+// by token with CUB's stable radix sort (token_sort.h), and one block per run of
+// equal tokens adds that run's rows in position order.
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/op_checks.h"
+#include "kernels/cuda/token_sort.h"
 
 namespace mixgpt::cuda {
 namespace {
@@ -101,12 +96,9 @@ struct SortBuffers {
 
 size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-SortBuffers sort_buffers(ScratchSpace& scratch, int64_t rows, cudaStream_t stream) {
+SortBuffers sort_buffers(ScratchSpace& scratch, int64_t rows) {
     SortBuffers buffers;
-    const int count = static_cast<int>(rows);
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-        nullptr, buffers.cub_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-        static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), count, 0, 32, stream));
+    buffers.cub_bytes = token_sort_temporary_bytes(static_cast<int>(rows));
     const size_t array_bytes = round_up_256(static_cast<size_t>(rows) * sizeof(int32_t));
     auto* base = static_cast<char*>(
         scratch.get(ScratchSlot::embedding_sort, 3 * array_bytes + round_up_256(buffers.cub_bytes)));
@@ -124,11 +116,8 @@ void launch_embedding_backward(cudaStream_t stream, const SortBuffers& sort, flo
     launch_kernel(position_gradient_kernel<T>, blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0,
                   stream, dwpe, dout, B, seq_len, C);
     launch_kernel(iota_kernel, blocks_for(rows, kThreads), kThreads, 0, stream, sort.positions, rows);
-    size_t cub_bytes = sort.cub_bytes;
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort.cub_storage, cub_bytes, tokens, sort.sorted_tokens,
-                                               sort.positions, sort.sorted_positions, static_cast<int>(rows),
-                                               0, 32, stream));
-    check_launch(stream);
+    sort_tokens_with_positions(sort.cub_storage, sort.cub_bytes, tokens, sort.sorted_tokens, sort.positions,
+                               sort.sorted_positions, static_cast<int>(rows), stream);
     launch_kernel(token_gradient_kernel<T>, static_cast<unsigned>(rows), kThreads, 0, stream, dwte, dout,
                   sort.sorted_tokens, sort.sorted_positions, rows, C, vocab);
 }
@@ -169,7 +158,7 @@ void CudaBackend::embedding_backward(TensorView dwte, TensorView dwpe, TensorVie
                    format("cuda embedding_backward: T = %lld exceeds dwpe's %lld positions",
                           static_cast<long long>(seq_len), static_cast<long long>(dwpe.dim(0))));
     if (B * seq_len == 0) return;
-    const SortBuffers sort = sort_buffers(*scratch_, B * seq_len, stream_);
+    const SortBuffers sort = sort_buffers(*scratch_, B * seq_len);
     dispatch_dtype(dout.dtype, [&](auto tag) {
         using T = decltype(tag);
         launch_embedding_backward<T>(stream_, sort, dwte.as<float>(), dwpe.as<float>(), dout.as<const T>(),

@@ -46,7 +46,7 @@ SANITIZE_CXXFLAGS := $(if $(SANITIZE),$(SANITIZE_FLAGS) -Wno-maybe-uninitialized
 CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZE_CXXFLAGS) -fopenmp -Wall -Wextra -Werror -I. $(EXTERNAL_INCLUDES) $(DEFINES) \
             $(if $(filter 1,$(WITH_CUDA)),-isystem $(CUDA_HOME)/include,) -MMD -MP
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz $(MPI_LIBS) -lpthread
+          -L$(OPENBLAS_LIB) -Wl,-rpath,$(OPENBLAS_LIB) -lopenblas -lcrypto -lz -lzstd -llzma $(MPI_LIBS) -lpthread
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 
@@ -113,6 +113,7 @@ SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS))
 # the library is not compiled with clang).
 FUZZ_SOURCES_toml_config := cli/toml_config.cpp
 FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.cpp tokenizer/input_stream.cpp \
+                               tokenizer/byte_source.cpp tokenizer/decompressor.cpp tokenizer/input_sniff.cpp \
                                tokenizer/segment_builder.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
                                core/error.cpp core/log.cpp
 FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
@@ -128,7 +129,7 @@ TEST_FUZZ_SECONDS ?= 4
 # characters outside strings (fuzz/README.md, "Findings"); our sources use no unreachable marker.
 FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
-FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lpthread
+FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lzstd -llzma -lpthread
 
 .PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
         fuzz-build test-sanitize

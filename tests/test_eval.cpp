@@ -120,7 +120,7 @@ TEST_F(EvalRunTest, SlidingWindowsAgreeWithOneForwardPassPerWindow) {
     loaded.instantiate(single_thread(), 4, 16);
     const DatasetInfo info = read_dataset_info(tiny_dataset().dataset_path);
     std::vector<int32_t> tokens(200);
-    h5::File::open_read(info.path).read_range("/val/tokens", h5::Type::i32, tokens.data(), 0, 200);
+    h5::File::open_read(info.shards.front().path).read_range("/val/tokens", h5::Type::i32, tokens.data(), 0, 200);
 
     for (int stride : {16, 5}) {
         const LossTotals batched = evaluate_tokens(*loaded.model, tokens, stride);

@@ -1,5 +1,7 @@
 #include "tests/test_tokenizer_support.h"
 
+#include "tokenizer/dataset.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -103,18 +105,27 @@ void write_gzip(const std::string& path, const std::string& content) {
 }
 
 std::vector<int32_t> read_tokens(const std::string& dataset, const std::string& split) {
-    const h5::File file = h5::File::open_read(dataset);
-    const std::string name = "/" + split + "/tokens";
-    std::vector<int32_t> tokens(static_cast<size_t>(file.shape(name).at(0)));
-    file.read(name, h5::Type::i32, tokens.data(), static_cast<int64_t>(tokens.size()));
+    std::vector<int32_t> tokens;
+    for (const ShardInfo& shard : read_dataset_info(dataset).shards) {
+        const h5::File file = h5::File::open_read(shard.path);
+        const std::string name = "/" + split + "/tokens";
+        const size_t before = tokens.size();
+        tokens.resize(before + static_cast<size_t>(file.shape(name).at(0)));
+        file.read(name, h5::Type::i32, tokens.data() + before, static_cast<int64_t>(tokens.size() - before));
+    }
     return tokens;
 }
 
 std::vector<int64_t> read_offsets(const std::string& dataset, const std::string& split) {
-    const h5::File file = h5::File::open_read(dataset);
-    const std::string name = "/" + split + "/doc_offsets";
-    std::vector<int64_t> offsets(static_cast<size_t>(file.shape(name).at(0)));
-    file.read(name, h5::Type::i64, offsets.data(), static_cast<int64_t>(offsets.size()));
+    std::vector<int64_t> offsets = {0};
+    for (const ShardInfo& shard : read_dataset_info(dataset).shards) {
+        const h5::File file = h5::File::open_read(shard.path);
+        const std::string name = "/" + split + "/doc_offsets";
+        std::vector<int64_t> part(static_cast<size_t>(file.shape(name).at(0)));
+        file.read(name, h5::Type::i64, part.data(), static_cast<int64_t>(part.size()));
+        const int64_t base = offsets.back();
+        for (size_t d = 1; d < part.size(); ++d) offsets.push_back(base + part[d]);
+    }
     return offsets;
 }
 

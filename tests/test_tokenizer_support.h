@@ -27,7 +27,8 @@ std::string read_file(const std::string& path);
 // Writes `content` gzip-compressed.
 void write_gzip(const std::string& path, const std::string& content);
 
-// Tokens of /<split>/tokens and /<split>/doc_offsets of a dataset, read with core/h5.
+// Tokens of /<split>/tokens and /<split>/doc_offsets of a dataset (a file, or a folder: its shards'
+// concatenated, offsets continuing), read with core/h5.
 std::vector<int32_t> read_tokens(const std::string& dataset, const std::string& split);
 std::vector<int64_t> read_offsets(const std::string& dataset, const std::string& split);
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tokenizer/dataset_index.h"
 
 namespace mixgpt {
 namespace {
@@ -47,7 +48,17 @@ const SplitInfo& DatasetInfo::split(const std::string& name) const {
 
 h5::Type token_storage_type(int vocab_size) { return vocab_size <= 65536 ? h5::Type::u16 : h5::Type::u32; }
 
+std::string TokenizerIdentity::describe() const {
+    std::string names;
+    for (const std::string& file : files) names += (names.empty() ? "" : "+") + file;
+    return kind + " " + names + " (sha256 " + sha256.substr(0, 12) + "...)";
+}
+
 DatasetInfo read_dataset_info(const std::string& dataset_path) {
+    if (std::filesystem::is_directory(dataset_path)) {
+        const std::string index = (std::filesystem::path(dataset_path) / kIndexFileName).string();
+        return dataset_info_of_index(dataset_path, read_index(index));
+    }
     const h5::File file = h5::File::open_read(dataset_path);
     require(file.has_attribute("/", "format") && file.attribute_string("/", "format") == kDatasetFormat,
             dataset_path,
@@ -72,6 +83,11 @@ DatasetInfo read_dataset_info(const std::string& dataset_path) {
     info.invalid_utf8_bytes = file.attribute_int("/", "invalid_utf8_bytes");
     info.train = read_split(file, "train", info.vocab_size);
     info.val = read_split(file, "val", info.vocab_size);
+    info.tokenizer.files = {tokenizer_file};
+    info.tokenizer.sha256 = info.tokenizer_sha256;
+    std::error_code error;
+    const auto bytes = std::filesystem::file_size(dataset_path, error);
+    info.shards.push_back({dataset_path, error ? 0 : static_cast<uint64_t>(bytes), info.train, info.val});
     return info;
 }
 

@@ -13,10 +13,15 @@
 //
 // `bytes` counts the UTF-8 text the split's tokens stand for (end-of-text
 // tokens stand for none), for bits per byte.
+//
+// A dataset is such a file, or a folder of them with an index
+// (tokenizer/dataset_index.h); read_dataset_info reads either, and a file is a
+// dataset of one shard.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/h5.h"
 
@@ -32,22 +37,44 @@ struct SplitInfo {
     int64_t documents = 0;
 };
 
+// Which tokenizer made a dataset: its kind, its files (beside the dataset)
+// and the SHA-256 the tokenizer reports (Tokenizer::sha256()).
+struct TokenizerIdentity {
+    std::string kind = "sentencepiece";
+    std::vector<std::string> files;
+    std::string sha256;
+
+    bool same_as(const TokenizerIdentity& other) const { return kind == other.kind && sha256 == other.sha256; }
+    std::string describe() const;  // "sentencepiece tokenizer.model (sha256 0123456789ab...)"
+};
+
+// One HDF5 file of a dataset.
+struct ShardInfo {
+    std::string path;
+    uint64_t bytes = 0;  // file size
+    SplitInfo train, val;
+    const SplitInfo& split(const std::string& name) const { return name == "train" ? train : val; }
+};
+
 struct DatasetInfo {
-    std::string path;            // the .h5 file
-    std::string tokenizer_path;  // the SentencePiece model beside it
+    std::string path;            // the folder with index.json, or the .h5 file
+    std::string tokenizer_path;  // the tokenizer's (first) file, beside it
     std::string tokenizer_sha256;
+    TokenizerIdentity tokenizer;
     int vocab_size = 0;
     int32_t eot_id = 0;
     SplitInfo train, val;
     int32_t unk_id = 0;
     std::string command;  // the command that made the file
     int64_t invalid_utf8_bytes = 0;
+    std::vector<ShardInfo> shards;  // a single file: itself
 
     const SplitInfo& split(const std::string& name) const;  // "train" or "val"; throws Error otherwise
 };
 
-// Opens the file and checks its format, version, attributes and that every
-// dataset has the length its attributes give. Throws Error naming the file.
+// A folder with index.json: its index (tokenizer/dataset_index.h). A file:
+// opens it and checks its format, version, attributes and that every dataset
+// has the length its attributes give. Throws Error naming the file.
 DatasetInfo read_dataset_info(const std::string& dataset_path);
 
 // The element type of /<split>/tokens for a vocabulary.

@@ -1,27 +1,33 @@
 #include "tokenizer/prepare.h"
 
+#include <omp.h>
+
 #include <chrono>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "tokenizer/dataset_writer.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/kjv_corpus.h"
 #include "tokenizer/parallel_encoder.h"
+#include "tokenizer/prepare_folder.h"
+#include "tokenizer/shard_writer.h"
+#include "tokenizer/utf8.h"
 
 namespace mixgpt {
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr size_t kBatchBytesPerThread = size_t{4} << 20;
 constexpr size_t kMinBatchBytes = size_t{16} << 20;
+constexpr size_t kCensusBytes = size_t{64} << 20;  // text read at most to see both splits before training
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -40,15 +46,70 @@ void check_options(const PrepareOptions& options) {
     MIXGPT_REQUIRE(options.tokenizer_sample_bytes > 0, "--tokenizer-sample-bytes must be positive");
     MIXGPT_REQUIRE(options.threads >= 0,
                    format("--threads %d: must be >= 0 (0: all cores)", options.threads));
+    MIXGPT_REQUIRE(options.shard_tokens > 0, "--shard-tokens must be positive");
+    MIXGPT_REQUIRE(!(options.append && options.force), "give either --append or --force, not both");
 }
 
-void check_not_present(const std::string& path, bool force) {
-    MIXGPT_REQUIRE(force || !file_exists(path), path + ": already exists (use --force to overwrite)");
+void stop_if_requested(const PrepareOptions& options) {
+    if (options.stop_requested && options.stop_requested()) throw Error("stopped by a signal");
 }
 
-Corpus open_corpus(const PrepareOptions& options) {
-    if (options.builtin_corpus == "kjv") return Corpus::from_documents(kjv_chapters(), "the KJV corpus");
-    return Corpus::from_files(resolve_inputs(options.corpus), options.corpus);
+// What the inputs are and how they are read: a resumed run must match it exactly.
+std::string settings_json(const PrepareOptions& options, const std::vector<InputFile>& files) {
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+    for (const InputFile& file : files) inputs.push_back({file.path, file.bytes});
+    const CorpusOptions& corpus = options.corpus;
+    const nlohmann::ordered_json json = {{"inputs", inputs},
+                                         {"corpus", options.builtin_corpus},
+                                         {"format", static_cast<int>(corpus.format)},
+                                         {"doc_separator", corpus.doc_separator},
+                                         {"jsonl_key", corpus.jsonl_key},
+                                         {"skip_bad_lines", corpus.skip_bad_lines},
+                                         {"seed", options.seed},
+                                         {"val_fraction", options.val_fraction},
+                                         {"shard_tokens", options.shard_tokens},
+                                         {"append", options.append}};
+    return json.dump();
+}
+
+struct OpenedCorpus {
+    Corpus corpus;
+    ResolvedInputs inputs;
+};
+
+OpenedCorpus open_corpus(const PrepareOptions& options) {
+    if (options.builtin_corpus == "kjv") return {Corpus::from_documents(kjv_chapters(), "the KJV corpus"), {}};
+    ResolvedInputs inputs = resolve_inputs(options.corpus);
+    Corpus corpus = Corpus::from_files(inputs.files, options.corpus);
+    return {std::move(corpus), std::move(inputs)};
+}
+
+// Reads documents (up to kCensusBytes of text) until both splits have one: a corpus too small
+// for its split fraction is refused before the tokenizer is trained.
+void check_splits_early(const PrepareOptions& options, int64_t first_document) {
+    OpenedCorpus opened = open_corpus(options);
+    opened.corpus.set_stream_use(StreamUse::replayable);
+    bool seen[2] = {false, options.val_fraction == 0};
+    int64_t documents = 0;
+    size_t bytes = 0;
+    TextSegment segment;
+    while (!(seen[0] && seen[1])) {
+        if (bytes > kCensusBytes) return;  // undecided: checked at the end
+        if (!opened.corpus.next(segment)) break;
+        bytes += segment.text.size();
+        if (!segment.last) continue;
+        ++documents;
+        seen[static_cast<int>(split_of_document(options.seed, first_document + segment.document,
+                                                options.val_fraction))] = true;
+    }
+    if (seen[0] && seen[1]) return;
+    const std::string& name = opened.corpus.description();
+    MIXGPT_REQUIRE(documents > 0, "empty corpus: " + name + " holds no document");
+    MIXGPT_REQUIRE(seen[0], format("the train split would be empty: all %lld documents go to validation",
+                                   static_cast<long long>(documents)));
+    throw Error(format("the validation split would be empty: none of the %lld documents of %s is drawn with "
+                       "--val-fraction %g (one in every 1/f documents is; use more documents or a larger fraction)",
+                       static_cast<long long>(documents), name.c_str(), options.val_fraction));
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -58,46 +119,37 @@ void write_file(const std::string& path, const std::string& bytes) {
     MIXGPT_REQUIRE(file.good(), path + ": cannot write");
 }
 
-// Writes the tokenizer to `temporary_path`: a copy of the reused model, or
-// one trained on a sample of the corpus.
-Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus,
-                         const std::string& temporary_path) {
+// Writes the tokenizer to `path` (committed at once: a resumed run reuses it): a copy of the
+// reused model, or one trained on a sample of the corpus.
+Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus, const std::string& path) {
+    AtomicOutput output(path);
     if (!options.tokenizer_path.empty()) {
         Tokenizer::load(options.tokenizer_path);  // errors name the given file, not the copy
         std::error_code error;
-        std::filesystem::copy_file(options.tokenizer_path, temporary_path,
-                                   std::filesystem::copy_options::overwrite_existing, error);
-        if (error) throw Error(temporary_path + ": cannot write (" + error.message() + ")");
-        return Tokenizer::load(temporary_path);
+        fs::copy_file(options.tokenizer_path, output.temporary_path(), fs::copy_options::overwrite_existing, error);
+        if (error) throw Error(output.temporary_path() + ": cannot write (" + error.message() + ")");
+    } else {
+        const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
+        MIXGPT_REQUIRE(sample.bytes() > 0, "empty corpus: " + corpus.description() + " holds no text");
+        log_info(format("training a %s tokenizer (vocabulary %d) on %.1f MB of %s",
+                        options.tokenizer.model_type == TokenizerModelType::bpe ? "BPE" : "unigram",
+                        options.tokenizer.vocab_size, static_cast<double>(sample.bytes()) / 1e6,
+                        corpus.description().c_str()));
+        write_file(output.temporary_path(), train_tokenizer(sample, options.tokenizer));
     }
-    const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
-    MIXGPT_REQUIRE(sample.bytes() > 0, "empty corpus: " + corpus.description() + " holds no text");
-    log_info(format("training a %s tokenizer (vocabulary %d) on %.1f MB of %s",
-                    options.tokenizer.model_type == TokenizerModelType::bpe ? "BPE" : "unigram",
-                    options.tokenizer.vocab_size, static_cast<double>(sample.bytes()) / 1e6,
-                    corpus.description().c_str()));
-    write_file(temporary_path, train_tokenizer(sample, options.tokenizer));
-    return Tokenizer::load(temporary_path);
+    Tokenizer::load(output.temporary_path());
+    output.commit();
+    return Tokenizer::load(path);
 }
 
-// Creates the output directory; removes it again, on failure, when this run
-// created it (it is removed only while empty: outputs are committed last).
-class OutputDirectory {
-public:
-    explicit OutputDirectory(const std::string& path) : path_(path), created_(!file_exists(path)) {
-        make_directories(path);
-    }
-    ~OutputDirectory() {
-        std::error_code ignored;
-        if (created_ && std::uncaught_exceptions() > 0) std::filesystem::remove(path_, ignored);
-    }
-    OutputDirectory(const OutputDirectory&) = delete;
-    OutputDirectory& operator=(const OutputDirectory&) = delete;
-
-private:
-    std::string path_;
-    bool created_;
-};
+// The identity recorded in the index. One place to extend for other tokenizer kinds.
+TokenizerIdentity identity_of(const Tokenizer& tokenizer) {
+    TokenizerIdentity identity;
+    identity.kind = "sentencepiece";
+    identity.files = {kTokenizerFileName};
+    identity.sha256 = tokenizer.sha256();
+    return identity;
+}
 
 struct SegmentBatch {
     std::vector<TextSegment> segments;
@@ -121,129 +173,246 @@ struct EncodeTotals {
     int64_t text_bytes = 0;
 };
 
-// Streams the corpus through the encoder into the writer; the next batch is
-// read while the current one is encoded.
-EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, DatasetWriter& writer,
-                           const PrepareOptions& options) {
+// Streams the corpus through the encoder into the shards; the next batch is read while the
+// current one is encoded.
+EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter& writer, uint64_t seed,
+                           double val_fraction, const PrepareOptions& options) {
     const size_t batch_bytes =
         std::max(kMinBatchBytes, kBatchBytesPerThread * static_cast<size_t>(encoder.threads()));
-    Progress progress("encode", static_cast<double>(corpus.total_bytes()) / 1e6, "MB");
+    Progress progress("encode", corpus.sizes_known() ? static_cast<double>(corpus.total_bytes()) / 1e6 : 0, "MB");
     EncodeTotals totals;
     std::vector<std::vector<int32_t>> tokens;
-    int64_t document_bytes = 0;
+    std::vector<int64_t> invalid;
+    int64_t document_bytes = 0, document_invalid = 0, documents = 0, token_count = 0;
     SegmentBatch batch = read_batch(corpus, batch_bytes);
     while (!batch.segments.empty()) {
         auto upcoming = std::async(std::launch::async,
                                    [&corpus, batch_bytes] { return read_batch(corpus, batch_bytes); });
-        totals.invalid_bytes += static_cast<int64_t>(encoder.encode(batch.segments, tokens));
-        for (size_t i = 0; i < batch.segments.size(); ++i) {
-            const TextSegment& segment = batch.segments[i];
-            if (segment.first) {
-                writer.begin_document(
-                    split_of_document(options.seed, segment.document, options.val_fraction));
-                document_bytes = 0;
+        try {
+            stop_if_requested(options);
+            encoder.encode(batch.segments, tokens);
+            invalid.assign(batch.segments.size(), 0);
+            const auto count = static_cast<int64_t>(batch.segments.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(encoder.threads())
+            for (int64_t i = 0; i < count; ++i) {
+                const std::string& text = batch.segments[static_cast<size_t>(i)].text;
+                invalid[static_cast<size_t>(i)] = static_cast<int64_t>(utf8::invalid_byte_count(text.data(), text.size()));
             }
-            writer.append_tokens(tokens[i].data(), tokens[i].size());
-            document_bytes += static_cast<int64_t>(segment.text.size());
-            if (segment.last) writer.end_document(document_bytes);
+            for (size_t i = 0; i < batch.segments.size(); ++i) {
+                const TextSegment& segment = batch.segments[i];
+                if (segment.first) {
+                    writer.begin_document(split_of_document(seed, segment.document, val_fraction));
+                    document_bytes = document_invalid = 0;
+                }
+                writer.append_tokens(tokens[i].data(), tokens[i].size());
+                token_count += static_cast<int64_t>(tokens[i].size());
+                document_bytes += static_cast<int64_t>(segment.text.size());
+                document_invalid += invalid[i];
+                if (segment.last) {
+                    ++token_count;  // the end-of-text token
+                    ++documents;
+                    writer.end_document(document_bytes, document_invalid, segment.end);
+                    totals.invalid_bytes += document_invalid;
+                }
+            }
+        } catch (...) {
+            upcoming.wait();
+            throw;
         }
         totals.text_bytes += static_cast<int64_t>(batch.text_bytes);
-        const SplitInfo& train = writer.info(Split::train);
-        const SplitInfo& val = writer.info(Split::val);
-        progress.update(
-            static_cast<double>(batch.input_bytes_read) / 1e6,
-            format("%lld documents, %lld tokens", static_cast<long long>(train.documents + val.documents),
-                   static_cast<long long>(train.tokens + val.tokens)));
+        progress.update(static_cast<double>(batch.input_bytes_read) / 1e6,
+                        format("%lld documents, %lld tokens, %lld shards", static_cast<long long>(documents),
+                               static_cast<long long>(token_count),
+                               static_cast<long long>(writer.shards_committed())));
         batch = upcoming.get();
     }
     progress.finish();
     return totals;
 }
 
-void check_splits(const DatasetWriter& writer, const PrepareOptions& options, const Corpus& corpus) {
-    const SplitInfo& train = writer.info(Split::train);
-    const SplitInfo& val = writer.info(Split::val);
+void add(SplitInfo& total, const SplitInfo& part) {
+    total.tokens += part.tokens;
+    total.bytes += part.bytes;
+    total.documents += part.documents;
+}
+
+void check_splits(const DatasetIndex& index) {
+    SplitInfo train, val;
+    for (const ShardRecord& shard : index.shards) {
+        add(train, shard.train);
+        add(val, shard.val);
+    }
     const int64_t documents = train.documents + val.documents;
-    MIXGPT_REQUIRE(documents > 0, "empty corpus: " + corpus.description() + " holds no document");
+    MIXGPT_REQUIRE(documents > 0, "empty corpus: it holds no document");
     MIXGPT_REQUIRE(train.documents > 0,
                    format("the train split is empty: all %lld documents went to validation",
                           static_cast<long long>(documents)));
-    MIXGPT_REQUIRE(
-        options.val_fraction == 0 || val.documents > 0,
-        format("the validation split is empty: none of the %lld documents was drawn with "
-               "--val-fraction %g --seed %llu (use more documents, a larger fraction or another seed)",
-               static_cast<long long>(documents), options.val_fraction,
-               static_cast<unsigned long long>(options.seed)));
+    MIXGPT_REQUIRE(index.val_fraction == 0 || val.documents > 0,
+                   format("the validation split is empty: none of the %lld documents was drawn with "
+                          "--val-fraction %g (use more documents or a larger fraction)",
+                          static_cast<long long>(documents), index.val_fraction));
+}
+
+PrepareResult result_of(const PrepareFolder& folder, const DatasetIndex& index) {
+    PrepareResult result;
+    result.dataset_path = folder.directory;
+    result.tokenizer_path = (fs::path(folder.directory) / index.tokenizer.files.front()).string();
+    for (const ShardRecord& shard : index.shards) {
+        add(result.train, shard.train);
+        add(result.val, shard.val);
+        result.invalid_utf8_bytes += shard.invalid_utf8_bytes;
+        result.skipped_lines += shard.skipped_lines;
+    }
+    result.shards = static_cast<int64_t>(index.shards.size());
+    return result;
+}
+
+// The run itself, once the folder is known; on failure the caller undoes or keeps what it wrote.
+class PrepareRun {
+public:
+    PrepareRun(const PrepareOptions& options, PrepareFolder& folder) : options_(options), folder_(folder) {}
+
+    PrepareResult run() {
+        OpenedCorpus opened = open_corpus(options_);
+        for (const std::string& line : opened.inputs.describe()) log_info(line);
+        const std::string settings = settings_json(options_, opened.inputs.files);
+        CorpusPosition start;
+        auto clock = Clock::now();
+        std::optional<Tokenizer> tokenizer;
+        if (folder_.start == PrepareStart::resume) {
+            require_same_settings(folder_.journal->settings, settings, folder_.journal_path());
+            index_ = folder_.journal->index;
+            dataset_info_of_index(folder_.work, index_);  // every complete shard is there, whole
+            start = folder_.journal->position;
+            tokenizer = load_checked_tokenizer();
+            log_info(format("resuming after %zu complete shards, at document %lld",
+                            index_.shards.size(), static_cast<long long>(start.next_document)));
+        } else if (folder_.start == PrepareStart::append) {
+            index_ = *folder_.base;
+            index_.shard_tokens = options_.shard_tokens;
+            start.next_document = index_.documents();
+            tokenizer = load_checked_tokenizer();
+        } else {
+            if (!options_.tokenizer_path.empty()) Tokenizer::load(options_.tokenizer_path);  // before reading the corpus
+            check_splits_early(options_, 0);
+            stop_if_requested(options_);
+            tokenizer = make_tokenizer(options_, opened.corpus, folder_.tokenizer_path());
+            wrote_tokenizer_ = true;
+            index_.tokenizer = identity_of(*tokenizer);
+            index_.vocab_size = tokenizer->vocab_size();
+            index_.eot_id = tokenizer->eot_id();
+            index_.unk_id = tokenizer->unk_id();
+            index_.seed = options_.seed;
+            index_.val_fraction = options_.val_fraction;
+            index_.shard_tokens = options_.shard_tokens;
+        }
+        const double tokenizer_seconds = seconds_since(clock);
+        log_info(format("tokenizer ready in %.1f s: %d tokens", tokenizer_seconds, tokenizer->vocab_size()));
+        stop_if_requested(options_);
+        journal_ = {settings, start, index_};
+        write_journal(folder_.journal_path(), journal_);
+
+        clock = Clock::now();
+        opened.corpus.seek(start);
+        DatasetMetadata metadata;
+        metadata.vocab_size = index_.vocab_size;
+        metadata.eot_id = index_.eot_id;
+        metadata.unk_id = index_.unk_id;
+        metadata.tokenizer_sha256 = index_.tokenizer.sha256;
+        metadata.tokenizer_file = index_.tokenizer.files.front();
+        metadata.command = "mixgpt prepare (a shard of a dataset folder: see index.json)";
+        metadata.seed = index_.seed;
+        metadata.val_fraction = index_.val_fraction;
+        ShardWriter writer(folder_.work, metadata, index_.shard_tokens, static_cast<int64_t>(index_.shards.size()),
+                           start.next_document, start.skipped_lines, [this](const ShardCommit& commit) {
+                               journal_.index.shards.push_back(commit.record);
+                               journal_.position = commit.after;
+                               write_journal(folder_.journal_path(), journal_);
+                               ++shards_written_;
+                           });
+        ParallelEncoder encoder(*tokenizer, options_.threads);
+        const EncodeTotals totals =
+            encode_corpus(opened.corpus, encoder, writer, index_.seed, index_.val_fraction, options_);
+        writer.finish();
+        index_ = journal_.index;
+        check_splits(index_);
+        index_.commands.push_back(options_.command);
+        write_index(folder_.index_path(), index_);
+        std::error_code ignored;
+        fs::remove(folder_.journal_path(), ignored);
+        finish_prepare_folder(folder_);
+
+        PrepareResult result = result_of(folder_, index_);
+        result.shards_written = shards_written_;
+        result.resumed_at_document = folder_.start == PrepareStart::resume ? start.next_document : -1;
+        result.input_lines = opened.inputs.describe();
+        result.threads = encoder.threads();
+        result.tokenizer_seconds = tokenizer_seconds;
+        result.encode_seconds = seconds_since(clock);
+        result.input_megabytes = static_cast<double>(totals.text_bytes) / 1e6;
+        return result;
+    }
+
+    int64_t shards_written() const { return shards_written_; }
+    bool wrote_tokenizer() const { return wrote_tokenizer_; }
+    size_t shards_complete() const { return journal_.index.shards.size(); }
+
+private:
+    // The folder's tokenizer, which must be the one its index names.
+    Tokenizer load_checked_tokenizer() const {
+        const TokenizerIdentity& identity = index_.tokenizer;
+        MIXGPT_REQUIRE(identity.kind == "sentencepiece",
+                       folder_.directory + ": made with a " + identity.kind + " tokenizer, which prepare cannot extend");
+        const std::string path = (fs::path(folder_.work) / identity.files.front()).string();
+        const Tokenizer tokenizer = Tokenizer::load(path);
+        MIXGPT_REQUIRE(tokenizer.sha256() == identity.sha256,
+                       path + ": its SHA-256 is not the one the dataset was made with (" + identity.describe() + ")");
+        if (!options_.tokenizer_path.empty())
+            MIXGPT_REQUIRE(Tokenizer::load(options_.tokenizer_path).sha256() == identity.sha256,
+                           options_.tokenizer_path + ": not the tokenizer of " + folder_.directory + " (" +
+                               identity.describe() + ")");
+        return tokenizer;
+    }
+
+    const PrepareOptions& options_;
+    PrepareFolder& folder_;
+    DatasetIndex index_;
+    PrepareJournal journal_;
+    int64_t shards_written_ = 0;
+    bool wrote_tokenizer_ = false;
+};
+
+std::string without_trailing_slashes(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
 }
 
 }  // namespace
 
 PrepareResult run_prepare(const PrepareOptions& options) {
     check_options(options);
-    const std::string directory =
-        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory;
-    PrepareResult result;
-    result.dataset_path = (std::filesystem::path(directory) / kDatasetFileName).string();
-    result.tokenizer_path = (std::filesystem::path(directory) / kTokenizerFileName).string();
-    check_not_present(result.dataset_path, options.force);
-    std::error_code not_found;
-    const bool reuse_in_place =
-        !options.tokenizer_path.empty() &&
-        std::filesystem::equivalent(options.tokenizer_path, result.tokenizer_path, not_found);
-    if (!reuse_in_place) check_not_present(result.tokenizer_path, options.force);
-
-    Corpus corpus = open_corpus(options);
-    const OutputDirectory output_directory(directory);
-
-    auto start = Clock::now();
-    std::optional<AtomicOutput> tokenizer_output;
-    std::optional<Tokenizer> tokenizer;
-    if (reuse_in_place) {
-        tokenizer = Tokenizer::load(result.tokenizer_path);
-    } else {
-        tokenizer_output.emplace(result.tokenizer_path);
-        tokenizer = make_tokenizer(options, corpus, tokenizer_output->temporary_path());
+    const std::string directory = without_trailing_slashes(
+        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory);
+    PrepareFolder folder = open_prepare_folder(options, directory);
+    for (const std::string& path : folder.removed) log_info("removed " + path + " (left by a process that is gone)");
+    if (folder.start == PrepareStart::complete) {
+        log_info(directory + ": the dataset is complete; nothing to resume");
+        return result_of(folder, read_index(folder.index_path()));
     }
-    result.tokenizer_seconds = seconds_since(start);
-    log_info(
-        format("tokenizer ready in %.1f s: %d tokens", result.tokenizer_seconds, tokenizer->vocab_size()));
-
-    start = Clock::now();
-    AtomicOutput dataset_output(result.dataset_path);
-    EncodeTotals totals;
-    {
-        DatasetMetadata metadata;
-        metadata.vocab_size = tokenizer->vocab_size();
-        metadata.eot_id = tokenizer->eot_id();
-        metadata.unk_id = tokenizer->unk_id();
-        metadata.tokenizer_sha256 = tokenizer->sha256();
-        metadata.tokenizer_file = kTokenizerFileName;
-        metadata.command = options.command;
-        metadata.seed = options.seed;
-        metadata.val_fraction = options.val_fraction;
-        DatasetWriter writer(dataset_output.temporary_path(), metadata);
-        ParallelEncoder encoder(*tokenizer, options.threads);
-        result.threads = encoder.threads();
-        totals = encode_corpus(corpus, encoder, writer, options);
-        check_splits(writer, options, corpus);
-        result.skipped_lines = corpus.skipped_lines();
-        result.invalid_utf8_bytes = totals.invalid_bytes;
-        writer.finish(result.invalid_utf8_bytes, result.skipped_lines);
-        result.train = writer.info(Split::train);
-        result.val = writer.info(Split::val);
+    PrepareRun run(options, folder);
+    try {
+        return run.run();
+    } catch (const Error& error) {
+        const bool keep = folder.start != PrepareStart::replace && run.shards_complete() > 0 &&
+                          (run.shards_written() > 0 || folder.start == PrepareStart::resume);
+        if (!keep) {
+            undo_prepare_folder(folder, run.wrote_tokenizer());
+            throw;
+        }
+        throw Error(std::string(error.what()) + format("; %zu complete shards are kept in %s: `mixgpt prepare "
+                                                       "--resume` with the same inputs continues",
+                                                       run.shards_complete(), folder.work.c_str()));
     }
-    result.encode_seconds = seconds_since(start);
-    result.input_megabytes = static_cast<double>(totals.text_bytes) / 1e6;
-    if (tokenizer_output) tokenizer_output->commit();
-    dataset_output.commit();
-
-    if (result.skipped_lines > 0)
-        log_warning(format("skipped %lld bad JSONL lines (--skip-bad-lines)",
-                           static_cast<long long>(result.skipped_lines)));
-    if (result.invalid_utf8_bytes > 0)
-        log_warning(format("%lld bytes of invalid UTF-8 were kept as byte tokens",
-                           static_cast<long long>(result.invalid_utf8_bytes)));
-    return result;
 }
 
 }  // namespace mixgpt

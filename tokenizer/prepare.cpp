@@ -201,6 +201,7 @@ EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter
             for (size_t i = 0; i < batch.segments.size(); ++i) {
                 const TextSegment& segment = batch.segments[i];
                 if (segment.first) {
+                    stop_if_requested(options);
                     writer.begin_document(split_of_document(seed, segment.document, val_fraction));
                     document_bytes = document_invalid = 0;
                 }

@@ -117,8 +117,10 @@ FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.c
                                tokenizer/segment_builder.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
                                core/error.cpp core/log.cpp
 FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
-FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/token_store.cpp core/h5.cpp core/error.cpp \
-                               core/log.cpp
+FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/dataset_index.cpp tokenizer/token_store.cpp \
+                               core/atomic_file.cpp core/h5.cpp core/error.cpp core/log.cpp
+FUZZ_SOURCES_dataset_index := tokenizer/dataset_index.cpp tokenizer/dataset.cpp core/atomic_file.cpp core/h5.cpp \
+                              core/error.cpp core/log.cpp
 FUZZ_SOURCES_safetensors_header := interop/safetensors_header.cpp core/error.cpp
 FUZZ_TARGETS := $(sort $(patsubst FUZZ_SOURCES_%,%,$(filter FUZZ_SOURCES_%,$(.VARIABLES))))
 FUZZ_CXX ?= clang++-14

@@ -61,24 +61,25 @@ import json, sys
 print(round(sum(len(json.loads(line)['text'].encode()) for line in sys.stdin) / 1e6, 1))"; }
 small_mb=$(text_mb "$small"); large_mb=$(text_mb "$large"); extra_mb=$(text_mb "$extra")
 
-# ---- measured runs: "seconds peak_rss_kb" of one command, its log kept ----
+# ---- measured runs: "wall_seconds peak_rss_kb cpu_seconds" of one command, its log kept ----
 timed() {  # $1 name, then the command
   local name="$1"
   shift
-  /usr/bin/time -f "%e %M" -o "$work/$name.time" "$@" > "$work/$name.out" 2> "$work/$name.err" || {
+  /usr/bin/time -f "%e %M %U %S" -o "$work/$name.time" "$@" > "$work/$name.out" 2> "$work/$name.err" || {
     echo "prepare_bench: $name failed:" >&2
     tail -3 "$work/$name.err" >&2
     exit 1
   }
-  cat "$work/$name.time"
+  read -r wall rss user system < "$work/$name.time"
+  echo "$wall $rss $("$python" -c "print(round($user + $system, 1))")"
 }
 encode_rate() { grep -o 'encoding [0-9.]* s ([0-9.]* MB at [0-9.]* MB/s' "$work/$1.out" | grep -o '[0-9.]* MB/s' || echo "-"; }
-row() {  # name text_mb "seconds rss_kb" dataset_folder note
-  local seconds rss
-  read -r seconds rss <<< "$3"
-  printf '| %s | %s | %s | %.1f | %s | %.0f | %s | %s |\n' "$1" "$2" "$seconds" \
-    "$("$python" -c "print($2 / $seconds)")" "$(encode_rate "$1")" "$((rss / 1024))" \
-    "$(du -sm "$4" | cut -f1)" "$5" >> "$work/rows.md"
+row() {  # name text_mb "seconds rss_kb cpu_seconds" dataset_folder note
+  local seconds rss cpu
+  read -r seconds rss cpu <<< "$3"
+  printf '| %s | %s | %s | %.1f | %s | %s | %.1f | %.0f | %s | %s |\n' "$1" "$2" "$seconds" \
+    "$("$python" -c "print($2 / $seconds)")" "$(encode_rate "$1")" "$cpu" \
+    "$("$python" -c "print($2 / $cpu)")" "$((rss / 1024))" "$(du -sm "$4" | cut -f1)" "$5" >> "$work/rows.md"
 }
 : > "$work/rows.md"
 rm -rf "$work"/data_*
@@ -89,32 +90,31 @@ r=$(timed sp_small "$mixgpt" prepare --output "$work/data_small" "${common[@]}" 
 row sp_small "$small_mb" "$r" "$work/data_small" "SentencePiece BPE 8192, tokenizer trained on 100 MB"
 r=$(timed sp_large "$mixgpt" prepare --output "$work/data_large" "${common[@]}" "$large")
 row sp_large "$large_mb" "$r" "$work/data_large" "same, 4x the corpus"
-r=$(timed append "$mixgpt" prepare --output "$work/data_large" --append "${common[@]}" "$extra")
-row append "$extra_mb" "$r" "$work/data_large" "--append onto sp_large (disk: the grown folder)"
-
-# kill -9 once the first shard is complete, then --resume; the same tokenizer as sp_large
-tokenizer=(--tokenizer "$work/data_small/tokenizer.model")
-r=$(timed whole "$mixgpt" prepare --output "$work/data_whole" "${common[@]}" "${tokenizer[@]}" "$large")
-row whole "$large_mb" "$r" "$work/data_whole" "reused tokenizer: the uninterrupted run"
+# kill -9 once the first shard is complete, then --resume, with sp_large's tokenizer: the shards must
+# be sp_large's, byte for byte
+tokenizer=(--tokenizer "$work/data_large/tokenizer.model")
 start=$(date +%s.%N)
 "$mixgpt" prepare --output "$work/data_killed" "${common[@]}" "${tokenizer[@]}" "$large" \
   > "$work/killed.out" 2> "$work/killed.err" &
 pid=$!
 until [[ -f "$work/data_killed/shard-000000.h5" ]]; do sleep 0.2; done
-sleep 5  # well into the second shard
+sleep 5  # into the second shard
 kill -9 "$pid"
 wait "$pid" || true
 killed_seconds=$("$python" -c "import time; print(round(time.time() - $start, 1))")
 r=$(timed resume "$mixgpt" prepare --output "$work/data_killed" --resume "${common[@]}" "${tokenizer[@]}" "$large")
 row resume "$large_mb" "$r" "$work/data_killed" "after kill -9 at ${killed_seconds} s (1 shard complete)"
 identical="no"
-if diff <(cd "$work/data_whole" && sha256sum shard-*.h5) <(cd "$work/data_killed" && sha256sum shard-*.h5) > /dev/null
+if diff <(cd "$work/data_large" && sha256sum shard-*.h5) <(cd "$work/data_killed" && sha256sum shard-*.h5) > /dev/null
 then identical="yes"; fi
-whole_s=$(cut -d' ' -f1 "$work/whole.time")
+encode_s=$(grep -o 'encoding [0-9.]* s' "$work/sp_large.out" | grep -o '[0-9.]*')
 resume_s=$(cut -d' ' -f1 "$work/resume.time")
 shard_s=$("$python" -c "
-import json; index = json.load(open('$work/data_whole/index.json'))
-print(round($whole_s * index['shards'][0]['train']['tokens'] / sum(s['train']['tokens'] for s in index['shards']), 1))")
+import json; index = json.load(open('$work/data_large/index.json'))
+print(round($encode_s * index['shards'][0]['train']['tokens'] / sum(s['train']['tokens'] for s in index['shards']), 1))")
+
+r=$(timed append "$mixgpt" prepare --output "$work/data_large" --append "${common[@]}" "$extra")
+row append "$extra_mb" "$r" "$work/data_large" "--append onto sp_large (disk: the grown folder)"
 
 gpt2_note="not run: this mixgpt has no --gpt2-files, or GPT2_FILES is not set"
 if "$mixgpt" prepare --help | grep -q -- --gpt2-files && [[ -n "${GPT2_FILES:-}" ]]; then
@@ -134,14 +134,17 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "\`scripts/prepare_bench.sh\`; mixgpt $("$mixgpt" info 2>/dev/null | head -1 || true)."
   echo "Corpora: JSON lines of recombined Debian text (KJV, /usr/share/doc, licenses), zstd -3;"
   echo "MB = text bytes of the documents. Load average (1, 5, 15 min) before: $load_before; after: $load_after."
+  echo "CPU s = user + system seconds of the process: on a shared machine, MB per CPU-second times the"
+  echo "cores the run may use is what it does alone, where wall-clock rates only show the contention."
   echo
-  echo "| run | text MB | wall s | end-to-end MB/s | encoding MB/s | peak RSS MiB | disk MiB | note |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| run | text MB | wall s | end-to-end MB/s | encoding MB/s | CPU s | MB per CPU-s | peak RSS MiB | disk MiB | note |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/rows.md"
   echo
-  echo "Resume: the killed run spent ${killed_seconds} s; --resume then took ${resume_s} s against ${whole_s} s"
-  echo "for the uninterrupted run, so ${killed_seconds} + ${resume_s} - ${whole_s} s of re-work (one shard"
-  echo "of this corpus takes about ${shard_s} s). Shards byte-identical to the uninterrupted run's: ${identical}."
+  echo "Resume: the run killed at ${killed_seconds} s (wall) and its --resume (${resume_s} s) against the ${encode_s} s"
+  echo "sp_large spent encoding the same corpus (the same tokenizer, no training): the re-work is"
+  echo "${killed_seconds} + ${resume_s} - ${encode_s} s of wall time, one shard being about ${shard_s} s of encoding."
+  echo "Shards byte-identical to sp_large's: ${identical}."
   echo
   echo "GPT-2: ${gpt2_note}."
 } > "$report"

@@ -203,8 +203,7 @@ public:
             return sample.bytes() - before;
         });
         if (added == 0 && problem != nullptr)
-            throw Error(file_.path + ": no line read holds text: " + problem +
-                        " (--jsonl-key names the field holding the text)");
+            throw Error(file_.path + ": no line read holds text: " + problem);
     }
 
 private:
@@ -224,7 +223,8 @@ private:
 
     InputFile file_;
     std::string key_;
-    std::string missing_key_message_ = "no string field '" + key_ + "'";
+    std::string missing_key_message_ =
+        "no string field '" + key_ + "' (--jsonl-key names the field holding the text)";
     bool skip_bad_lines_;
     InputStream stream_;
     LineReader lines_;

@@ -397,7 +397,7 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     PrepareFolder folder = open_prepare_folder(options, directory);
     for (const std::string& path : folder.removed) log_info("removed " + path + " (left by a process that is gone)");
     if (folder.start == PrepareStart::complete) {
-        log_info(directory + ": the dataset is complete; nothing to resume");
+        log_info(directory + ": the dataset is complete, nothing to resume (without --resume, --append adds to it)");
         return result_of(folder, read_index(folder.index_path()));
     }
     PrepareRun run(options, folder);

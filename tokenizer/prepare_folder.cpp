@@ -110,8 +110,8 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
                    directory + ": holds an unfinished prepare (progress.json); --resume continues it, --force "
                                "starts over");
     MIXGPT_REQUIRE(!has_dataset || options.force,
-                   directory + ": already holds a dataset (--force replaces it once the new one is complete, "
-                               "--append adds documents to it)");
+                   directory + ": already exists and holds a dataset (--force replaces it once the new one is "
+                               "complete, --append adds documents to it)");
     if (has_dataset || has_journal) {
         folder.start = PrepareStart::replace;
         folder.work = directory + ".tmp-" + std::to_string(::getpid());

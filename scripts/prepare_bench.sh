@@ -141,9 +141,10 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/rows.md"
   echo
-  echo "Resume: the run killed at ${killed_seconds} s (wall) and its --resume (${resume_s} s) against the ${encode_s} s"
-  echo "sp_large spent encoding the same corpus (the same tokenizer, no training): the re-work is"
-  echo "${killed_seconds} + ${resume_s} - ${encode_s} s of wall time, one shard being about ${shard_s} s of encoding."
+  echo "Resume: killed at ${killed_seconds} s (wall) with one complete shard; --resume took ${resume_s} s; sp_large"
+  echo "encoded the same corpus in ${encode_s} s, one shard being about ${shard_s} s. The work redone is the killed"
+  echo "run's progress after its last shard (its last progress lines: \`$work/killed.err\`) plus the resume's"
+  echo "skipping of the complete shards' text (read and dropped, not encoded: its first progress lines, \`$work/resume.err\`)."
   echo "Shards byte-identical to sp_large's: ${identical}."
   echo
   echo "GPT-2: ${gpt2_note}."

@@ -63,34 +63,40 @@ void add_prepare_command(CLI::App& app) {
         "prepare",
         "Train a SentencePiece tokenizer on a corpus and encode it into a dataset folder of HDF5 shards");
     add_config_option(*command);
-    command->add_option("inputs", options.corpus.inputs,
-                        "Input files, '-' for standard input, directories (recursive: text-like names only) or "
-                        "glob patterns; plain, .gz, .zst or .xz (detected from the content)");
+    command->add_option(
+        "inputs", options.corpus.inputs,
+        "Input files, '-' for standard input, directories (recursive: text-like names only) or "
+        "glob patterns; plain, .gz, .zst or .xz (detected from the content)");
     command->add_option("--corpus", options.builtin_corpus,
                         "Built-in corpus instead of inputs: kjv (King James Bible)");
     command->add_option(
         "--output", options.output_directory,
         "Output folder: shards, index.json, tokenizer.model (default with --corpus: data/<corpus>)");
     command
-        ->add_option("--format", arguments->format,
-                     "Input format: auto (.jsonl/.ndjson, and .json or '-' holding one JSON object per line, are "
-                     "JSON lines; the rest text), text or jsonl")
+        ->add_option(
+            "--format", arguments->format,
+            "Input format: auto (.jsonl/.ndjson, and .json or '-' holding one JSON object per line, are "
+            "JSON lines; the rest text), text or jsonl")
         ->capture_default_str();
-    command->add_option("--include", options.corpus.include,
-                        "In directories, also take files whose name matches this glob (repeatable; default: .txt, "
-                        ".text, .jsonl, .ndjson, .json, optionally .gz/.zst/.xz)");
-    command->add_flag("--skip-binary", options.corpus.skip_binary,
-                      "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing");
+    command->add_option(
+        "--include", options.corpus.include,
+        "In directories, also take files whose name matches this glob (repeatable; default: .txt, "
+        ".text, .jsonl, .ndjson, .json, optionally .gz/.zst/.xz)");
+    command->add_flag(
+        "--skip-binary", options.corpus.skip_binary,
+        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing");
     command
         ->add_option("--shard-tokens", options.shard_tokens,
                      "Tokens per shard: a shard closes at the first document end past this")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
-    command->add_flag("--append", options.append,
-                      "Add the inputs' documents to the dataset in --output, as new shards with its tokenizer");
-    command->add_flag("--resume", options.resume,
-                      "Continue an interrupted prepare (or --append) from its last complete shard; same inputs "
-                      "and options");
+    command->add_flag(
+        "--append", options.append,
+        "Add the inputs' documents to the dataset in --output, as new shards with its tokenizer");
+    command->add_flag(
+        "--resume", options.resume,
+        "Continue an interrupted prepare (or --append) from its last complete shard; same inputs "
+        "and options");
     command->add_option("--doc-sep", options.corpus.doc_separator,
                         "Plain text: a line equal to this separates documents; 'blank-line' for paragraphs "
                         "(default: one document per file)");

@@ -52,9 +52,10 @@ void add_train_command(CLI::App& app) {
     command->add_option("--n-embd", o.n_embd, "override the preset's width")->group("Model");
 
     command
-        ->add_option("--dataset", arguments->datasets,
-                     "prepared dataset (a folder or .h5 file from `mixgpt prepare`); give it several times for a "
-                     "mixture, each PATH or PATH:WEIGHT")
+        ->add_option(
+            "--dataset", arguments->datasets,
+            "prepared dataset (a folder or .h5 file from `mixgpt prepare`); give it several times for a "
+            "mixture, each PATH or PATH:WEIGHT")
         ->group("Data");
     command
         ->add_option("--weights", arguments->weights,

@@ -41,7 +41,8 @@ LossTotals evaluate_loader(GPT& model, DataLoader& loader, int64_t max_batches, 
         if (next.rows == 0) continue;
         add_batch_losses(model, batch, next.tokens, next.rows, all_scored, host_losses, totals);
     }
-    if (progress != nullptr) progress->finish(format("%lld tokens scored", static_cast<long long>(totals.tokens)));
+    if (progress != nullptr)
+        progress->finish(format("%lld tokens scored", static_cast<long long>(totals.tokens)));
     return totals;
 }
 
@@ -51,14 +52,17 @@ int64_t stride_window_count(const std::vector<TokenStream>& streams, int seq_len
     return windows;
 }
 
-LossTotals evaluate_streams(GPT& model, const std::vector<TokenStream>& streams, int stride, Progress* progress) {
+LossTotals evaluate_streams(GPT& model, const std::vector<TokenStream>& streams, int stride,
+                            Progress* progress) {
     const int b = model.batch_size(), t = model.seq_len();
-    MIXGPT_REQUIRE(stride >= 1 && stride <= t, "stride: must lie in [1, seq-len = " + std::to_string(t) + "]");
+    MIXGPT_REQUIRE(stride >= 1 && stride <= t,
+                   "stride: must lie in [1, seq-len = " + std::to_string(t) + "]");
     int64_t tokens = 0;
     for (const TokenStream& stream : streams) tokens += stream.tokens;
     const int64_t windows = stride_window_count(streams, t, stride);
-    MIXGPT_REQUIRE(windows > 0, "the text has " + std::to_string(tokens) + " tokens, fewer than seq-len + 1 = " +
-                                    std::to_string(t + 1) + " needed for one window");
+    MIXGPT_REQUIRE(windows > 0, "the text has " + std::to_string(tokens) +
+                                    " tokens, fewer than seq-len + 1 = " + std::to_string(t + 1) +
+                                    " needed for one window");
     TokenBatch batch(model.backend(), b, t);
     std::vector<float> host_losses(static_cast<size_t>(b) * t);
     std::vector<int32_t> host_windows(static_cast<size_t>(b) * (t + 1));  // (B, T+1)
@@ -86,12 +90,14 @@ LossTotals evaluate_streams(GPT& model, const std::vector<TokenStream>& streams,
         }
     }
     if (rows > 0) flush();
-    if (progress != nullptr) progress->finish(format("%lld tokens scored", static_cast<long long>(totals.tokens)));
+    if (progress != nullptr)
+        progress->finish(format("%lld tokens scored", static_cast<long long>(totals.tokens)));
     return totals;
 }
 
 LossTotals evaluate_tokens(GPT& model, const std::vector<int32_t>& tokens, int stride) {
-    const TokenStream stream{static_cast<int64_t>(tokens.size()), [&tokens](int64_t offset, int64_t count, int32_t* out) {
+    const TokenStream stream{static_cast<int64_t>(tokens.size()),
+                             [&tokens](int64_t offset, int64_t count, int32_t* out) {
                                  std::copy_n(tokens.begin() + offset, count, out);
                              }};
     return evaluate_streams(model, {stream}, stride);

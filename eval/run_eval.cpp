@@ -1,9 +1,8 @@
 #include "eval/run_eval.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/h5.h"
@@ -125,7 +124,8 @@ EvalReport run_evaluation(const EvalOptions& options) {
         } else {
             SplitWindows windows({info}, options.split, seq_len, loaded.checkpoint.config.vocab_size);
             const std::vector<TokenStream> streams = split_streams(windows, options.max_tokens);
-            Progress progress("eval", static_cast<double>(stride_window_count(streams, seq_len, stride)), "window");
+            Progress progress("eval", static_cast<double>(stride_window_count(streams, seq_len, stride)),
+                              "window");
             report.totals = evaluate_streams(*loaded.model, streams, stride, &progress);
         }
     }

@@ -2,12 +2,13 @@
 // index.json as written by prepare, or anything else. Bad input may only throw mixgpt::Error.
 // Checked: an index that parses is written back (index_json_text) and parses to the same text
 // again, and its shards' documents follow each other.
+#include "tokenizer/dataset_index.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "core/error.h"
-#include "tokenizer/dataset_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

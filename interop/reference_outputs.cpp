@@ -70,7 +70,8 @@ void write_reference_outputs(const ReferenceOptions& options) {
     const DatasetInfo info = read_dataset_info(resolve_dataset_path(given));
     MIXGPT_REQUIRE(info.tokenizer_sha256 == loaded.checkpoint.tokenizer_sha256,
                    info.path + ": made with another tokenizer than the checkpoint's");
-    const ShardInfo& shard = info.shards.front();  // a single-file dataset's whole split; a folder's first shard
+    const ShardInfo& shard =
+        info.shards.front();  // a single-file dataset's whole split; a folder's first shard
     const h5::File file = h5::File::open_read(shard.path);
     const SplitInfo& split = shard.split(options.split);
     std::vector<int32_t> tokens(static_cast<size_t>(split.tokens));

@@ -79,9 +79,11 @@ TEST(CorpusInputs, EveryCompressionAndJsonLinesNameGivesTheSameDocuments) {
         {"c.jsonl.zst", testing::zstd_compressed(lines)},
         {"d.ndjson.xz", testing::xz_compressed(lines)},
         {"e.json", lines},  // JSON lines by content
-        {"f.json.zst", testing::zstd_compressed(lines.substr(0, 40)) + testing::zstd_compressed(lines.substr(40))},
+        {"f.json.zst",
+         testing::zstd_compressed(lines.substr(0, 40)) + testing::zstd_compressed(lines.substr(40))},
         {"g.json.xz", testing::xz_compressed(lines)},
-        {"h.jsonl.gz", gzip_compressed(directory, lines.substr(0, 50)) + gzip_compressed(directory, lines.substr(50))},
+        {"h.jsonl.gz",
+         gzip_compressed(directory, lines.substr(0, 50)) + gzip_compressed(directory, lines.substr(50))},
     };
     std::vector<Document> expected;
     for (size_t d = 0; d < kTexts.size(); ++d) expected.push_back({kTexts[d], static_cast<int64_t>(d)});
@@ -91,8 +93,10 @@ TEST(CorpusInputs, EveryCompressionAndJsonLinesNameGivesTheSameDocuments) {
     }
     std::string text;
     for (const std::string& document : kTexts) text += document + "\n<DOC>\n";
-    for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
-             {"t.txt", text}, {"t.txt.zst", testing::zstd_compressed(text)}, {"t.txt.xz", testing::xz_compressed(text)}}) {
+    for (const auto& [name, bytes] :
+         std::vector<std::pair<std::string, std::string>>{{"t.txt", text},
+                                                          {"t.txt.zst", testing::zstd_compressed(text)},
+                                                          {"t.txt.xz", testing::xz_compressed(text)}}) {
         SCOPED_TRACE(name);
         CorpusOptions options = inputs({directory.write(name, bytes)});
         options.doc_separator = "<DOC>";
@@ -103,7 +107,8 @@ TEST(CorpusInputs, EveryCompressionAndJsonLinesNameGivesTheSameDocuments) {
 }
 
 // prepare fails with one line holding every fragment, and leaves nothing behind.
-void expect_refused(const TempDirectory& directory, const CorpusOptions& corpus, const std::vector<std::string>& fragments) {
+void expect_refused(const TempDirectory& directory, const CorpusOptions& corpus,
+                    const std::vector<std::string>& fragments) {
     PrepareOptions options;
     options.corpus = corpus;
     options.output_directory = directory.file("out");
@@ -111,23 +116,29 @@ void expect_refused(const TempDirectory& directory, const CorpusOptions& corpus,
     options.threads = 1;
     const std::string message = test::error_of([&] { run_prepare(options); });
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    for (const std::string& fragment : fragments) EXPECT_NE(message.find(fragment), std::string::npos) << message;
+    for (const std::string& fragment : fragments)
+        EXPECT_NE(message.find(fragment), std::string::npos) << message;
     EXPECT_FALSE(std::filesystem::exists(options.output_directory)) << message;
 }
 
 TEST(CorpusInputs, TruncatedBinaryAndNotJsonLinesInputsAreRefusedInOneLine) {
     TempDirectory directory;
     std::string long_text;
-    for (int i = 0; long_text.size() < 300'000; ++i) long_text += "line " + std::to_string(i) + " of a text\n";
+    for (int i = 0; long_text.size() < 300'000; ++i)
+        long_text += "line " + std::to_string(i) + " of a text\n";
     const std::string zstd = testing::zstd_compressed(long_text), xz = testing::xz_compressed(long_text);
     const std::string cut_zstd = directory.write("cut.txt.zst", zstd.substr(0, zstd.size() / 2));
     expect_refused(directory, inputs({cut_zstd}), {cut_zstd + ": truncated zstd data"});
     const std::string cut_xz = directory.write("cut.txt.xz", xz.substr(0, xz.size() - 20));
     expect_refused(directory, inputs({cut_xz}), {cut_xz + ": truncated xz data"});
 
-    const std::string parquet = directory.write("train-00000.parquet", std::string("PAR1\x15\x04\x15\x10", 8) + "PAR1");
-    expect_refused(directory, inputs({parquet}), {parquet + ": looks like a Parquet file", "parquet_to_jsonl.py"});
-    const std::string elf = directory.write("program.txt", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10));
+    const std::string parquet =
+        directory.write("train-00000.parquet", std::string("PAR1\x15\x04\x15\x10", 8) + "PAR1");
+    expect_refused(directory, inputs({parquet}),
+                   {parquet + ": looks like a Parquet file", "parquet_to_jsonl.py"});
+    const std::string elf = directory.write("program.txt", std::string("\x7f"
+                                                                       "ELF\x02\x01\x01\0\0\0",
+                                                                       10));
     expect_refused(directory, inputs({elf}), {elf, "ELF executable"});
     std::string noise;
     for (int i = 0; i < 4096; ++i) noise += static_cast<char>(0x80 + (i * 37) % 0x7f);
@@ -136,12 +147,14 @@ TEST(CorpusInputs, TruncatedBinaryAndNotJsonLinesInputsAreRefusedInOneLine) {
     const std::string pdf = directory.file("paper.txt.gz");
     testing::write_gzip(pdf, "%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n");
     expect_refused(directory, inputs({pdf}), {pdf + ": looks like a PDF document"});
-    const std::string pretty = directory.write("config.json", "{\n  \"text\": \"one object over lines\"\n}\n");
+    const std::string pretty =
+        directory.write("config.json", "{\n  \"text\": \"one object over lines\"\n}\n");
     expect_refused(directory, inputs({pretty}), {pretty + ": not JSON lines", "--format text"});
 
     directory.write("download/README.md", "# A dataset card\n");
     directory.write("download/.gitattributes", "*.parquet filter=lfs\n");
-    expect_refused(directory, inputs({directory.file("download")}), {"download: directory holds no text-like files"});
+    expect_refused(directory, inputs({directory.file("download")}),
+                   {"download: directory holds no text-like files"});
 
     CorpusOptions skipping = inputs({parquet, elf, directory.write("fine.txt", "some text\n")});
     skipping.skip_binary = true;
@@ -169,9 +182,10 @@ TEST(CorpusInputs, DirectoriesTakeTextLikeNamesAndListWhatTheyLeave) {
     std::vector<std::string> left;
     for (const LeftInput& input : resolved.left) left.push_back(input.path + " " + input.reason);
     std::sort(left.begin(), left.end());
-    EXPECT_EQ(left, (std::vector<std::string>{directory.file("d/.gitattributes") + " hidden",
-                                              directory.file("d/README.md") + " not a text-like name",
-                                              directory.file("d/data/part-1.parquet") + " not a text-like name"}));
+    EXPECT_EQ(left,
+              (std::vector<std::string>{directory.file("d/.gitattributes") + " hidden",
+                                        directory.file("d/README.md") + " not a text-like name",
+                                        directory.file("d/data/part-1.parquet") + " not a text-like name"}));
     const std::vector<std::string> lines = resolved.describe();
     ASSERT_EQ(lines.size(), 2u);
     EXPECT_NE(lines[0].find("took 2 files"), std::string::npos) << lines[0];
@@ -206,7 +220,8 @@ TEST(CorpusInputs, SeekingToAReportedDocumentEndContinuesExactly) {
         Corpus resumed = Corpus::from_files(files, options);
         resumed.seek(ends[d]);
         const std::vector<Document> rest = documents_of(resumed);
-        EXPECT_TRUE(std::equal(rest.begin(), rest.end(), all.begin() + static_cast<ptrdiff_t>(d) + 1, all.end()));
+        EXPECT_TRUE(
+            std::equal(rest.begin(), rest.end(), all.begin() + static_cast<ptrdiff_t>(d) + 1, all.end()));
         EXPECT_EQ(rest.size(), all.size() - d - 1);
         EXPECT_EQ(resumed.skipped_lines(), 6);
     }

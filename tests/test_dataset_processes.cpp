@@ -2,9 +2,8 @@
 // during prepare then --resume gives the bytes of an uninterrupted run; SIGTERM leaves no
 // temporary; '-' reads standard input; a dataset overwritten while a run reads it ends the run in
 // one line with its last checkpoint intact.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,7 +73,8 @@ bool wait_for_file(const std::string& path, pid_t pid) {
 std::map<std::string, std::string> shard_hashes(const std::string& folder) {
     std::map<std::string, std::string> hashes;
     for (const auto& entry : fs::directory_iterator(folder)) {
-        if (entry.path().extension() == ".h5") hashes[entry.path().filename().string()] = sha256_file_hex(entry.path());
+        if (entry.path().extension() == ".h5")
+            hashes[entry.path().filename().string()] = sha256_file_hex(entry.path());
     }
     return hashes;
 }
@@ -82,7 +82,8 @@ std::map<std::string, std::string> shard_hashes(const std::string& folder) {
 std::vector<std::string> temporaries(const std::string& folder) {
     std::vector<std::string> found;
     for (const auto& entry : fs::directory_iterator(folder)) {
-        if (entry.path().filename().string().find(".tmp-") != std::string::npos) found.push_back(entry.path().string());
+        if (entry.path().filename().string().find(".tmp-") != std::string::npos)
+            found.push_back(entry.path().string());
     }
     return found;
 }
@@ -92,7 +93,8 @@ protected:
     static void SetUpTestSuite() {
         corpus_ = new TempDirectory("mixgpt_process_corpus");
         std::string text;
-        for (const std::string& document : testing::multilingual_documents(2500, 51)) text += document + "\n<DOC>\n";
+        for (const std::string& document : testing::multilingual_documents(2500, 51))
+            text += document + "\n<DOC>\n";
         corpus_->write("corpus.txt", text);
     }
     static void TearDownTestSuite() {
@@ -102,8 +104,20 @@ protected:
     static std::string corpus() { return corpus_->file("corpus.txt"); }
 
     std::vector<std::string> prepare_arguments(const std::string& output) const {
-        return {"prepare", "--output", output, "--tokenizer", testing::tiny_tokenizer_path(), "--doc-sep", "<DOC>",
-                "--shard-tokens", "20000", "--threads", "1", "--seed", "4", corpus()};
+        return {"prepare",
+                "--output",
+                output,
+                "--tokenizer",
+                testing::tiny_tokenizer_path(),
+                "--doc-sep",
+                "<DOC>",
+                "--shard-tokens",
+                "20000",
+                "--threads",
+                "1",
+                "--seed",
+                "4",
+                corpus()};
     }
     // The same dataset made in one go, in process.
     std::string uninterrupted(const TempDirectory& directory) const {
@@ -171,16 +185,20 @@ TEST_F(DatasetProcessTest, StandardInputIsReadOnceAsJsonLines) {
     for (const std::string& document : testing::multilingual_documents(40, 52)) {
         std::string escaped;
         for (char c : document) {
-            if (c == '\n') escaped += "\\n";
-            else if (c == '"' || c == '\\') escaped += std::string("\\") + c;
-            else if (c == '\t') escaped += "\\t";
-            else escaped += c;
+            if (c == '\n')
+                escaped += "\\n";
+            else if (c == '"' || c == '\\')
+                escaped += std::string("\\") + c;
+            else if (c == '\t')
+                escaped += "\\t";
+            else
+                escaped += c;
         }
         lines += "{\"text\": \"" + escaped + "\"}\n";
     }
     const std::string file = directory.write("docs.jsonl.zst", testing::zstd_compressed(lines));
-    const std::vector<std::string> common = {"--tokenizer-sample-bytes", "20000", "--vocab-size", "600",
-                                             "--threads", "1"};
+    const std::vector<std::string> common = {
+        "--tokenizer-sample-bytes", "20000", "--vocab-size", "600", "--threads", "1"};
     std::vector<std::string> from_stdin = {"prepare", "--output", directory.file("piped"), "-"};
     std::vector<std::string> from_file = {"prepare", "--output", directory.file("file"), file};
     from_stdin.insert(from_stdin.end(), common.begin(), common.end());
@@ -201,12 +219,13 @@ TEST_F(DatasetProcessTest, ADatasetOverwrittenDuringTrainingEndsTheRunInOneLine)
     const std::string dataset = directory.file("data");
     fs::copy(testing_support::tiny_dataset().directory, dataset);
     const std::string other = directory.file("other");
-    run_prepare(testing_support::tiny_prepare_options(testing_support::tiny_dataset().corpus_directory, other, 300));
+    run_prepare(
+        testing_support::tiny_prepare_options(testing_support::tiny_dataset().corpus_directory, other, 300));
     const std::string run = directory.file("run");
-    const pid_t pid = spawn_with_input({"train", "--dataset", dataset, "--model", "d2", "--n-embd", "32", "-b", "4",
-                                        "-t", "16", "--threads", "1", "--steps", "100000", "--checkpoint-interval",
-                                        "3", "-o", run},
-                                       "", logs_);
+    const pid_t pid = spawn_with_input(
+        {"train", "--dataset", dataset, "--model", "d2", "--n-embd", "32", "-b", "4", "-t", "16", "--threads",
+         "1", "--steps", "100000", "--checkpoint-interval", "3", "-o", run},
+        "", logs_);
     const std::string first_checkpoint = checkpoint_path(checkpoint_directory(run), 3);
     ASSERT_TRUE(wait_for_file(first_checkpoint, pid));
     const std::string shard = dataset + "/shard-000000.h5";

@@ -41,7 +41,8 @@ PrepareOptions prepare_options(const std::vector<std::string>& inputs, const std
 // A corpus folder of `count` generated documents.
 std::string write_corpus(const TempDirectory& directory, const std::string& name, int count, uint32_t seed) {
     const std::vector<std::string> documents = testing::multilingual_documents(count, seed);
-    for (size_t d = 0; d < documents.size(); ++d) directory.write(format("%s/%03zu.txt", name.c_str(), d), documents[d]);
+    for (size_t d = 0; d < documents.size(); ++d)
+        directory.write(format("%s/%03zu.txt", name.c_str(), d), documents[d]);
     return directory.file(name);
 }
 
@@ -49,14 +50,16 @@ std::string write_corpus(const TempDirectory& directory, const std::string& name
 std::map<std::string, std::string> shard_hashes(const std::string& folder) {
     std::map<std::string, std::string> hashes;
     for (const auto& entry : fs::directory_iterator(folder)) {
-        if (entry.path().extension() == ".h5") hashes[entry.path().filename().string()] = sha256_file_hex(entry.path());
+        if (entry.path().extension() == ".h5")
+            hashes[entry.path().filename().string()] = sha256_file_hex(entry.path());
     }
     return hashes;
 }
 
 std::vector<std::string> file_names(const std::string& folder) {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(folder)) names.push_back(entry.path().filename().string());
+    for (const auto& entry : fs::directory_iterator(folder))
+        names.push_back(entry.path().filename().string());
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -89,7 +92,8 @@ TEST(DatasetShards, ShardsCloseAtDocumentEndsAndEachHoldsBothSplits) {
     EXPECT_EQ(document, 120);
     // The same documents, tokens and splits as one shard holding everything.
     for (const char* split : {"train", "val"}) {
-        EXPECT_EQ(testing::read_tokens(result.dataset_path, split), testing::read_tokens(directory.file("whole"), split));
+        EXPECT_EQ(testing::read_tokens(result.dataset_path, split),
+                  testing::read_tokens(directory.file("whole"), split));
         EXPECT_EQ(testing::read_offsets(result.dataset_path, split),
                   testing::read_offsets(directory.file("whole"), split));
     }
@@ -120,7 +124,8 @@ TEST(DatasetShards, WindowsStayInsideShardsAndAnEpochCoversEachOnce) {
             const int32_t shard_start = first / kStep * kStep;
             EXPECT_EQ((first - shard_start) % T, 0);
             for (int t = 1; t <= T; ++t)  // consecutive within one shard (or its end-of-text token)
-                EXPECT_TRUE(batch.tokens[t] == first + t || batch.tokens[t] == kVocab - 1) << first << " " << t;
+                EXPECT_TRUE(batch.tokens[t] == first + t || batch.tokens[t] == kVocab - 1)
+                    << first << " " << t;
             seen.insert(first);
             ++visits[first];
         }
@@ -150,7 +155,8 @@ TEST(DatasetShards, AppendGivesTheDocumentsOfOneRunOverBothCorpora) {
     PrepareOptions once = prepare_options({first, second}, directory.file("once"));
     run_prepare(once);
     for (const char* split : {"train", "val"})
-        EXPECT_EQ(testing::read_tokens(dataset, split), testing::read_tokens(directory.file("once"), split)) << split;
+        EXPECT_EQ(testing::read_tokens(dataset, split), testing::read_tokens(directory.file("once"), split))
+            << split;
 
     // A single-file dataset (format version 1) grows into a folder whose first shard is that file.
     TempDirectory old;
@@ -208,11 +214,13 @@ TEST(DatasetShards, AnUnfinishedPrepareIsNotADatasetAndNeedsResumeOrForce) {
     options.stop_requested = [&options] { return fs::exists(options.output_directory + "/shard-000000.h5"); };
     test::error_of([&] { run_prepare(options); });
     ASSERT_TRUE(fs::exists(options.output_directory + "/progress.json"));
-    EXPECT_NE(test::error_of([&] { read_dataset_info(options.output_directory); }).find("prepare has not finished"),
-              std::string::npos);
+    EXPECT_NE(
+        test::error_of([&] { read_dataset_info(options.output_directory); }).find("prepare has not finished"),
+        std::string::npos);
     options.stop_requested = nullptr;
-    EXPECT_NE(test::error_of([&] { run_prepare(options); }).find("--resume continues it, --force starts over"),
-              std::string::npos);
+    EXPECT_NE(
+        test::error_of([&] { run_prepare(options); }).find("--resume continues it, --force starts over"),
+        std::string::npos);
     options.val_fraction = 0.3;
     options.resume = true;
     EXPECT_NE(test::error_of([&] { run_prepare(options); }).find("val_fraction"), std::string::npos);
@@ -235,7 +243,8 @@ std::vector<int32_t> next_rows(DataLoader& loader, int64_t count, const LoaderOp
     Batch batch;
     for (int64_t i = 0; i < count; ++i) {
         EXPECT_TRUE(loader.next(batch));
-        for (int row = 0; row < options.batch_size; ++row) rows.push_back(batch.tokens[row * (options.seq_len + 1)]);
+        for (int row = 0; row < options.batch_size; ++row)
+            rows.push_back(batch.tokens[row * (options.seq_len + 1)]);
     }
     return rows;
 }
@@ -248,7 +257,8 @@ TEST(DatasetMixture, RowsComeInProportionDeterministicallyAndResumeExactly) {
     const LoaderOptions options = mixture_options(directory.file("a"), directory.file("b"), 0, 1);
     DataLoader loader(options);
     const std::vector<int32_t> rows = next_rows(loader, 1000, options);
-    const auto from_a = std::count_if(rows.begin(), rows.end(), [](int32_t token) { return token < 3 * kStep; });
+    const auto from_a =
+        std::count_if(rows.begin(), rows.end(), [](int32_t token) { return token < 3 * kStep; });
     // Low discrepancy: within a few rows of 70% after 4000 rows (binomial sampling would give +-29).
     EXPECT_NEAR(static_cast<double>(from_a), 0.7 * 4000, 4.0);
     DataLoader again(options);
@@ -285,7 +295,8 @@ TEST(DatasetMixture, DatasetsOfAnotherTokenizerAreRefusedInOneLine) {
     const std::string message = test::error_of(
         [&] { DataLoader loader(mixture_options(directory.file("a"), directory.file("other.h5"), 0, 1)); });
     EXPECT_EQ(message.find('\n'), std::string::npos);
-    EXPECT_EQ(message.rfind(directory.file("other.h5") + ": made with tokenizer sentencepiece", 0), 0u) << message;
+    EXPECT_EQ(message.rfind(directory.file("other.h5") + ": made with tokenizer sentencepiece", 0), 0u)
+        << message;
     EXPECT_NE(message.find("must share one tokenizer"), std::string::npos) << message;
 }
 

@@ -299,7 +299,8 @@ TEST(PrepareErrors, ExistingOutputsNeedForce) {
         run_prepare(options);
         ADD_FAILURE() << "expected an error";
     } catch (const Error& error) {
-        EXPECT_NE(std::string(error.what()).find(result.dataset_path + ": already exists and holds a dataset (--force"),
+        EXPECT_NE(std::string(error.what())
+                      .find(result.dataset_path + ": already exists and holds a dataset (--force"),
                   std::string::npos)
             << error.what();
     }

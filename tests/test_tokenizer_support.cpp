@@ -119,8 +119,9 @@ std::string zstd_compressed(const std::string& content) {
 std::string xz_compressed(const std::string& content) {
     std::string out(lzma_stream_buffer_bound(content.size()), '\0');
     size_t size = 0;
-    if (lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(content.data()),
-                                content.size(), reinterpret_cast<uint8_t*>(out.data()), &size, out.size()) != LZMA_OK)
+    if (lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr,
+                                reinterpret_cast<const uint8_t*>(content.data()), content.size(),
+                                reinterpret_cast<uint8_t*>(out.data()), &size, out.size()) != LZMA_OK)
         throw std::runtime_error("xz: cannot compress");
     out.resize(size);
     return out;
@@ -166,8 +167,8 @@ void write_counting_dataset(const std::string& path, int64_t tokens, int vocab_s
     writer.finish(0, 0);
 }
 
-void write_counting_folder(const std::string& folder, const std::vector<int64_t>& shard_tokens, int vocab_size,
-                           int32_t start_step, int32_t first_token) {
+void write_counting_folder(const std::string& folder, const std::vector<int64_t>& shard_tokens,
+                           int vocab_size, int32_t start_step, int32_t first_token) {
     std::filesystem::create_directories(folder);
     DatasetIndex index;
     index.tokenizer = {"sentencepiece", {"tokenizer.model"}, "counting"};

@@ -43,7 +43,7 @@ void write_counting_dataset(const std::string& path, int64_t tokens, int vocab_s
 // A dataset folder (tokenizer/dataset_index.h) whose shard s holds, in both splits, one document:
 // tokens f + s*start_step, f + s*start_step + 1, ... (f = first_token), then the end-of-text token
 // vocab_size - 1 (shard_tokens[s] tokens in all). Its tokenizer SHA-256 is "counting".
-void write_counting_folder(const std::string& folder, const std::vector<int64_t>& shard_tokens, int vocab_size,
-                           int32_t start_step, int32_t first_token = 0);
+void write_counting_folder(const std::string& folder, const std::vector<int64_t>& shard_tokens,
+                           int vocab_size, int32_t start_step, int32_t first_token = 0);
 
 }  // namespace mixgpt::testing

@@ -36,7 +36,8 @@ ByteSource::ByteSource(const std::string& path, StreamUse use)
     if (standard_input_) {
         StandardInput& input = standard_input();
         std::lock_guard<std::mutex> lock(input.mutex);
-        MIXGPT_REQUIRE(!input.streaming, "standard input: already read to its end once (it cannot be read again)");
+        MIXGPT_REQUIRE(!input.streaming,
+                       "standard input: already read to its end once (it cannot be read again)");
         input.streaming = use == StreamUse::streaming;
         return;
     }

@@ -1,8 +1,7 @@
 #include "tokenizer/corpus.h"
 
-#include <glob.h>
-
 #include <fnmatch.h>
+#include <glob.h>
 
 #include <algorithm>
 #include <cstring>
@@ -75,7 +74,8 @@ private:
         const InputSniff sniff = sniff_input(path);
         if (!sniff.binary.empty()) {
             if (!options_.skip_binary)
-                throw Error(path + ": looks like " + sniff.binary + ", not text (--skip-binary leaves such inputs)");
+                throw Error(path + ": looks like " + sniff.binary +
+                            ", not text (--skip-binary leaves such inputs)");
             result_.left.push_back({path, "binary: " + sniff.binary});
             return;
         }
@@ -91,7 +91,8 @@ private:
                                 "it as text");
                 format = InputFormat::jsonl;
             } else {
-                format = path == kStandardInputPath && sniff.json_lines ? InputFormat::jsonl : InputFormat::text;
+                format =
+                    path == kStandardInputPath && sniff.json_lines ? InputFormat::jsonl : InputFormat::text;
             }
         }
         result_.files.push_back({path, format, bytes, sniff.compression});
@@ -115,8 +116,9 @@ private:
         }
         if (error) throw Error(directory.string() + ": cannot list directory (" + error.message() + ")");
         if (found.empty())
-            throw Error(directory.string() + ": directory holds no text-like files (.txt, .jsonl, .json, .ndjson, "
-                                             "optionally .gz/.zst/.xz; --include GLOB takes others)");
+            throw Error(directory.string() +
+                        ": directory holds no text-like files (.txt, .jsonl, .json, .ndjson, "
+                        "optionally .gz/.zst/.xz; --include GLOB takes others)");
         std::sort(found.begin(), found.end());
         for (const auto& path : found) {
             const auto bytes = fs::file_size(path, error);
@@ -169,7 +171,8 @@ ResolvedInputs resolve_inputs(const CorpusOptions& options) {
         }
     }
     ResolvedInputs resolved = collector.take();
-    MIXGPT_REQUIRE(!resolved.files.empty(), "no input left to read: every input looks binary (--skip-binary)");
+    MIXGPT_REQUIRE(!resolved.files.empty(),
+                   "no input left to read: every input looks binary (--skip-binary)");
     return resolved;
 }
 

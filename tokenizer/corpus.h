@@ -40,9 +40,10 @@ struct CorpusOptions {
     InputFormat format = InputFormat::automatic;
     std::string doc_separator;  // empty: one document per file
     std::string jsonl_key = "text";
-    bool skip_bad_lines = false;       // skip and count bad JSONL lines instead of failing
-    std::vector<std::string> include;  // file-name patterns (fnmatch) taken from directories besides text-like ones
-    bool skip_binary = false;          // leave binary-looking inputs instead of failing
+    bool skip_bad_lines = false;  // skip and count bad JSONL lines instead of failing
+    std::vector<std::string>
+        include;               // file-name patterns (fnmatch) taken from directories besides text-like ones
+    bool skip_binary = false;  // leave binary-looking inputs instead of failing
 };
 
 struct InputFile {
@@ -127,7 +128,7 @@ public:
     TrainingSample sample(size_t budget) const;
 
     uint64_t total_bytes() const { return total_bytes_; }  // of the inputs whose size is known
-    bool sizes_known() const { return sizes_known_; }       // false with standard input
+    bool sizes_known() const { return sizes_known_; }      // false with standard input
     uint64_t bytes_read() const;
     int64_t skipped_lines() const;
     const std::string& description() const { return description_; }  // for messages

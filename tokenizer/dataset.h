@@ -44,7 +44,9 @@ struct TokenizerIdentity {
     std::vector<std::string> files;
     std::string sha256;
 
-    bool same_as(const TokenizerIdentity& other) const { return kind == other.kind && sha256 == other.sha256; }
+    bool same_as(const TokenizerIdentity& other) const {
+        return kind == other.kind && sha256 == other.sha256;
+    }
     std::string describe() const;  // "sentencepiece tokenizer.model (sha256 0123456789ab...)"
 };
 

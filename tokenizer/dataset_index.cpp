@@ -1,9 +1,8 @@
 #include "tokenizer/dataset_index.h"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -25,12 +24,14 @@ Json split_json(const SplitInfo& split) {
 // Reads fields of one JSON object, each error naming the file and the field.
 class Fields {
 public:
-    Fields(const Json& object, std::string where, const std::string& path) : object_(object), where_(std::move(where)), path_(path) {
+    Fields(const Json& object, std::string where, const std::string& path)
+        : object_(object), where_(std::move(where)), path_(path) {
         if (!object.is_object()) fail("", "must be a JSON object");
     }
 
     [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
-        throw Error(path_ + ": " + where_ + (field.empty() ? "" : (where_.empty() ? "" : ".") + field) + ": " + reason);
+        throw Error(path_ + ": " + where_ + (field.empty() ? "" : (where_.empty() ? "" : ".") + field) +
+                    ": " + reason);
     }
     const Json& get(const std::string& field) const {
         const auto found = object_.find(field);
@@ -86,7 +87,9 @@ int64_t DatasetIndex::documents() const {
     return total;
 }
 
-std::string shard_file_name(int64_t number) { return format("shard-%06lld.h5", static_cast<long long>(number)); }
+std::string shard_file_name(int64_t number) {
+    return format("shard-%06lld.h5", static_cast<long long>(number));
+}
 
 std::string index_json_text(const DatasetIndex& index) {
     Json shards = Json::array();
@@ -103,7 +106,9 @@ std::string index_json_text(const DatasetIndex& index) {
     const Json json = {{"format", kIndexFormat},
                        {"format_version", kIndexFormatVersion},
                        {"tokenizer",
-                        {{"kind", index.tokenizer.kind}, {"files", index.tokenizer.files}, {"sha256", index.tokenizer.sha256}}},
+                        {{"kind", index.tokenizer.kind},
+                         {"files", index.tokenizer.files},
+                         {"sha256", index.tokenizer.sha256}}},
                        {"vocab_size", index.vocab_size},
                        {"eot_id", index.eot_id},
                        {"unk_id", index.unk_id},
@@ -115,7 +120,9 @@ std::string index_json_text(const DatasetIndex& index) {
     return json.dump(1) + "\n";
 }
 
-void write_index(const std::string& path, const DatasetIndex& index) { write_whole_file(path, index_json_text(index)); }
+void write_index(const std::string& path, const DatasetIndex& index) {
+    write_whole_file(path, index_json_text(index));
+}
 
 DatasetIndex read_index(const std::string& path) {
     std::error_code error;
@@ -138,7 +145,8 @@ DatasetIndex parse_index(const std::string& text, const std::string& path) {
     const Json json = Json::parse(text, nullptr, false);
     MIXGPT_REQUIRE(!json.is_discarded(), path + ": not valid JSON");
     const Fields root(json, "", path);
-    if (root.text("format") != kIndexFormat) root.fail("format", std::string("must be '") + kIndexFormat + "'");
+    if (root.text("format") != kIndexFormat)
+        root.fail("format", std::string("must be '") + kIndexFormat + "'");
     if (root.integer("format_version") != kIndexFormatVersion)
         root.fail("format_version", format("%lld is not supported (this build reads version %lld)",
                                            static_cast<long long>(root.integer("format_version")),
@@ -184,7 +192,8 @@ DatasetIndex parse_index(const std::string& text, const std::string& path) {
     }
     const Json& commands = root.get("commands");
     if (!commands.is_array()) root.fail("commands", "must be a list");
-    for (const Json& command : commands) index.commands.push_back(command.is_string() ? command.get<std::string>() : "");
+    for (const Json& command : commands)
+        index.commands.push_back(command.is_string() ? command.get<std::string>() : "");
     return index;
 }
 

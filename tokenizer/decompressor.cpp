@@ -27,7 +27,8 @@ bool starts_with(ByteSource& source, const unsigned char (&magic)[N]) {
 class GzipDecompressor : public Decompressor {
 public:
     explicit GzipDecompressor(ByteSource& source) : source_(source) {
-        if (inflateInit2(&stream_, 15 + 32) != Z_OK) throw Error(source.path() + ": zlib cannot start (out of memory)");
+        if (inflateInit2(&stream_, 15 + 32) != Z_OK)
+            throw Error(source.path() + ": zlib cannot start (out of memory)");
     }
     ~GzipDecompressor() override { inflateEnd(&stream_); }
 
@@ -53,7 +54,8 @@ public:
                 between_members_ = true;
             } else if (status != Z_OK && status != Z_BUF_ERROR) {
                 throw Error(source_.path() + ": corrupt gzip data (" +
-                            (stream_.msg != nullptr ? stream_.msg : "zlib error " + std::to_string(status)) + ")");
+                            (stream_.msg != nullptr ? stream_.msg : "zlib error " + std::to_string(status)) +
+                            ")");
             }
             if (stream_.avail_out < capacity) break;  // return what there is
         }
@@ -119,7 +121,8 @@ public:
             } else if (status == LZMA_BUF_ERROR && source_.at_end()) {
                 truncated(source_, "xz");
             } else if (status != LZMA_OK) {
-                throw Error(source_.path() + ": corrupt xz data (liblzma error " + std::to_string(status) + ")");
+                throw Error(source_.path() + ": corrupt xz data (liblzma error " + std::to_string(status) +
+                            ")");
             }
         }
         return capacity - stream_.avail_out;
@@ -135,10 +138,14 @@ private:
 
 const char* compression_name(Compression compression) {
     switch (compression) {
-        case Compression::gzip: return "gzip";
-        case Compression::zstd: return "zstd";
-        case Compression::xz: return "xz";
-        case Compression::none: break;
+        case Compression::gzip:
+            return "gzip";
+        case Compression::zstd:
+            return "zstd";
+        case Compression::xz:
+            return "xz";
+        case Compression::none:
+            break;
     }
     return "plain";
 }
@@ -152,10 +159,14 @@ Compression detect_compression(ByteSource& source) {
 
 std::unique_ptr<Decompressor> open_decompressor(Compression compression, ByteSource& source) {
     switch (compression) {
-        case Compression::gzip: return std::make_unique<GzipDecompressor>(source);
-        case Compression::zstd: return std::make_unique<ZstdDecompressor>(source);
-        case Compression::xz: return std::make_unique<XzDecompressor>(source);
-        case Compression::none: break;
+        case Compression::gzip:
+            return std::make_unique<GzipDecompressor>(source);
+        case Compression::zstd:
+            return std::make_unique<ZstdDecompressor>(source);
+        case Compression::xz:
+            return std::make_unique<XzDecompressor>(source);
+        case Compression::none:
+            break;
     }
     throw Error(source.path() + ": not compressed");
 }

@@ -15,8 +15,8 @@ struct Blocks {
     // The first document of `block`: the smallest d >= 0 with of(d) >= block, found from the
     // estimate and corrected with of() itself, so that rounding cannot disagree with it.
     int64_t first(int64_t block) const {
-        int64_t document =
-            std::max<int64_t>(0, static_cast<int64_t>(std::ceil((static_cast<double>(block) - offset) / fraction)));
+        int64_t document = std::max<int64_t>(
+            0, static_cast<int64_t>(std::ceil((static_cast<double>(block) - offset) / fraction)));
         while (document > 0 && of(document - 1) >= block) --document;
         while (of(document) < block) ++document;
         return document;

@@ -1,8 +1,7 @@
 #include "tokenizer/input_sniff.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "core/log.h"
@@ -44,7 +43,8 @@ const Signature kSignatures[] = {
 
 constexpr double kMaxNulFraction = 0.01;
 constexpr double kMaxInvalidUtf8Fraction = 0.10;
-constexpr size_t kMinInvalidUtf8Bytes = 64;  // fewer say nothing reliable (a short file with a few stray bytes)
+constexpr size_t kMinInvalidUtf8Bytes =
+    64;  // fewer say nothing reliable (a short file with a few stray bytes)
 
 std::string percent(size_t part, size_t whole) {
     return format("%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
@@ -68,7 +68,8 @@ std::string binary_kind(std::string_view head) {
         if (length == 0 && head.size() - at >= 4) ++invalid;
         at += length > 0 ? length : 1;
     }
-    if (invalid >= kMinInvalidUtf8Bytes && invalid > kMaxInvalidUtf8Fraction * static_cast<double>(head.size()))
+    if (invalid >= kMinInvalidUtf8Bytes &&
+        invalid > kMaxInvalidUtf8Fraction * static_cast<double>(head.size()))
         return "binary data or text not in UTF-8 (" + percent(invalid, head.size()) + " of its first " +
                std::to_string(head.size()) + " bytes are not valid UTF-8)";
     return "";

@@ -44,7 +44,8 @@ void InputStream::skip(uint64_t bytes) {
     std::string scratch(kReadBytes, '\0');
     while (bytes > 0) {
         const size_t count = read(scratch.data(), static_cast<size_t>(std::min<uint64_t>(bytes, kReadBytes)));
-        if (count == 0) throw Error(path() + ": ends before the position to resume from (the input changed?)");
+        if (count == 0)
+            throw Error(path() + ": ends before the position to resume from (the input changed?)");
         bytes -= count;
     }
 }

@@ -4,8 +4,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -33,7 +33,11 @@ public:
     // source of a mixture in train mode (with `order`).
     BatchFiller(const LoaderOptions& options, std::vector<std::unique_ptr<SplitWindows>>& sources,
                 const MixtureOrder* order, int64_t windows, int64_t batches)
-        : options_(options), sources_(sources), order_(order), windows_(windows), batches_(batches),
+        : options_(options),
+          sources_(sources),
+          order_(order),
+          windows_(windows),
+          batches_(batches),
           permutations_(sources.size()) {}
 
     bool train() const { return options_.mode == LoaderMode::train; }
@@ -74,7 +78,8 @@ public:
         }
         for (int64_t row = rows; row < rows_per_batch; ++row) {
             if (rows > 0)
-                std::memcpy(tokens + row * row_tokens, tokens + (rows - 1) * row_tokens, sizeof(int32_t) * row_tokens);
+                std::memcpy(tokens + row * row_tokens, tokens + (rows - 1) * row_tokens,
+                            sizeof(int32_t) * row_tokens);
             else
                 split.read(windows_ - 1, tokens + row * row_tokens);
         }
@@ -98,7 +103,8 @@ private:
     }
 
     int fill_mixture(Position position, int32_t* tokens) {
-        MIXGPT_REQUIRE(position.batch == mixture_batch_, "data loader: mixture batches must be filled in order");
+        MIXGPT_REQUIRE(position.batch == mixture_batch_,
+                       "data loader: mixture batches must be filled in order");
         const int64_t global_batch = int64_t{options_.world_size} * options_.batch_size;
         const int64_t mine = position.batch * global_batch + int64_t{options_.rank} * options_.batch_size;
         const int64_t row_tokens = options_.seq_len + 1;
@@ -242,7 +248,8 @@ std::vector<DatasetInfo> open_datasets(const LoaderOptions& options) {
     if (options.mixture.empty()) {
         datasets.push_back(read_dataset_info(options.dataset_path));
     } else {
-        for (const DatasetSource& source : options.mixture) datasets.push_back(read_dataset_info(source.path));
+        for (const DatasetSource& source : options.mixture)
+            datasets.push_back(read_dataset_info(source.path));
     }
     for (const DatasetInfo& dataset : datasets) {
         if (!dataset.tokenizer.same_as(datasets.front().tokenizer))
@@ -292,8 +299,8 @@ struct DataLoader::Impl {
     std::unique_ptr<MixtureOrder> order;  // a mixture in train mode
     std::unique_ptr<BatchFiller> filler;
     std::vector<Buffer> buffers;
-    Position consumed;                     // the next batch the caller gets
-    std::vector<int64_t> consumed_rows;   // a mixture: rows of each source before `consumed`
+    Position consumed;                   // the next batch the caller gets
+    std::vector<int64_t> consumed_rows;  // a mixture: rows of each source before `consumed`
     std::unique_ptr<Prefetcher> prefetcher;
 
     explicit Impl(LoaderOptions loader_options) : options(std::move(loader_options)) {
@@ -301,25 +308,28 @@ struct DataLoader::Impl {
         datasets = open_datasets(options);
         const std::string& path = datasets.front().path;
         const bool train = options.mode == LoaderMode::train;
-        const int32_t vocab_limit = options.vocab_limit > 0 ? options.vocab_limit : datasets.front().vocab_size;
+        const int32_t vocab_limit =
+            options.vocab_limit > 0 ? options.vocab_limit : datasets.front().vocab_size;
         if (train && datasets.size() > 1) {
             std::vector<double> weights;
             for (size_t k = 0; k < datasets.size(); ++k) {
-                sources.push_back(std::make_unique<SplitWindows>(std::vector<DatasetInfo>{datasets[k]}, options.split,
-                                                                 options.seq_len, vocab_limit));
+                sources.push_back(std::make_unique<SplitWindows>(
+                    std::vector<DatasetInfo>{datasets[k]}, options.split, options.seq_len, vocab_limit));
                 require_windows({datasets[k]}, sources.back()->windows());
                 weights.push_back(options.mixture[k].weight);
             }
             order = std::make_unique<MixtureOrder>(weights, options.seed);
             consumed_rows.assign(datasets.size(), 0);
         } else {
-            sources.push_back(std::make_unique<SplitWindows>(datasets, options.split, options.seq_len, vocab_limit));
+            sources.push_back(
+                std::make_unique<SplitWindows>(datasets, options.split, options.seq_len, vocab_limit));
             require_windows(datasets, sources.back()->windows());
         }
         for (const auto& source : sources) windows += source->windows();
         global_batch = int64_t{options.world_size} * options.batch_size;
-        batches = order ? std::numeric_limits<int64_t>::max()
-                        : train ? windows / global_batch : (windows + global_batch - 1) / global_batch;
+        batches = order   ? std::numeric_limits<int64_t>::max()
+                  : train ? windows / global_batch
+                          : (windows + global_batch - 1) / global_batch;
         MIXGPT_REQUIRE(batches > 0,
                        format("%s: split '%s' has %lld windows of %d tokens, fewer than one global "
                               "batch of world_size x batch_size = %lld",
@@ -342,8 +352,8 @@ struct DataLoader::Impl {
         for (const DatasetInfo& dataset : read) tokens += dataset.split(options.split).tokens;
         MIXGPT_REQUIRE(split_windows > 0,
                        format("%s: split '%s' has %lld tokens, fewer than seq_len + 1 = %d in every shard",
-                              read.front().path.c_str(), options.split.c_str(), static_cast<long long>(tokens),
-                              options.seq_len + 1));
+                              read.front().path.c_str(), options.split.c_str(),
+                              static_cast<long long>(tokens), options.seq_len + 1));
     }
 
     void start_prefetch() {
@@ -378,9 +388,10 @@ struct DataLoader::Impl {
                    path.c_str(), static_cast<long long>(state.windows),
                    static_cast<long long>(state.global_batch), static_cast<long long>(windows),
                    static_cast<long long>(global_batch)));
-        MIXGPT_REQUIRE(state.source_rows.size() == consumed_rows.size(),
-                       format("%s: the loader state is for a mixture of %zu datasets, this loader reads %zu",
-                              path.c_str(), state.source_rows.size(), order ? consumed_rows.size() : size_t{1}));
+        MIXGPT_REQUIRE(
+            state.source_rows.size() == consumed_rows.size(),
+            format("%s: the loader state is for a mixture of %zu datasets, this loader reads %zu",
+                   path.c_str(), state.source_rows.size(), order ? consumed_rows.size() : size_t{1}));
         const int64_t last_batch = options.mode == LoaderMode::train ? batches - 1 : batches;
         MIXGPT_REQUIRE(state.epoch >= 0 && state.next_batch >= 0 && state.next_batch <= last_batch,
                        format("%s: invalid loader state (epoch %lld, batch %lld of %lld)", path.c_str(),

@@ -36,11 +36,11 @@ struct DatasetSource {
 };
 
 struct LoaderOptions {
-    std::string dataset_path;             // one dataset
+    std::string dataset_path;            // one dataset
     std::vector<DatasetSource> mixture;  // several, instead (two or more)
-    std::string split = "train";  // "train" or "val"
-    int batch_size = 4;           // B (per rank)
-    int seq_len = 64;             // T
+    std::string split = "train";         // "train" or "val"
+    int batch_size = 4;                  // B (per rank)
+    int seq_len = 64;                    // T
     LoaderMode mode = LoaderMode::train;
     uint64_t seed = 0;
     int rank = 0, world_size = 1;
@@ -91,7 +91,7 @@ public:
     int64_t batches_per_epoch() const;       // per rank (a mixture in train mode: no epochs, INT64_MAX)
     LoaderState state() const;               // the state AFTER the last batch returned
     void restore(const LoaderState& state);  // the next batch is exactly what an uninterrupted run gives
-    const DatasetInfo& info() const;  // of the (first) dataset
+    const DatasetInfo& info() const;         // of the (first) dataset
 
 private:
     struct Impl;

@@ -78,7 +78,8 @@ struct OpenedCorpus {
 };
 
 OpenedCorpus open_corpus(const PrepareOptions& options) {
-    if (options.builtin_corpus == "kjv") return {Corpus::from_documents(kjv_chapters(), "the KJV corpus"), {}};
+    if (options.builtin_corpus == "kjv")
+        return {Corpus::from_documents(kjv_chapters(), "the KJV corpus"), {}};
     ResolvedInputs inputs = resolve_inputs(options.corpus);
     Corpus corpus = Corpus::from_files(inputs.files, options.corpus);
     return {std::move(corpus), std::move(inputs)};
@@ -99,17 +100,18 @@ void check_splits_early(const PrepareOptions& options, int64_t first_document) {
         bytes += segment.text.size();
         if (!segment.last) continue;
         ++documents;
-        seen[static_cast<int>(split_of_document(options.seed, first_document + segment.document,
-                                                options.val_fraction))] = true;
+        seen[static_cast<int>(
+            split_of_document(options.seed, first_document + segment.document, options.val_fraction))] = true;
     }
     if (seen[0] && seen[1]) return;
     const std::string& name = opened.corpus.description();
     MIXGPT_REQUIRE(documents > 0, "empty corpus: " + name + " holds no document");
     MIXGPT_REQUIRE(seen[0], format("the train split would be empty: all %lld documents go to validation",
                                    static_cast<long long>(documents)));
-    throw Error(format("the validation split would be empty: none of the %lld documents of %s is drawn with "
-                       "--val-fraction %g (one in every 1/f documents is; use more documents or a larger fraction)",
-                       static_cast<long long>(documents), name.c_str(), options.val_fraction));
+    throw Error(
+        format("the validation split would be empty: none of the %lld documents of %s is drawn with "
+               "--val-fraction %g (one in every 1/f documents is; use more documents or a larger fraction)",
+               static_cast<long long>(documents), name.c_str(), options.val_fraction));
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -126,7 +128,8 @@ Tokenizer make_tokenizer(const PrepareOptions& options, const Corpus& corpus, co
     if (!options.tokenizer_path.empty()) {
         Tokenizer::load(options.tokenizer_path);  // errors name the given file, not the copy
         std::error_code error;
-        fs::copy_file(options.tokenizer_path, output.temporary_path(), fs::copy_options::overwrite_existing, error);
+        fs::copy_file(options.tokenizer_path, output.temporary_path(), fs::copy_options::overwrite_existing,
+                      error);
         if (error) throw Error(output.temporary_path() + ": cannot write (" + error.message() + ")");
     } else {
         const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
@@ -179,7 +182,8 @@ EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter
                            double val_fraction, const PrepareOptions& options) {
     const size_t batch_bytes =
         std::max(kMinBatchBytes, kBatchBytesPerThread * static_cast<size_t>(encoder.threads()));
-    Progress progress("encode", corpus.sizes_known() ? static_cast<double>(corpus.total_bytes()) / 1e6 : 0, "MB");
+    Progress progress("encode", corpus.sizes_known() ? static_cast<double>(corpus.total_bytes()) / 1e6 : 0,
+                      "MB");
     EncodeTotals totals;
     std::vector<std::vector<int32_t>> tokens;
     std::vector<int64_t> invalid;
@@ -196,7 +200,8 @@ EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter
 #pragma omp parallel for schedule(dynamic, 16) num_threads(encoder.threads())
             for (int64_t i = 0; i < count; ++i) {
                 const std::string& text = batch.segments[static_cast<size_t>(i)].text;
-                invalid[static_cast<size_t>(i)] = static_cast<int64_t>(utf8::invalid_byte_count(text.data(), text.size()));
+                invalid[static_cast<size_t>(i)] =
+                    static_cast<int64_t>(utf8::invalid_byte_count(text.data(), text.size()));
             }
             for (size_t i = 0; i < batch.segments.size(); ++i) {
                 const TextSegment& segment = batch.segments[i];
@@ -221,10 +226,10 @@ EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter
             throw;
         }
         totals.text_bytes += static_cast<int64_t>(batch.text_bytes);
-        progress.update(static_cast<double>(batch.input_bytes_read) / 1e6,
-                        format("%lld documents, %lld tokens, %lld shards", static_cast<long long>(documents),
-                               static_cast<long long>(token_count),
-                               static_cast<long long>(writer.shards_committed())));
+        progress.update(
+            static_cast<double>(batch.input_bytes_read) / 1e6,
+            format("%lld documents, %lld tokens, %lld shards", static_cast<long long>(documents),
+                   static_cast<long long>(token_count), static_cast<long long>(writer.shards_committed())));
         batch = upcoming.get();
     }
     progress.finish();
@@ -286,15 +291,16 @@ public:
             dataset_info_of_index(folder_.work, index_);  // every complete shard is there, whole
             start = folder_.journal->position;
             tokenizer = load_checked_tokenizer();
-            log_info(format("resuming after %zu complete shards, at document %lld",
-                            index_.shards.size(), static_cast<long long>(start.next_document)));
+            log_info(format("resuming after %zu complete shards, at document %lld", index_.shards.size(),
+                            static_cast<long long>(start.next_document)));
         } else if (folder_.start == PrepareStart::append) {
             index_ = *folder_.base;
             index_.shard_tokens = options_.shard_tokens;
             start.next_document = index_.documents();
             tokenizer = load_checked_tokenizer();
         } else {
-            if (!options_.tokenizer_path.empty()) Tokenizer::load(options_.tokenizer_path);  // before reading the corpus
+            if (!options_.tokenizer_path.empty())
+                Tokenizer::load(options_.tokenizer_path);  // before reading the corpus
             check_splits_early(options_, 0);
             stop_if_requested(options_);
             tokenizer = make_tokenizer(options_, opened.corpus, folder_.tokenizer_path());
@@ -324,8 +330,9 @@ public:
         metadata.command = "mixgpt prepare (a shard of a dataset folder: see index.json)";
         metadata.seed = index_.seed;
         metadata.val_fraction = index_.val_fraction;
-        ShardWriter writer(folder_.work, metadata, index_.shard_tokens, static_cast<int64_t>(index_.shards.size()),
-                           start.next_document, start.skipped_lines, [this](const ShardCommit& commit) {
+        ShardWriter writer(folder_.work, metadata, index_.shard_tokens,
+                           static_cast<int64_t>(index_.shards.size()), start.next_document,
+                           start.skipped_lines, [this](const ShardCommit& commit) {
                                journal_.index.shards.push_back(commit.record);
                                journal_.position = commit.after;
                                write_journal(folder_.journal_path(), journal_);
@@ -362,12 +369,14 @@ private:
     // The folder's tokenizer, which must be the one its index names.
     Tokenizer load_checked_tokenizer() const {
         const TokenizerIdentity& identity = index_.tokenizer;
-        MIXGPT_REQUIRE(identity.kind == "sentencepiece",
-                       folder_.directory + ": made with a " + identity.kind + " tokenizer, which prepare cannot extend");
+        MIXGPT_REQUIRE(
+            identity.kind == "sentencepiece",
+            folder_.directory + ": made with a " + identity.kind + " tokenizer, which prepare cannot extend");
         const std::string path = (fs::path(folder_.work) / identity.files.front()).string();
         const Tokenizer tokenizer = Tokenizer::load(path);
-        MIXGPT_REQUIRE(tokenizer.sha256() == identity.sha256,
-                       path + ": its SHA-256 is not the one the dataset was made with (" + identity.describe() + ")");
+        MIXGPT_REQUIRE(
+            tokenizer.sha256() == identity.sha256,
+            path + ": its SHA-256 is not the one the dataset was made with (" + identity.describe() + ")");
         if (!options_.tokenizer_path.empty())
             MIXGPT_REQUIRE(Tokenizer::load(options_.tokenizer_path).sha256() == identity.sha256,
                            options_.tokenizer_path + ": not the tokenizer of " + folder_.directory + " (" +
@@ -395,9 +404,11 @@ PrepareResult run_prepare(const PrepareOptions& options) {
     const std::string directory = without_trailing_slashes(
         options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory);
     PrepareFolder folder = open_prepare_folder(options, directory);
-    for (const std::string& path : folder.removed) log_info("removed " + path + " (left by a process that is gone)");
+    for (const std::string& path : folder.removed)
+        log_info("removed " + path + " (left by a process that is gone)");
     if (folder.start == PrepareStart::complete) {
-        log_info(directory + ": the dataset is complete, nothing to resume (without --resume, --append adds to it)");
+        log_info(directory +
+                 ": the dataset is complete, nothing to resume (without --resume, --append adds to it)");
         return result_of(folder, read_index(folder.index_path()));
     }
     PrepareRun run(options, folder);
@@ -410,9 +421,10 @@ PrepareResult run_prepare(const PrepareOptions& options) {
             undo_prepare_folder(folder, run.wrote_tokenizer());
             throw;
         }
-        throw Error(std::string(error.what()) + format("; %zu complete shards are kept in %s: `mixgpt prepare "
-                                                       "--resume` with the same inputs continues",
-                                                       run.shards_complete(), folder.work.c_str()));
+        throw Error(std::string(error.what()) +
+                    format("; %zu complete shards are kept in %s: `mixgpt prepare "
+                           "--resume` with the same inputs continues",
+                           run.shards_complete(), folder.work.c_str()));
     }
 }
 

@@ -42,22 +42,22 @@ struct PrepareOptions {
     int64_t tokenizer_sample_bytes = 100'000'000;
     double val_fraction = 0.05;
     uint64_t seed = 0;
-    bool force = false;   // replace an existing dataset (once the new one is complete)
-    int threads = 0;      // encoding threads; 0: all cores
-    std::string command;  // recorded in the dataset
-    int64_t shard_tokens = 100'000'000;  // a shard is closed at the first document end at or past this
-    bool append = false;                 // add the inputs to the dataset in output_directory
-    bool resume = false;                 // continue an interrupted prepare (or append)
+    bool force = false;                    // replace an existing dataset (once the new one is complete)
+    int threads = 0;                       // encoding threads; 0: all cores
+    std::string command;                   // recorded in the dataset
+    int64_t shard_tokens = 100'000'000;    // a shard is closed at the first document end at or past this
+    bool append = false;                   // add the inputs to the dataset in output_directory
+    bool resume = false;                   // continue an interrupted prepare (or append)
     std::function<bool()> stop_requested;  // polled between batches (SIGTERM): stop, keep complete shards
 };
 
 struct PrepareResult {
     std::string dataset_path;  // the folder
     std::string tokenizer_path;
-    SplitInfo train, val;      // of the whole dataset
-    int64_t shards = 0;        // of the whole dataset
-    int64_t shards_written = 0;  // by this run
-    int64_t resumed_at_document = -1;  // -1: not resumed
+    SplitInfo train, val;                  // of the whole dataset
+    int64_t shards = 0;                    // of the whole dataset
+    int64_t shards_written = 0;            // by this run
+    int64_t resumed_at_document = -1;      // -1: not resumed
     std::vector<std::string> input_lines;  // which inputs were taken and left
     int64_t invalid_utf8_bytes = 0;
     int64_t skipped_lines = 0;

@@ -96,22 +96,27 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
             folder.start = PrepareStart::complete;
             return folder;
         }
-        log_info(directory + ": no unfinished prepare to resume (no progress.json): starting from the beginning");
+        log_info(directory +
+                 ": no unfinished prepare to resume (no progress.json): starting from the beginning");
     }
     if (options.append) {
-        MIXGPT_REQUIRE(!has_journal, directory + ": holds an unfinished prepare or append (progress.json); "
-                                                 "finish it first with --resume");
+        MIXGPT_REQUIRE(!has_journal, directory +
+                                         ": holds an unfinished prepare or append (progress.json); "
+                                         "finish it first with --resume");
         MIXGPT_REQUIRE(has_dataset, directory + ": no dataset to append to (no index.json nor dataset.h5)");
         folder.start = PrepareStart::append;
-        folder.base = has_index ? read_index(folder.index_path()) : index_of_single_file(single_file, options);
+        folder.base =
+            has_index ? read_index(folder.index_path()) : index_of_single_file(single_file, options);
         return folder;
     }
     MIXGPT_REQUIRE(!has_journal || options.force,
-                   directory + ": holds an unfinished prepare (progress.json); --resume continues it, --force "
-                               "starts over");
+                   directory +
+                       ": holds an unfinished prepare (progress.json); --resume continues it, --force "
+                       "starts over");
     MIXGPT_REQUIRE(!has_dataset || options.force,
-                   directory + ": already exists and holds a dataset (--force replaces it once the new one is "
-                               "complete, --append adds documents to it)");
+                   directory +
+                       ": already exists and holds a dataset (--force replaces it once the new one is "
+                       "complete, --append adds documents to it)");
     if (has_dataset || has_journal) {
         folder.start = PrepareStart::replace;
         folder.work = directory + ".tmp-" + std::to_string(::getpid());
@@ -130,7 +135,8 @@ void finish_prepare_folder(const PrepareFolder& folder) {
     const std::string old = folder.directory + ".old-" + std::to_string(::getpid());
     std::error_code error;
     fs::rename(folder.directory, old, error);
-    if (error) throw Error(folder.directory + ": cannot move the old dataset aside (" + error.message() + ")");
+    if (error)
+        throw Error(folder.directory + ": cannot move the old dataset aside (" + error.message() + ")");
     fs::rename(folder.work, folder.directory, error);
     if (error) {
         std::error_code ignored;

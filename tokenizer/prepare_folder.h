@@ -25,9 +25,9 @@ enum class PrepareStart {
 
 struct PrepareFolder {
     PrepareStart start = PrepareStart::fresh;
-    std::string directory;  // the dataset's folder
-    std::string work;       // where this run writes: directory, or the sibling folder for replace
-    std::optional<DatasetIndex> base;      // append: the dataset's index (a single-file dataset as one shard)
+    std::string directory;             // the dataset's folder
+    std::string work;                  // where this run writes: directory, or the sibling folder for replace
+    std::optional<DatasetIndex> base;  // append: the dataset's index (a single-file dataset as one shard)
     std::optional<PrepareJournal> journal;  // resume
     bool created_directory = false;
     std::vector<std::string> removed;  // stale temporaries removed at start-up

@@ -1,8 +1,7 @@
 #include "tokenizer/prepare_journal.h"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -44,15 +43,18 @@ PrepareJournal read_journal(const std::string& path) {
     std::stringstream text;
     text << file.rdbuf();
     const Json json = Json::parse(text.str(), nullptr, false);
-    const bool valid = !json.is_discarded() && json.is_object() && json.value("format", "") == kJournalFormat &&
-                       json.value("format_version", 0) == 1 && json.contains("settings") &&
-                       json.contains("position") && json.contains("index") && json["position"].is_object();
-    MIXGPT_REQUIRE(valid, path + ": not a mixgpt prepare journal (delete the folder, or --force to start over)");
+    const bool valid = !json.is_discarded() && json.is_object() &&
+                       json.value("format", "") == kJournalFormat && json.value("format_version", 0) == 1 &&
+                       json.contains("settings") && json.contains("position") && json.contains("index") &&
+                       json["position"].is_object();
+    MIXGPT_REQUIRE(valid,
+                   path + ": not a mixgpt prepare journal (delete the folder, or --force to start over)");
     PrepareJournal journal;
     journal.settings = json["settings"].dump();
     const Json& position = json["position"];
     for (const char* field : {"input", "offset", "line", "next_document", "skipped_lines"})
-        MIXGPT_REQUIRE(position.contains(field) && position[field].is_number_integer() && position[field].get<int64_t>() >= 0,
+        MIXGPT_REQUIRE(position.contains(field) && position[field].is_number_integer() &&
+                           position[field].get<int64_t>() >= 0,
                        path + ": position." + field + " must be a non-negative integer");
     journal.position.input = position["input"].get<int64_t>();
     journal.position.offset = position["offset"].get<uint64_t>();
@@ -63,14 +65,16 @@ PrepareJournal read_journal(const std::string& path) {
     return journal;
 }
 
-void require_same_settings(const std::string& recorded, const std::string& current, const std::string& journal_path) {
+void require_same_settings(const std::string& recorded, const std::string& current,
+                           const std::string& journal_path) {
     const Json before = Json::parse(recorded), now = Json::parse(current);
     if (before == now) return;
     for (const auto& [key, value] : now.items()) {
         const Json old = before.contains(key) ? before[key] : Json();
         if (old != value)
-            throw Error(journal_path + ": the unfinished prepare had " + key + " = " + shortened(old) + ", this one " +
-                        shortened(value) + "; --resume needs the same inputs and options (or --force to start over)");
+            throw Error(journal_path + ": the unfinished prepare had " + key + " = " + shortened(old) +
+                        ", this one " + shortened(value) +
+                        "; --resume needs the same inputs and options (or --force to start over)");
     }
     throw Error(journal_path + ": the unfinished prepare was made with other settings; --force starts over");
 }

@@ -30,6 +30,7 @@ void write_journal(const std::string& path, const PrepareJournal& journal);
 PrepareJournal read_journal(const std::string& path);  // throws Error naming the file
 
 // Throws Error naming the first setting that differs ("inputs", "seed", ...) and both values.
-void require_same_settings(const std::string& recorded, const std::string& current, const std::string& journal_path);
+void require_same_settings(const std::string& recorded, const std::string& current,
+                           const std::string& journal_path);
 
 }  // namespace mixgpt

@@ -34,14 +34,17 @@ void ShardWriter::begin_document(Split split) {
     writer_->begin_document(split);
 }
 
-void ShardWriter::append_tokens(const int32_t* tokens, size_t count) { writer_->append_tokens(tokens, count); }
+void ShardWriter::append_tokens(const int32_t* tokens, size_t count) {
+    writer_->append_tokens(tokens, count);
+}
 
 void ShardWriter::end_document(int64_t bytes, int64_t invalid_utf8_bytes, const CorpusPosition& after) {
     writer_->end_document(bytes);
     record_.invalid_utf8_bytes += invalid_utf8_bytes;
     last_position_ = after;
     ++next_document_;
-    if (writer_->info(Split::train).tokens + writer_->info(Split::val).tokens >= shard_tokens_) commit_shard();
+    if (writer_->info(Split::train).tokens + writer_->info(Split::val).tokens >= shard_tokens_)
+        commit_shard();
 }
 
 void ShardWriter::finish() {
@@ -60,7 +63,8 @@ void ShardWriter::commit_shard() {
     std::error_code error;
     record_.bytes = static_cast<uint64_t>(
         std::filesystem::file_size((std::filesystem::path(directory_) / record_.file), error));
-    if (error) throw Error(directory_ + "/" + record_.file + ": cannot read its size (" + error.message() + ")");
+    if (error)
+        throw Error(directory_ + "/" + record_.file + ": cannot read its size (" + error.message() + ")");
     for (Split split : {Split::train, Split::val}) {
         const SplitInfo& part = split == Split::train ? record_.train : record_.val;
         SplitInfo& total = totals_[static_cast<int>(split)];

@@ -18,9 +18,10 @@ SplitWindows::SplitWindows(const std::vector<DatasetInfo>& datasets, const std::
             if (tokens == 0) continue;
             auto store = std::make_unique<TokenStore>(shard.path, split, vocab_limit);
             if (store->size() != tokens)
-                throw Error(shard.path + format(": /%s/tokens holds %lld tokens, the dataset's index says %lld",
-                                                split.c_str(), static_cast<long long>(store->size()),
-                                                static_cast<long long>(tokens)));
+                throw Error(shard.path +
+                            format(": /%s/tokens holds %lld tokens, the dataset's index says %lld",
+                                   split.c_str(), static_cast<long long>(store->size()),
+                                   static_cast<long long>(tokens)));
             window_starts_.push_back(window_starts_.back() + window_count(tokens, seq_len));
             stores_.push_back(std::move(store));
         }
@@ -28,9 +29,9 @@ SplitWindows::SplitWindows(const std::vector<DatasetInfo>& datasets, const std::
 }
 
 void SplitWindows::read(int64_t window, int32_t* out) {
-    MIXGPT_REQUIRE(window >= 0 && window < windows(), format("window %lld is outside the split's %lld",
-                                                             static_cast<long long>(window),
-                                                             static_cast<long long>(windows())));
+    MIXGPT_REQUIRE(window >= 0 && window < windows(),
+                   format("window %lld is outside the split's %lld", static_cast<long long>(window),
+                          static_cast<long long>(windows())));
     // The shard whose windows [start, next start) hold `window`.
     const auto next_start = std::upper_bound(window_starts_.begin(), window_starts_.end(), window);
     const auto shard = static_cast<size_t>(next_start - window_starts_.begin() - 1);

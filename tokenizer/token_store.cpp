@@ -65,7 +65,9 @@ Layout find_layout(const h5::File& file, const std::string& dataset, int64_t tok
     return layout;
 }
 
-int64_t nanoseconds(const struct timespec& time) { return int64_t{time.tv_sec} * 1'000'000'000 + time.tv_nsec; }
+int64_t nanoseconds(const struct timespec& time) {
+    return int64_t{time.tv_sec} * 1'000'000'000 + time.tv_nsec;
+}
 
 FileIdentity identity_of(const struct stat& status) {
     return {static_cast<uint64_t>(status.st_dev), static_cast<uint64_t>(status.st_ino),
@@ -126,25 +128,28 @@ void TokenStore::check_unchanged() const {
     const bool present = ::stat(path_.c_str(), &status) == 0;
     const FileIdentity now = present ? identity_of(status) : FileIdentity{};
     if (present && now == identity_) return;
-    std::string what = !present ? "was removed"
-                       : now.inode != identity_.inode || now.device != identity_.device
-                           ? "was replaced by another file"
-                       : now.size != identity_.size
-                           ? format("changed size from %llu to %llu bytes", static_cast<unsigned long long>(identity_.size),
-                                    static_cast<unsigned long long>(now.size))
-                           : "was rewritten";
-    fail(path_, what + " while this run read it (a dataset must not change under a run: prepare a new one "
-                       "in another folder)");
+    std::string what =
+        !present                                                         ? "was removed"
+        : now.inode != identity_.inode || now.device != identity_.device ? "was replaced by another file"
+        : now.size != identity_.size
+            ? format("changed size from %llu to %llu bytes", static_cast<unsigned long long>(identity_.size),
+                     static_cast<unsigned long long>(now.size))
+            : "was rewritten";
+    fail(path_, what +
+                    " while this run read it (a dataset must not change under a run: prepare a new one "
+                    "in another folder)");
 }
 
 void TokenStore::read_chunk(int64_t chunk, int64_t first, int64_t count, int32_t* out) {
     const size_t element = h5::type_size(type_);
     const size_t bytes = static_cast<size_t>(count) * element;
     scratch_.resize(bytes);
-    const uint64_t offset = chunk_offsets_[static_cast<size_t>(chunk)] + static_cast<uint64_t>(first) * element;
+    const uint64_t offset =
+        chunk_offsets_[static_cast<size_t>(chunk)] + static_cast<uint64_t>(first) * element;
     size_t done = 0;
     while (done < bytes) {
-        const ssize_t got = ::pread(descriptor_, scratch_.data() + done, bytes - done, static_cast<off_t>(offset + done));
+        const ssize_t got =
+            ::pread(descriptor_, scratch_.data() + done, bytes - done, static_cast<off_t>(offset + done));
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) fail(path_, std::string("read error (") + std::strerror(errno) + ")");
         if (got == 0) {

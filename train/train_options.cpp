@@ -142,13 +142,15 @@ double parse_weight(const std::string& text, const std::string& where) {
 
 std::string describe_mixture(const std::vector<DatasetSource>& mixture) {
     std::string text;
-    for (const DatasetSource& source : mixture) text += (text.empty() ? "" : ",") + source.path + ":" + format("%.17g", source.weight);
+    for (const DatasetSource& source : mixture)
+        text += (text.empty() ? "" : ",") + source.path + ":" + format("%.17g", source.weight);
     return text;
 }
 
 }  // namespace
 
-void set_datasets(TrainOptions& options, const std::vector<std::string>& datasets, const std::string& weights) {
+void set_datasets(TrainOptions& options, const std::vector<std::string>& datasets,
+                  const std::string& weights) {
     options.mixture.clear();
     if (datasets.empty()) return;
     std::vector<DatasetSource> sources;
@@ -157,11 +159,13 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
         DatasetSource source;
         const double suffix = weight_suffix(argument, source.path);
         any_suffix = any_suffix || suffix >= 0;
-        source.weight = suffix >= 0 ? parse_weight(argument.substr(source.path.size() + 1), "--dataset " + argument) : 1;
+        source.weight =
+            suffix >= 0 ? parse_weight(argument.substr(source.path.size() + 1), "--dataset " + argument) : 1;
         sources.push_back(source);
     }
     if (!weights.empty()) {
-        MIXGPT_REQUIRE(!any_suffix, "--weights: give the weights either with --weights or as --dataset PATH:WEIGHT");
+        MIXGPT_REQUIRE(!any_suffix,
+                       "--weights: give the weights either with --weights or as --dataset PATH:WEIGHT");
         std::vector<std::string> parts;
         std::stringstream stream(weights);
         for (std::string part; std::getline(stream, part, ',');) parts.push_back(part);
@@ -170,8 +174,11 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
         for (size_t k = 0; k < parts.size(); ++k) sources[k].weight = parse_weight(parts[k], "--weights");
     }
     options.dataset = sources.front().path;
-    if (sources.size() > 1) options.mixture = sources;
-    else MIXGPT_REQUIRE(weights.empty() && !any_suffix, "--weights: a weight means something only with two datasets or more");
+    if (sources.size() > 1)
+        options.mixture = sources;
+    else
+        MIXGPT_REQUIRE(weights.empty() && !any_suffix,
+                       "--weights: a weight means something only with two datasets or more");
 }
 
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options) {

@@ -157,13 +157,14 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 
-    evaluation_possible_ = std::any_of(dataset_.shards.begin(), dataset_.shards.end(), [&](const ShardInfo& shard) {
-        return shard.val.tokens >= options.seq_len + 1;
-    });
+    evaluation_possible_ =
+        std::any_of(dataset_.shards.begin(), dataset_.shards.end(),
+                    [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
     if (!evaluation_possible_)
-        log_warning(format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
-                           "no evaluation",
-                           static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+        log_warning(
+            format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
+                   "no evaluation",
+                   static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
     result_.metrics_path = metrics_path(options.output_dir);
 }
 
@@ -357,9 +358,9 @@ TrainMetrics Trainer::run_step() {
             loader_->next(batch);
         } catch (const Error& error) {  // e.g. the dataset changed under the run
             throw Error(std::string(error.what()) + "; stopped at step " + std::to_string(step_) +
-                        (result_.last_checkpoint.empty() ? ", no checkpoint written yet"
-                                                         : ", the last checkpoint " + result_.last_checkpoint +
-                                                               " is intact"));
+                        (result_.last_checkpoint.empty()
+                             ? ", no checkpoint written yet"
+                             : ", the last checkpoint " + result_.last_checkpoint + " is intact"));
         }
         train_step_->micro_step(batch.tokens);
     }

@@ -15,10 +15,14 @@
 #include "core/sha256.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
+#include "tests/test_train_support.h"
+#include "tests/train_equivalence.h"
 #include "tokenizer/dataset_index.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/loader.h"
 #include "tokenizer/prepare.h"
+#include "train/loader_rebatch.h"
+#include "train/train_options.h"
 
 namespace mixgpt {
 namespace {
@@ -286,6 +290,42 @@ TEST(DatasetMixture, RowsComeInProportionDeterministicallyAndResumeExactly) {
         joined.insert(joined.end(), second.begin(), second.end());
         EXPECT_EQ(joined, next_rows(one, 1, single)) << "batch " << batch;
     }
+}
+
+// A mixture's position saved with global batches of 8 rows continues with global batches of 4
+// (another rank count or batch size) on exactly the rows that come next.
+TEST(DatasetMixture, APositionMovesToAnotherGlobalBatch) {
+    TempDirectory directory;
+    testing::write_counting_folder(directory.file("a"), {800}, 1 << 20, 1000);
+    testing::write_counting_folder(directory.file("b"), {300}, 1 << 20, 1000, 500000);
+    LoaderOptions eight = mixture_options(directory.file("a"), directory.file("b"), 0, 1);
+    eight.batch_size = 8;
+    DataLoader saved(eight);
+    next_rows(saved, 3, eight);
+    const std::vector<int32_t> expected = next_rows(saved, 4, eight);  // rows 24 .. 55
+    DataLoader fresh(eight);
+    next_rows(fresh, 3, eight);
+    LoaderOptions four = eight;
+    four.batch_size = 4;
+    DataLoader moved(four);
+    const LoaderState state = rebatch_loader_state(fresh.state(), moved.state());
+    EXPECT_EQ(state.next_batch, 6);
+    EXPECT_EQ(state.source_rows, fresh.state().source_rows);
+    moved.restore(state);
+    EXPECT_EQ(next_rows(moved, 8, four), expected);
+}
+
+// A training run on a mixture stopped by SIGTERM and resumed equals the straight run
+// (tests/train_equivalence.h), the loader's per-dataset row counts coming back from the checkpoint.
+TEST(DatasetMixture, ATrainingRunOnAMixtureResumesExactly) {
+    TempDirectory directory;
+    const std::string copy = directory.file("copy");
+    fs::copy(testing_support::tiny_dataset().directory, copy);
+    TrainOptions options = testing_support::tiny_train_options(directory.file("unused"));
+    options.threads = 1;
+    set_datasets(options, {testing_support::tiny_dataset().dataset_path + ":0.75", copy + ":0.25"}, "");
+    ASSERT_EQ(options.mixture.size(), 2u);
+    testing_support::expect_resume_equals_straight_run(options, "mixgpt_mixture_resume");
 }
 
 TEST(DatasetMixture, DatasetsOfAnotherTokenizerAreRefusedInOneLine) {

@@ -12,6 +12,7 @@ packages=(
   libopenblas-openmp-dev                    # CPU matrix products (OpenMP threading)
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev  # command line, config, JSON
   libssl-dev zlib1g-dev                     # SHA-256 of tokenizers, .gz corpora
+  libzstd-dev liblzma-dev                   # .zst and .xz corpora
   patchelf                                  # $ORIGIN rpaths in `make bundle`
   clang-14 libclang-rt-14-dev               # libFuzzer and sanitizers for `make fuzz` (fuzz/)
   bible-kjv                                 # the default corpus

@@ -165,10 +165,14 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 
-    evaluation_possible_ = dataset_.val.tokens >= options.seq_len + 1;
+    evaluation_possible_ =
+        std::any_of(dataset_.shards.begin(), dataset_.shards.end(),
+                    [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
     if (!evaluation_possible_)
-        log_warning(format("the validation split has %lld tokens, fewer than seq-len + 1 = %d: no evaluation",
-                           static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+        log_warning(
+            format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
+                   "no evaluation",
+                   static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
     result_.metrics_path = metrics_path(options.output_dir);
 }
 
@@ -263,7 +267,7 @@ void Trainer::resume_from(const std::string& path) {
         communicator(),
         [&] {
             Checkpoint read = read_checkpoint(path);
-            require_compatible(read, path, plan_.model, dataset_.tokenizer_sha256);
+            require_compatible(read, path, plan_.model, dataset_.tokenizer.sha256);
             if (!options_.allow_nonfinite) require_finite_checkpoint(read, path);
             return read;
         },
@@ -320,8 +324,8 @@ void Trainer::save_checkpoint() {
         return;
     }
     checkpoint.config = plan_.model;
-    checkpoint.tokenizer_path = dataset_.tokenizer_path;
-    checkpoint.tokenizer_sha256 = dataset_.tokenizer_sha256;
+    checkpoint.tokenizer_path = dataset_.tokenizer_path();
+    checkpoint.tokenizer_sha256 = dataset_.tokenizer.sha256;
     checkpoint.precision = options_.precision;
     checkpoint.step = step_;
     checkpoint.seed = options_.seed;
@@ -364,7 +368,8 @@ LoaderOptions Trainer::loader_options(const char* split, LoaderMode mode) const 
     options.mode = mode;
     options.rank = communicator().rank();
     options.world_size = communicator().world_size();
-    options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
+    options.mixture = options_.mixture;
+    options.expected_tokenizer_sha256 = dataset_.tokenizer.sha256;
     options.vocab_limit = plan_.model.vocab_size;
     return options;
 }
@@ -417,7 +422,14 @@ TrainMetrics Trainer::run_step() {
     train_step_->begin();
     Batch batch;
     for (int micro = 0; micro < plan_.accumulation_steps; ++micro) {
-        loader_->next(batch);
+        try {
+            loader_->next(batch);
+        } catch (const Error& error) {  // e.g. the dataset changed under the run
+            throw Error(std::string(error.what()) + "; stopped at step " + std::to_string(step_) +
+                        (result_.last_checkpoint.empty()
+                             ? ", no checkpoint written yet"
+                             : ", the last checkpoint " + result_.last_checkpoint + " is intact"));
+        }
         train_step_->micro_step(batch.tokens);
     }
     train_step_->finish(hyper);

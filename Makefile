@@ -69,7 +69,7 @@ CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZ
 # run path) when the first CPU backend is made, after checking the address-space limit.
 # -ldl: before glibc 2.34 (Debian 11 has 2.31) dlopen and dlsym live in libdl, not libc.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
-          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd $(MPI_LIBS) -lpthread -ldl
+          -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd -llzma $(MPI_LIBS) -lpthread -ldl
 # The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 
@@ -139,11 +139,15 @@ SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS))
 # the library is not compiled with clang).
 FUZZ_SOURCES_toml_config := cli/toml_config.cpp
 FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.cpp tokenizer/input_stream.cpp \
-                               tokenizer/segment_builder.cpp tokenizer/unicode_classes.cpp tokenizer/utf8.cpp tokenizer/tokenizer_trainer.cpp \
+                               tokenizer/byte_source.cpp tokenizer/decompressor.cpp tokenizer/input_sniff.cpp \
+                               tokenizer/segment_builder.cpp tokenizer/unicode_classes.cpp tokenizer/utf8.cpp \
+                               tokenizer/tokenizer_trainer.cpp \
                                core/error.cpp core/log.cpp
 FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
-FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/token_store.cpp core/h5.cpp core/error.cpp \
-                               core/log.cpp
+FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/dataset_index.cpp tokenizer/token_store.cpp \
+                               core/atomic_file.cpp core/h5.cpp core/error.cpp core/log.cpp
+FUZZ_SOURCES_dataset_index := tokenizer/dataset_index.cpp tokenizer/dataset.cpp core/atomic_file.cpp core/h5.cpp \
+                              core/error.cpp core/log.cpp
 FUZZ_SOURCES_safetensors_header := interop/safetensors_header.cpp core/error.cpp
 FUZZ_TARGETS := $(sort $(patsubst FUZZ_SOURCES_%,%,$(filter FUZZ_SOURCES_%,$(.VARIABLES))))
 # The clang scripts/setup.sh installed: clang-14 (Debian 12) or clang-13 (Debian 11).
@@ -155,7 +159,7 @@ TEST_FUZZ_SECONDS ?= 4
 # characters outside strings (fuzz/README.md, "Findings"); our sources use no unreachable marker.
 FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
-FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lpthread
+FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lzstd -llzma -lpthread
 
 .PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
         fuzz-build test-sanitize check-cuda12 bundle-cuda12

@@ -28,7 +28,7 @@ public:
         DatasetMetadata metadata;
         metadata.vocab_size = kVocab;
         metadata.eot_id = kVocab - 1;
-        metadata.tokenizer_sha256 = "bench";
+        metadata.tokenizer.sha256 = "bench";
         DatasetWriter writer(path_, metadata);
         std::mt19937 generator(1);
         std::uniform_int_distribution<int32_t> token(0, kVocab - 2);

@@ -8,6 +8,7 @@
 #include "cli/toml_config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/stop_signal.h"
 #include "tokenizer/prepare.h"
 
 namespace mixgpt::cli {
@@ -56,13 +57,18 @@ void run(PrepareArguments& arguments) {
     choose_tokenizer(arguments);
     options.tokenizer.threads = options.threads;
     options.command = process_command_line();
+    const StopSignalGuard signals;
+    options.stop_requested = [&signals] { return signals.stop_requested(); };
     const PrepareResult result = run_prepare(options);
-    std::printf("wrote %s and %s\n", result.dataset_path.c_str(), result.tokenizer_path.c_str());
+    std::printf("%s: %lld shards (%lld written now), tokenizer %s\n", result.dataset_path.c_str(),
+                static_cast<long long>(result.shards), static_cast<long long>(result.shards_written),
+                result.tokenizer_path.c_str());
     for (const auto& [name, split] : {std::pair{"train", result.train}, std::pair{"val", result.val}}) {
         std::printf("  %-5s %10lld tokens %12lld bytes %8lld documents\n", name,
                     static_cast<long long>(split.tokens), static_cast<long long>(split.bytes),
                     static_cast<long long>(split.documents));
     }
+    if (result.threads == 0) return;  // nothing was encoded (--resume of a complete dataset)
     std::printf(
         "tokenizer %.1f s, encoding %.1f s (%.1f MB at %.1f MB/s on %d threads, %.1f MB/s per thread)\n",
         result.tokenizer_seconds, result.encode_seconds, result.input_megabytes,
@@ -76,18 +82,44 @@ void add_prepare_command(CLI::App& app) {
     auto arguments = std::make_shared<PrepareArguments>();
     PrepareOptions& options = arguments->options;
     CLI::App* command = app.add_subcommand("prepare",
-                                           "Encode a corpus into an HDF5 token dataset, with a SentencePiece "
-                                           "tokenizer trained on it or GPT-2's");
+                                           "Encode a corpus into a dataset folder of HDF5 shards, with a "
+                                           "SentencePiece tokenizer trained on it or GPT-2's");
     add_config_option(*command);
-    command->add_option("inputs", options.corpus.inputs,
-                        "Input files, directories (recursive) or glob patterns");
+    command->add_option(
+        "inputs", options.corpus.inputs,
+        "Input files, '-' for standard input, directories (recursive: text-like names only) or "
+        "glob patterns; plain, .gz, .zst or .xz (detected from the content)");
     command->add_option("--corpus", options.builtin_corpus,
                         "Built-in corpus instead of inputs: kjv (King James Bible)");
     command->add_option(
         "--output", options.output_directory,
-        "Output directory for dataset.h5 and the tokenizer's files (default with --corpus: data/<corpus>)");
-    command->add_option("--format", arguments->format, "Input format: auto (by extension), text or jsonl")
+        "Output folder: shards, index.json and the tokenizer's files (tokenizer.model, or GPT-2's) "
+        "(default with --corpus: data/<corpus>)");
+    command
+        ->add_option(
+            "--format", arguments->format,
+            "Input format: auto (.jsonl/.ndjson, and .json or '-' holding one JSON object per line, are "
+            "JSON lines; the rest text), text or jsonl")
         ->capture_default_str();
+    command->add_option(
+        "--include", options.corpus.include,
+        "In directories, also take files whose name matches this glob (repeatable; default: .txt, "
+        ".text, .jsonl, .ndjson, .json, optionally .gz/.zst/.xz)");
+    command->add_flag(
+        "--skip-binary", options.corpus.skip_binary,
+        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing");
+    command
+        ->add_option("--shard-tokens", options.shard_tokens,
+                     "Tokens per shard: a shard closes at the first document end past this")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    command->add_flag(
+        "--append", options.append,
+        "Add the inputs' documents to the dataset in --output, as new shards with its tokenizer");
+    command->add_flag(
+        "--resume", options.resume,
+        "Continue an interrupted prepare (or --append) from its last complete shard; same inputs "
+        "and options");
     command->add_option("--doc-sep", options.corpus.doc_separator,
                         "Plain text: a line equal to this separates documents; 'blank-line' for paragraphs "
                         "(default: one document per file)");
@@ -121,7 +153,8 @@ void add_prepare_command(CLI::App& app) {
     command->add_option("--seed", options.seed, "Seed of the document split")->capture_default_str();
     add_threads_option(*command, options.threads, "Threads for training and encoding (0: all cores)")
         ->capture_default_str();
-    command->add_flag("--force", options.force, "Overwrite existing outputs");
+    command->add_flag("--force", options.force,
+                      "Replace an existing dataset in --output (once the new one is complete)");
     command->callback([arguments] { run(*arguments); });
 }
 

@@ -15,6 +15,8 @@ namespace {
 
 struct TrainArguments {
     TrainOptions options;
+    std::vector<std::string> datasets;
+    std::string weights;
     std::string lr_schedule = "cosine";
     std::string precision = "fp32";
     std::string recompute = "none";
@@ -38,6 +40,7 @@ CLI::Validator fits_int64() {
 
 void run(TrainArguments& arguments) {
     TrainOptions& options = arguments.options;
+    set_datasets(options, arguments.datasets, arguments.weights);
     options.lr_decay = parse_lr_decay(arguments.lr_schedule);
     options.precision = parse_precision(arguments.precision);
     options.recompute = parse_recompute(arguments.recompute);
@@ -67,7 +70,16 @@ void add_train_command(CLI::App& app) {
     command->add_option("--n-head", o.n_head, "override the preset's head count")->group("Model");
     command->add_option("--n-embd", o.n_embd, "override the preset's width")->group("Model");
 
-    command->add_option("--dataset", o.dataset, "prepared dataset (.h5 from `mixgpt prepare`)")
+    command
+        ->add_option(
+            "--dataset", arguments->datasets,
+            "prepared dataset (a folder or .h5 file from `mixgpt prepare`); give it several times for a "
+            "mixture, each PATH or PATH:WEIGHT")
+        ->group("Data");
+    command
+        ->add_option("--weights", arguments->weights,
+                     "weights of the --dataset mixture, comma-separated (default: equal); rows are drawn in "
+                     "these proportions")
         ->group("Data");
     command->add_option("--batch-size,-b", o.batch_size, "B: sequences per micro-step")
         ->capture_default_str()

@@ -1,5 +1,5 @@
-// Where a `--dataset` argument points: a dataset file, or the directory `mixgpt prepare` wrote
-// (holding dataset.h5).
+// Where a `--dataset` argument points: a dataset folder (index.json and shards), a dataset file,
+// or a folder holding a single-file dataset.h5 (made before shards existed): then that file.
 #pragma once
 
 #include <string>

@@ -1,7 +1,6 @@
-// The lines of a multiple-choice task file (JSON Lines): plain, gzip or zstd, recognised by the
-// file's first bytes, not its name. Plain and gzip files go through tokenizer/input_stream.h;
-// zstd (concatenated frames too) through libzstd here. Data that ends inside a compressed
-// stream is an error, never a silently shorter file.
+// The lines of a multiple-choice task file (JSON Lines): plain, gzip, zstd or xz, recognised by
+// the file's first bytes, not its name (tokenizer/input_stream.h, as corpora are read). Data that
+// ends inside a compressed stream is an error, never a silently shorter file.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +8,8 @@
 #include <string>
 
 namespace mixgpt {
+
+class InputStream;
 
 class TaskFileLines {
 public:
@@ -23,13 +24,11 @@ public:
     int64_t line_number() const { return line_number_; }  // of the last line returned, from 1
     const std::string& path() const { return path_; }
 
-    class Source;  // a byte stream: plain or gzip, or zstd (multiple_choice_file.cpp)
-
 private:
     bool refill();
 
     std::string path_;
-    std::unique_ptr<Source> source_;
+    std::unique_ptr<InputStream> stream_;
     std::string buffer_;
     size_t begin_ = 0;
     bool at_end_ = false;

@@ -1,5 +1,7 @@
 #include "eval/run_eval.h"
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -10,6 +12,7 @@
 #include "tokenizer/corpus.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/loader.h"
+#include "tokenizer/split_windows.h"
 
 namespace mixgpt {
 namespace {
@@ -19,12 +22,18 @@ struct TokenSource {
     double bytes_per_token = 0;
 };
 
-// The first `count` tokens of a split (format: tokenizer/dataset.h), as int32.
-std::vector<int32_t> read_split_tokens(const DatasetInfo& info, const std::string& split, int64_t count) {
-    std::vector<int32_t> tokens(static_cast<size_t>(count));
-    const h5::File file = h5::File::open_read(info.path);
-    file.read_range("/" + split + "/tokens", h5::Type::i32, tokens.data(), 0, count);
-    return tokens;
+// The split's shards as token streams, the first `max_tokens` tokens only (0: all), read as needed.
+std::vector<TokenStream> split_streams(SplitWindows& split, int64_t max_tokens) {
+    std::vector<TokenStream> streams;
+    int64_t left = max_tokens > 0 ? max_tokens : std::numeric_limits<int64_t>::max();
+    for (size_t shard = 0; shard < split.shard_count() && left > 0; ++shard) {
+        const int64_t tokens = std::min(left, split.shard_tokens(shard));
+        streams.push_back({tokens, [&split, shard](int64_t offset, int64_t count, int32_t* out) {
+                               split.read_tokens(shard, offset, count, out);
+                           }});
+        left -= tokens;
+    }
+    return streams;
 }
 
 // Each document's tokens followed by the end-of-text token, as the dataset stores them.
@@ -32,7 +41,7 @@ TokenSource tokenize_text(const std::vector<std::string>& inputs, const Tokenize
                           int64_t max_tokens) {
     CorpusOptions corpus_options;
     corpus_options.inputs = inputs;
-    Corpus corpus = Corpus::from_files(resolve_inputs(corpus_options), corpus_options);
+    Corpus corpus = Corpus::from_files(resolve_inputs(corpus_options).files, corpus_options);
     TokenSource source;
     int64_t bytes = 0;
     TextSegment segment;
@@ -94,8 +103,8 @@ EvalReport run_evaluation(const EvalOptions& options) {
         MIXGPT_REQUIRE(!given.empty(), "dataset: not given and not recorded in the checkpoint");
         const std::string dataset = resolve_dataset_path(given);
         const DatasetInfo info = read_dataset_info(dataset);
-        MIXGPT_REQUIRE(info.tokenizer_sha256 == loaded.checkpoint.tokenizer_sha256,
-                       dataset + ": tokenizer_sha256 is " + info.tokenizer_sha256 + ", the checkpoint " +
+        MIXGPT_REQUIRE(info.tokenizer.sha256 == loaded.checkpoint.tokenizer_sha256,
+                       dataset + ": tokenizer_sha256 is " + info.tokenizer.sha256 + ", the checkpoint " +
                            loaded.path + " was trained with " + loaded.checkpoint.tokenizer_sha256);
         const SplitInfo& split = info.split(options.split);
         report.source = "dataset " + dataset + " split " + options.split;
@@ -110,12 +119,14 @@ EvalReport run_evaluation(const EvalOptions& options) {
             loader_options.prefetch = false;
             loader_options.vocab_limit = loaded.checkpoint.config.vocab_size;
             DataLoader loader(loader_options);
-            report.totals = evaluate_loader(*loaded.model, loader, 0);
+            Progress progress("eval", static_cast<double>(loader.batches_per_epoch()), "batch");
+            report.totals = evaluate_loader(*loaded.model, loader, 0, &progress);
         } else {
-            const int64_t count =
-                options.max_tokens > 0 ? std::min(options.max_tokens, split.tokens) : split.tokens;
-            report.totals =
-                evaluate_tokens(*loaded.model, read_split_tokens(info, options.split, count), stride);
+            SplitWindows windows({info}, options.split, seq_len, loaded.checkpoint.config.vocab_size);
+            const std::vector<TokenStream> streams = split_streams(windows, options.max_tokens);
+            Progress progress("eval", static_cast<double>(stride_window_count(streams, seq_len, stride)),
+                              "window");
+            report.totals = evaluate_streams(*loaded.model, streams, stride, &progress);
         }
     }
     report.mean_loss = report.totals.mean_loss();

@@ -14,9 +14,17 @@ std::vector<EvalWindow> plan_windows(int64_t token_count, int seq_len, int strid
                                                    " tokens, fewer than seq-len + 1 = " +
                                                    std::to_string(seq_len + 1) + " needed for one window");
     std::vector<EvalWindow> windows;
-    for (int64_t start = 0; start + seq_len + 1 <= token_count; start += stride)
-        windows.push_back({start, start == 0 ? 0 : seq_len - stride});
+    for (int64_t j = 0; j < stride_window_count(token_count, seq_len, stride); ++j)
+        windows.push_back(stride_window(j, seq_len, stride));
     return windows;
+}
+
+int64_t stride_window_count(int64_t token_count, int seq_len, int stride) {
+    return token_count >= seq_len + 1 ? (token_count - seq_len - 1) / stride + 1 : 0;
+}
+
+EvalWindow stride_window(int64_t index, int seq_len, int stride) {
+    return {index * stride, index == 0 ? 0 : seq_len - stride};
 }
 
 }  // namespace mixgpt

@@ -18,7 +18,12 @@ struct EvalWindow {
     int first_scored = 0;  // targets at window positions [first_scored, T) count
 };
 
-// Throws Error when the stream has fewer than T + 1 tokens or the stride is outside [1, T].
+// The number of windows over `token_count` tokens (0 when fewer than T + 1), and window j.
+int64_t stride_window_count(int64_t token_count, int seq_len, int stride);
+EvalWindow stride_window(int64_t index, int seq_len, int stride);
+
+// All windows at once. Throws Error when the stream has fewer than T + 1 tokens or the stride is
+// outside [1, T].
 std::vector<EvalWindow> plan_windows(int64_t token_count, int seq_len, int stride);
 
 }  // namespace mixgpt

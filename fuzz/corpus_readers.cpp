@@ -1,13 +1,17 @@
 // libFuzzer target: the corpus readers of `mixgpt prepare` (tokenizer/corpus.cpp,
-// document_readers.cpp, input_stream.cpp, segment_builder.cpp, utf8.cpp): plain text with one
-// document per file, with separator lines or blank-line paragraphs, and JSONL (strict or with
-// --skip-bad-lines), each plain or gzip-compressed (detected from the content). The first input
-// byte picks the reader; the rest is the file. Every document is read to its end and a
-// tokenizer sample is drawn; bad input may only throw mixgpt::Error. Checked: segments are
-// valid UTF-8-cut pieces that begin and end documents in order.
+// document_readers.cpp, input_stream.cpp, byte_source.cpp, decompressor.cpp, input_sniff.cpp,
+// segment_builder.cpp, utf8.cpp): plain text with one document per file, with separator lines or
+// blank-line paragraphs, and JSONL (strict or with --skip-bad-lines), each plain or gzip-, zstd-
+// or xz-compressed (detected from the content; the raw input itself may be any of them too). The
+// first input byte picks the reader; the rest is the file. The file is sniffed as resolve_inputs
+// does, every document is read to its end, a tokenizer sample is drawn, and reading starts again
+// from the end of the first document; bad input may only throw mixgpt::Error. Checked: segments
+// begin and end documents in order, and the resumed reading gives the same documents.
+#include <lzma.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "core/error.h"
 #include "tokenizer/corpus.h"
+#include "tokenizer/input_sniff.h"
 
 namespace {
 
@@ -47,6 +52,47 @@ std::string gzip(const std::string& bytes) {
     return out;
 }
 
+std::string zstd(const std::string& bytes) {
+    std::string out(ZSTD_compressBound(bytes.size()), '\0');
+    const size_t size = ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 1);
+    if (ZSTD_isError(size)) __builtin_trap();
+    out.resize(size);
+    return out;
+}
+
+std::string xz(const std::string& bytes) {
+    std::string out(lzma_stream_buffer_bound(bytes.size()), '\0');
+    size_t size = 0;
+    if (lzma_easy_buffer_encode(0, LZMA_CHECK_CRC32, nullptr, reinterpret_cast<const uint8_t*>(bytes.data()),
+                                bytes.size(), reinterpret_cast<uint8_t*>(out.data()), &size, out.size()) != LZMA_OK)
+        __builtin_trap();
+    out.resize(size);
+    return out;
+}
+
+// The documents of the corpus from `position` on, checking that segments begin and end them in order.
+std::vector<std::string> read_documents(mixgpt::Corpus& corpus, std::vector<mixgpt::CorpusPosition>& ends) {
+    std::vector<std::string> documents;
+    mixgpt::TextSegment segment;
+    int64_t document = -1;
+    bool open = false;
+    std::string text;
+    while (corpus.next(segment)) {
+        if (segment.first == open) __builtin_trap();  // a document begins only after one ended
+        if (segment.first) document = segment.document;
+        if (segment.document != document) __builtin_trap();
+        open = !segment.last;
+        text += segment.text;
+        if (segment.last) {
+            documents.push_back(text);
+            ends.push_back(segment.end);
+            text.clear();
+        }
+    }
+    if (open) __builtin_trap();  // the last document was ended
+    return documents;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -55,6 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t mode = data[0];
     std::string content(reinterpret_cast<const char*>(data + 1), size - 1);
     if (mode & 0x08) content = gzip(content);  // the same input, compressed
+    else if (mode & 0x04) content = zstd(content);
+    else if (mode & 0x40) content = xz(content);
     file.fill(content);
 
     mixgpt::CorpusOptions options;
@@ -65,18 +113,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     mixgpt::InputFile input{file.path, jsonl ? mixgpt::InputFormat::jsonl : mixgpt::InputFormat::text,
                             static_cast<uint64_t>(content.size())};
     try {
+        mixgpt::sniff_input(file.path);
         mixgpt::Corpus corpus = mixgpt::Corpus::from_files({input}, options);
-        mixgpt::TextSegment segment;
-        int64_t document = -1;
-        bool open = false;
-        while (corpus.next(segment)) {
-            if (segment.first == open) __builtin_trap();  // a document begins only after one ended
-            if (segment.first) document = segment.document;
-            if (segment.document != document) __builtin_trap();
-            open = !segment.last;
-        }
-        if (open) __builtin_trap();  // the last document was ended
+        std::vector<mixgpt::CorpusPosition> ends;
+        const std::vector<std::string> documents = read_documents(corpus, ends);
         corpus.sample(1 << 12);
+        if (!ends.empty()) {
+            mixgpt::Corpus resumed = mixgpt::Corpus::from_files({input}, options);
+            resumed.seek(ends.front());
+            std::vector<mixgpt::CorpusPosition> resumed_ends;
+            const std::vector<std::string> rest = read_documents(resumed, resumed_ends);
+            if (rest.size() + 1 != documents.size() || !std::equal(rest.begin(), rest.end(), documents.begin() + 1))
+                __builtin_trap();
+        }
     } catch (const mixgpt::Error&) {
         // a one-line error for the user: the expected outcome of bad input
     }

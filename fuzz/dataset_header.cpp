@@ -1,7 +1,7 @@
 // libFuzzer target: the validation of a token dataset's header (tokenizer/dataset.cpp:
 // format, version, vocabulary, special ids, per-split attributes against the stored arrays) and
-// the token reader behind the training loader (tokenizer/token_store.cpp: chunk layout, memory
-// map, ids checked against the vocabulary). The input does not become HDF5 bytes (that would
+// the token reader behind the training loader (tokenizer/token_store.cpp: chunk layout, pread
+// reads, ids checked against the vocabulary). The input does not become HDF5 bytes (that would
 // fuzz HDF5, not our code): it decides a well-formed HDF5 file's attributes, array types and
 // lengths, which are then read back. Bad values may only throw mixgpt::Error.
 #include <fuzzer/FuzzedDataProvider.h>

@@ -33,8 +33,8 @@ def toml_config():
 
 
 def corpus_readers():
-    # First byte: bit 0 JSONL, bit 1 --skip-bad-lines, bit 3 gzip, bits 4-5 the separator
-    # ("", "blank-line", "---", "<|endoftext|>").
+    # First byte: bit 0 JSONL, bit 1 --skip-bad-lines, bit 3 gzip (else bit 2 zstd, else bit 6 xz),
+    # bits 4-5 the separator ("", "blank-line", "---", "<|endoftext|>").
     text = "In the beginning.\nSecond line, caf\u00e9.\n\nNew paragraph.\n---\nAfter a separator.\n"
     jsonl = '{"text": "one"}\n{"text": "two\\nlines"}\n{"other": 1}\nnot json\n{"text": 5}\n'
     seeds = {
@@ -47,6 +47,8 @@ def corpus_readers():
         "jsonl_skip": (0x03, jsonl),
         "text_gzip": (0x18, text),
         "jsonl_gzip": (0x0B, jsonl),
+        "text_zstd": (0x14, text),
+        "jsonl_xz": (0x43, jsonl),
         "invalid_utf8": (0x00, b"ok \xff\xfe \xc3\x28 \xe2\x82 \xf0\x9f\x98\x80 end\r\n".decode("latin-1")),
         "long_line": (0x00, "word " * 3000),
         "empty": (0x00, ""),
@@ -75,8 +77,26 @@ def dataset_header():
     write("dataset_header", "all_zeros_512", b"\0" * 512)
 
 
+def dataset_index():
+    shard = ('{"file": "shard-%06d.h5", "bytes": 1000, "sha256": "ab", "first_document": %d, '
+             '"train": {"tokens": 90, "bytes": 300, "documents": 3}, '
+             '"val": {"tokens": 10, "bytes": 30, "documents": 1}, "invalid_utf8_bytes": 0, "skipped_lines": 0}')
+    head = ('{"format": "mixgpt-token-shards", "format_version": 1, '
+            '"tokenizer": {"kind": "sentencepiece", "files": ["tokenizer.model"], "sha256": "cd"}, '
+            '"vocab_size": 8192, "eot_id": 1, "unk_id": 0, "seed": 0, "val_fraction": 0.05, "shard_tokens": 100, ')
+    seeds = {
+        "two_shards": head + '"shards": [' + shard % (0, 0) + ", " + shard % (1, 4) + '], "commands": ["mixgpt prepare"]}',
+        "gap": head + '"shards": [' + shard % (0, 0) + ", " + shard % (1, 9) + '], "commands": []}',
+        "path_in_name": head.replace("tokenizer.model", "../tokenizer.model") + '"shards": [], "commands": []}',
+        "version_2": head.replace('"format_version": 1', '"format_version": 2') + '"shards": [], "commands": []}',
+    }
+    for name, text in seeds.items():
+        write("dataset_index", name, text)
+
+
 if __name__ == "__main__":
     toml_config()
     corpus_readers()
     checkpoint_header()
     dataset_header()
+    dataset_index()

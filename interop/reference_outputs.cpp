@@ -69,10 +69,12 @@ void write_reference_outputs(const ReferenceOptions& options) {
         options.dataset.empty() ? checkpoint_option(loaded.checkpoint, "dataset") : options.dataset;
     MIXGPT_REQUIRE(!given.empty(), "dataset: not given and not recorded in the checkpoint");
     const DatasetInfo info = read_dataset_info(resolve_dataset_path(given));
-    MIXGPT_REQUIRE(info.tokenizer_sha256 == loaded.checkpoint.tokenizer_sha256,
+    MIXGPT_REQUIRE(info.tokenizer.sha256 == loaded.checkpoint.tokenizer_sha256,
                    info.path + ": made with another tokenizer than the checkpoint's");
-    const h5::File file = h5::File::open_read(info.path);
-    const SplitInfo& split = info.split(options.split);
+    const ShardInfo& shard =
+        info.shards.front();  // a single-file dataset's whole split; a folder's first shard
+    const h5::File file = h5::File::open_read(shard.path);
+    const SplitInfo& split = shard.split(options.split);
     std::vector<int32_t> tokens(static_cast<size_t>(split.tokens));
     file.read("/" + options.split + "/tokens", h5::Type::i32, tokens.data(), split.tokens);
     std::vector<int64_t> offsets(static_cast<size_t>(split.documents + 1));

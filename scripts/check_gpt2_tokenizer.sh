@@ -35,7 +35,7 @@ check() {  # NAME ORIGINAL_JSONL_OR_EMPTY PREPARE_ARGUMENTS...
     shift 2
     build/mixgpt prepare "$@" --tokenizer gpt2 --gpt2-files "$work/files" --val-fraction 0 \
         --output "$work/$name" | tail -1
-    /usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/$name/dataset.h5" > "$work/$name.jsonl"
+    /usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/$name" > "$work/$name.jsonl"
     echo "$name:"
     node scripts/gpt2_reference.js "$packages" compare "$work/$name.jsonl" $original || failed=1
 }

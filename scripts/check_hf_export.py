@@ -22,7 +22,7 @@ mixgpt code.
 
   build/mixgpt export runs/demo -o hf/demo
   build/mixgpt eval runs/demo --json > eval.json
-  /usr/bin/python3 scripts/check_hf_export.py hf/demo --dataset data/kjv/dataset.h5 --eval-json eval.json
+  /usr/bin/python3 scripts/check_hf_export.py hf/demo --dataset data/kjv --eval-json eval.json
 """
 import argparse
 import json
@@ -200,14 +200,24 @@ def folder_tokenizer(folder):
 
 
 def read_tokens(args, folder, config):
+    """The token streams evaluated: the text's, or each shard's split (mixgpt eval's windows never
+    span two shards)."""
     if args.text:
         tokenizer, _ = folder_tokenizer(folder)
         with open(args.text, encoding="utf-8") as file:
             text = file.read()
-        return np.array(tokenizer.encode(text) + [config["eos_token_id"]], dtype=np.int64)
+        return [np.array(tokenizer.encode(text) + [config["eos_token_id"]], dtype=np.int64)]
     import h5py  # only for --dataset
-    with h5py.File(args.dataset, "r") as dataset:
-        return dataset[f"/{args.split}/tokens"][:].astype(np.int64)
+    shards = [args.dataset]
+    if os.path.isdir(args.dataset):  # a dataset folder: its shards in order (or a folder holding dataset.h5)
+        index = os.path.join(args.dataset, "index.json")
+        shards = ([os.path.join(args.dataset, shard["file"]) for shard in json.load(open(index))["shards"]]
+                  if os.path.exists(index) else [os.path.join(args.dataset, "dataset.h5")])
+    parts = []
+    for shard in shards:
+        with h5py.File(shard, "r") as dataset:
+            parts.append(dataset[f"/{args.split}/tokens"][:].astype(np.int64))
+    return parts
 
 
 def main():
@@ -215,7 +225,7 @@ def main():
     parser.add_argument("folder", help="the exported Hugging Face folder")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="a UTF-8 text file, one document (as `mixgpt eval --text`)")
-    source.add_argument("--dataset", help="a prepared dataset.h5 (needs h5py)")
+    source.add_argument("--dataset", help="a prepared dataset folder or dataset.h5 (needs h5py)")
     parser.add_argument("--split", default="val")
     parser.add_argument("--eval-json", required=True, help="`mixgpt eval --json` output for the same tokens")
     parser.add_argument("--batch", type=int, default=16, help="windows per NumPy forward pass")
@@ -238,13 +248,13 @@ def main():
 
     with open(args.eval_json) as file:
         reference = json.load(file)
-    tokens = read_tokens(args, args.folder, config)
+    streams = read_tokens(args, args.folder, config)
     T = reference.get("seq_len", config["n_positions"])
-    count = (len(tokens) - 1) // T
+    starts = [(tokens, r * T) for tokens in streams for r in range((len(tokens) - 1) // T)]
+    count = len(starts)
     total = 0.0
     for first in range(0, count, args.batch):
-        rows = range(first, min(first + args.batch, count))
-        windows = np.stack([tokens[r * T:r * T + T + 1] for r in rows])
+        windows = np.stack([tokens[start:start + T + 1] for tokens, start in starts[first:first + args.batch]])
         total += window_losses(tensors, config, windows).sum()
     scored = count * T
     mean_loss = total / scored

@@ -14,7 +14,7 @@ run=runs/demo
 python=/usr/bin/python3
 start=$(date +%s)
 
-if [[ -f "$data/dataset.h5" ]]; then
+if [[ -f "$data/index.json" || -f "$data/dataset.h5" ]]; then
   echo "demo: $data exists, not preparing it again"
 else
   "$mixgpt" prepare --corpus kjv
@@ -42,12 +42,22 @@ train_seconds=$(( $(date +%s) - train_start ))
   --max-new-tokens 48 --temperature 0.8 --top-k 50 --seed 7 > "$run/samples.txt"
 "$python" scripts/plot_metrics.py "$run/metrics.jsonl" -o "$run/loss.png" > /dev/null
 
-unigram=$("$python" - "$data/dataset.h5" <<'PY'
+unigram=$("$python" - "$data" <<'PY'
+import json
+import os
 import sys
 import h5py
 import numpy as np
-with h5py.File(sys.argv[1], "r") as dataset:
-    counts = np.bincount(dataset["/train/tokens"][:].astype(np.int64), minlength=int(dataset.attrs["vocab_size"]))
+folder = sys.argv[1]
+if os.path.exists(os.path.join(folder, "index.json")):
+    shards = [os.path.join(folder, shard["file"]) for shard in json.load(open(os.path.join(folder, "index.json")))["shards"]]
+else:
+    shards = [os.path.join(folder, "dataset.h5")]
+counts = 0
+for shard in shards:
+    with h5py.File(shard, "r") as dataset:
+        counts = counts + np.bincount(dataset["/train/tokens"][:].astype(np.int64),
+                                      minlength=int(dataset.attrs["vocab_size"]))
 p = counts[counts > 0] / counts.sum()
 print(f"{-(p * np.log(p)).sum():.4f}")
 PY
@@ -67,7 +77,7 @@ echo "=== demo results ==="
 echo "validation loss      $val_loss nats/token (perplexity $perplexity, $bpb bits per byte)"
 echo "unigram entropy      $unigram nats/token (train split token frequencies)"
 echo "training time        ${train_seconds} s; whole demo $(( $(date +%s) - start )) s"
-echo "dataset, tokenizer   $data/dataset.h5, $data/tokenizer.model"
+echo "dataset, tokenizer   $data/ (index.json, shards), $data/tokenizer.model"
 echo "checkpoints          $run/checkpoints/"
 echo "metrics, loss plot   $run/metrics.jsonl, $run/loss.png"
 echo "evaluation, samples  $run/eval.json, $run/samples.txt"

@@ -3,12 +3,13 @@ the algorithm of GPT-2's encoder.py (byte alphabet, merges applied lowest rank f
 occurrence at once) with its pre-tokenisation regex written out over unicodedata's categories
 (\\p{L}, \\p{N}) and Unicode's White_Space set, since Python's `re` has no \\p{...}. Reads
 vocab.json + merges.txt (Hugging Face) or encoder.json + vocab.bpe (OpenAI). For
-scripts/check_hf_export.py and scripts/hf_transformers_check.py.
+scripts/check_hf_export.py, scripts/hf_transformers_check.py and scripts/inspect_dataset.py.
 
   from gpt2_tokenizer import Gpt2Tokenizer
   tokenizer = Gpt2Tokenizer.from_folder("hf/demo")
   ids = tokenizer.encode("And God said"); text = tokenizer.decode(ids)
 """
+import hashlib
 import json
 import os
 import unicodedata
@@ -68,6 +69,7 @@ class Gpt2Tokenizer:
     def __init__(self, vocabulary, merges):
         self.encoder = vocabulary
         self.decoder = {token_id: token for token, token_id in vocabulary.items()}
+        self.merges = merges
         self.ranks = {pair: rank for rank, pair in enumerate(merges)}
         self.byte_to_character = byte_alphabet()
         self.character_to_byte = {c: b for b, c in self.byte_to_character.items()}
@@ -75,16 +77,32 @@ class Gpt2Tokenizer:
         self.cache = {}
 
     @classmethod
+    def from_files(cls, vocabulary_path, merges_path):
+        """encoder.json + vocab.bpe or vocab.json + merges.txt (a "#version" line, then one merge a line)."""
+        with open(vocabulary_path, encoding="utf-8") as file:
+            vocabulary = json.load(file)
+        with open(merges_path, encoding="utf-8") as file:
+            lines = file.read().split("\n")
+        merges = [tuple(line.split()) for line in lines[1:] if line]
+        return cls(vocabulary, merges)
+
+    @classmethod
     def from_folder(cls, folder):
         for vocabulary_name, merges_name in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
             if os.path.exists(os.path.join(folder, vocabulary_name)):
-                with open(os.path.join(folder, vocabulary_name), encoding="utf-8") as file:
-                    vocabulary = json.load(file)
-                with open(os.path.join(folder, merges_name), encoding="utf-8") as file:
-                    lines = file.read().split("\n")
-                merges = [tuple(line.split()) for line in lines[1:] if line]
-                return cls(vocabulary, merges)
+                return cls.from_files(os.path.join(folder, vocabulary_name), os.path.join(folder, merges_name))
         raise FileNotFoundError(f"{folder}: no vocab.json + merges.txt or encoder.json + vocab.bpe")
+
+    def identity_sha256(self):
+        """mixgpt's identity of the tokenizer (canonical_gpt2_text of tokenizer/gpt2_tokenizer.cpp): the
+        SHA-256 of each id's bytes in hex, the merges as id pairs by rank and the end-of-text id, the same
+        whichever files it was read from. Datasets and checkpoints record it as tokenizer_sha256."""
+        lines = ["mixgpt gpt2 bpe 1", f"tokens {len(self.decoder)}"]
+        lines += [self.decode_bytes([token_id]).hex() for token_id in range(len(self.decoder))]
+        lines.append(f"merges {len(self.merges)}")
+        lines += [f"{self.encoder[left]} {self.encoder[right]}" for left, right in self.merges]
+        lines.append(f"eot {self.eot_id}")
+        return hashlib.sha256(("\n".join(lines) + "\n").encode("ascii")).hexdigest()
 
     def bpe(self, piece):
         if piece in self.cache:

@@ -47,6 +47,6 @@ gzip -9 -n -c "$source_files/vocab.bpe" > "$FIXTURES/vocab.bpe.gz"
 
 build/mixgpt prepare --corpus kjv --tokenizer gpt2 --gpt2-files "$work/files" --val-fraction 0 \
     --output "$work/kjv" >/dev/null
-/usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/kjv/dataset.h5" > "$work/kjv.jsonl"
+/usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/kjv" > "$work/kjv.jsonl"
 R50K_SHA256=$R50K_BASE_SHA256 node scripts/gpt2_reference.js "$packages" fixture "$work/kjv.jsonl" "$FIXTURES/reference.json"
 ls -l "$FIXTURES"

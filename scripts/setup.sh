@@ -15,7 +15,7 @@ packages=(
   libopenblas-openmp-dev                    # CPU matrix products (OpenMP threading)
   nlohmann-json3-dev                        # JSON
   libssl-dev zlib1g-dev                     # SHA-256 of tokenizers, .gz corpora
-  libzstd-dev                               # .zst task files (eval/multiple_choice_file.h)
+  libzstd-dev liblzma-dev                   # .zst and .xz corpora and task files
   patchelf                                  # $ORIGIN rpaths in `make bundle`
   bible-kjv                                 # the default corpus
   python3-numpy python3-h5py python3-matplotlib python3-sentencepiece  # scripts/

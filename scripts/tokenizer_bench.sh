@@ -18,7 +18,7 @@ mkdir -p "$work/gpt2"
 for file in encoder.json vocab.bpe; do gunzip -c "tests/fixtures/gpt2/$file.gz" > "$work/gpt2/$file"; done
 build/mixgpt prepare --corpus kjv --output "$work/sp" >/dev/null 2>&1
 build/mixgpt prepare --corpus kjv --tokenizer gpt2 --gpt2-files "$work/gpt2" --val-fraction 0 --output "$work/kjv" >/dev/null 2>&1
-/usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/kjv/dataset.h5" > "$work/chapters.jsonl"
+/usr/bin/python3 scripts/gpt2_dataset_documents.py "$work/kjv" > "$work/chapters.jsonl"
 /usr/bin/python3 - "$work/chapters.jsonl" "$work/corpus.jsonl" "$size_mb" <<'PYTHON'
 import json, random, sys
 chapters = [json.loads(line)["text"] for line in open(sys.argv[1], encoding="utf-8")]

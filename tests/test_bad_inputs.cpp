@@ -349,14 +349,14 @@ TEST_F(BadInputTest, FullDiskIsOneLineAndKeepsWhatWasThere) {
     check({"prepare: disk full",
            with(prepare, {"--output", "{D}/full/ds", corpus}),
            1,
-           {"{D}/full/ds/dataset.h5", "no space left on device"}});
+           {"{D}/full/ds/shard-000000.h5", "no space left on device"}});
     EXPECT_FALSE(std::filesystem::exists(fixture_->file("full/ds")));
 
     ASSERT_EQ(run(with(prepare, {"--output", "{D}/full/small", "{D}/corpus"})).exit_status, 0);
     check({"prepare --force over a dataset: disk full",
            with(prepare, {"--output", "{D}/full/small", "--force", corpus}),
            1,
-           {"{D}/full/small/dataset.h5", "no space left on device"}});
+           {"{D}/full/small.tmp-", "no space left on device"}});
 }
 
 TEST_F(BadInputTest, FullDiskDuringCheckpointKeepsThePreviousOne) {

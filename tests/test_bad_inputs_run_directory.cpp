@@ -181,6 +181,10 @@ TEST_F(BadRunDirectoryTest, SecondWriterIsRefusedWhileTheFirstRuns) {
     EXPECT_TRUE(is_one_error_line(second.err, line));
     EXPECT_NE(line.find(run + ": in use by process " + std::to_string(first) + " on "), std::string::npos)
         << line;
+    // SIGTERM once the first is in its training loop (its first metrics line is written there, after
+    // its signal handlers are installed): before, while it still loads, the signal's default ends it.
+    while (lines_of(read_text(run + "/metrics.jsonl")).empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ::kill(first, SIGTERM);
     const Outcome stopped =
         wait_for(first, scratch.file("out1"), scratch.file("err1"), std::chrono::seconds(60));

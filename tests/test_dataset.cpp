@@ -25,7 +25,7 @@ DatasetMetadata metadata_for(int vocab_size) {
     metadata.vocab_size = vocab_size;
     metadata.eot_id = 1;
     metadata.unk_id = 0;
-    metadata.tokenizer_sha256 = "abc123";
+    metadata.tokenizer.sha256 = "abc123";
     metadata.command = "mixgpt prepare test";
     return metadata;
 }
@@ -64,8 +64,8 @@ TEST(DatasetWriter, StoresDocumentsEndOfTextOffsetsAndCounts) {
     const DatasetInfo info = read_dataset_info(path);
     EXPECT_EQ(info.vocab_size, 70000);
     EXPECT_EQ(info.eot_id, 1);
-    EXPECT_EQ(info.tokenizer_sha256, "abc123");
-    EXPECT_EQ(info.tokenizer_path, directory.file("tokenizer.model"));
+    EXPECT_EQ(info.tokenizer.sha256, "abc123");
+    EXPECT_EQ(info.tokenizer_path(), directory.file("tokenizer.model"));
     EXPECT_EQ(info.command, "mixgpt prepare test");
     EXPECT_EQ(info.invalid_utf8_bytes, 3);
 

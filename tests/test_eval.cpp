@@ -3,6 +3,7 @@
 // text input tokenized with the checkpoint's tokenizer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -120,7 +121,8 @@ TEST_F(EvalRunTest, SlidingWindowsAgreeWithOneForwardPassPerWindow) {
     loaded.instantiate(single_thread(), 4, 16);
     const DatasetInfo info = read_dataset_info(tiny_dataset().dataset_path);
     std::vector<int32_t> tokens(200);
-    h5::File::open_read(info.path).read_range("/val/tokens", h5::Type::i32, tokens.data(), 0, 200);
+    h5::File::open_read(info.shards.front().path)
+        .read_range("/val/tokens", h5::Type::i32, tokens.data(), 0, 200);
 
     for (int stride : {16, 5}) {
         const LossTotals batched = evaluate_tokens(*loaded.model, tokens, stride);
@@ -140,6 +142,50 @@ TEST_F(EvalRunTest, SlidingWindowsAgreeWithOneForwardPassPerWindow) {
         EXPECT_EQ(batched.tokens, reference.tokens) << stride;
         EXPECT_NEAR(batched.nats, reference.nats, 1e-6 * reference.nats) << stride;
     }
+}
+
+// A split is read window by window (T + 1 tokens at a time, each once per window), never whole:
+// memory does not grow with the split. Streams are scored one after the other, each from its
+// start, as the shards of a dataset folder are.
+TEST_F(EvalRunTest, StridedEvaluationStreamsTheSplitWindowByWindow) {
+    CheckpointModel loaded = CheckpointModel::read(directory_->file("run"));
+    loaded.instantiate(single_thread(), 4, 16);
+    const DatasetInfo info = read_dataset_info(tiny_dataset().dataset_path);
+    std::vector<int32_t> tokens(300);
+    h5::File::open_read(info.shards.front().path)
+        .read_range("/val/tokens", h5::Type::i32, tokens.data(), 0, 300);
+    const std::vector<int32_t> first(tokens.begin(), tokens.begin() + 170),
+        second(tokens.begin() + 170, tokens.end());
+    int64_t largest_read = 0, reads = 0;
+    const auto stream_of = [&](const std::vector<int32_t>& part) {
+        return TokenStream{static_cast<int64_t>(part.size()),
+                           [&part, &largest_read, &reads](int64_t offset, int64_t count, int32_t* out) {
+                               largest_read = std::max(largest_read, count);
+                               ++reads;
+                               std::copy_n(part.begin() + offset, count, out);
+                           }};
+    };
+    Progress progress("eval", 0, "window");
+    const LossTotals streamed =
+        evaluate_streams(*loaded.model, {stream_of(first), stream_of(second)}, 5, &progress);
+    EXPECT_EQ(largest_read, 17);
+    EXPECT_EQ(reads, stride_window_count(170, 16, 5) + stride_window_count(130, 16, 5));
+    const LossTotals a = evaluate_tokens(*loaded.model, first, 5),
+                     b = evaluate_tokens(*loaded.model, second, 5);
+    EXPECT_EQ(streamed.tokens, a.tokens + b.tokens);
+    EXPECT_NEAR(streamed.nats, a.nats + b.nats, 1e-9 * streamed.nats);
+
+    // Through `mixgpt eval --stride --max-tokens`: the same windows as one in-memory stream.
+    EvalOptions options;
+    options.checkpoint = directory_->file("run");
+    options.device.threads = 1;
+    options.batch_size = 4;
+    options.stride = 5;
+    options.max_tokens = 300;
+    const EvalReport report = run_evaluation(options);
+    const LossTotals whole = evaluate_tokens(*loaded.model, tokens, 5);
+    EXPECT_EQ(report.totals.tokens, whole.tokens);
+    EXPECT_NEAR(report.totals.nats, whole.nats, 1e-9 * whole.nats);
 }
 
 TEST_F(EvalRunTest, RawTextIsTokenizedWithTheCheckpointsTokenizer) {

@@ -1,7 +1,7 @@
 // GPT-2's tokenizer through mixgpt's commands: prepare (ids equal to tiktoken's, the files and
-// identity recorded), a couple of training steps, eval, sample, and export to the files of
-// Hugging Face's GPT2TokenizerFast, compared with OpenAI's own encoder.json and vocab.bpe, then
-// import of that folder.
+// identity recorded), --append and --resume of a GPT-2 dataset folder, a couple of training
+// steps, eval, sample, and export to the files of Hugging Face's GPT2TokenizerFast, compared with
+// OpenAI's own encoder.json and vocab.bpe, then import of that folder.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +23,7 @@
 #include "tests/test_tokenizer_support.h"
 #include "tests/test_train_support.h"
 #include "tokenizer/dataset.h"
+#include "tokenizer/dataset_index.h"
 #include "tokenizer/prepare.h"
 #include "train/trainer.h"
 
@@ -55,19 +56,24 @@ TEST(Gpt2Cli, PrepareTakesTheTokenizerChoice) {
         run({"prepare", corpus, "--output", directory.file("data"), "--tokenizer", "gpt2", "--gpt2-files",
              testing::gpt2_files_directory(), "--val-fraction", "0"});
     EXPECT_EQ(made.exit_status, 0) << made.err;
-    EXPECT_EQ(read_dataset_info(directory.file("data/dataset.h5")).tokenizer_kind, "gpt2");
+    EXPECT_EQ(read_dataset_info(directory.file("data")).tokenizer.kind, "gpt2");
     EXPECT_TRUE(fs::exists(directory.file("data/vocab.bpe")));
 }
 
 // A GPT-2 dataset of the fixture's hand-written documents and generated ones, a run of two
-// steps on it, and its export; made once for the tests below.
+// steps on it, and its export; made once for the tests below. The hand-written documents go in
+// as JSON lines: one holds control characters, NUL among them, and a text file with a NUL byte in
+// its first 64 bytes is refused as binary (tokenizer/input_sniff.h).
 class Gpt2PipelineTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         directory_ = new TempDirectory("mixgpt_gpt2_pipeline");
         const auto& documents = gpt2_reference().documents;
-        for (size_t i = 0; i < documents.size(); ++i)
-            directory_->write("corpus/hand" + std::to_string(100 + i) + ".txt", documents[i].first);
+        std::string lines;
+        for (const auto& document : documents)
+            lines += nlohmann::json({{"text", document.first}}).dump() + "\n";
+        directory_->write("corpus/hand.jsonl", lines);
+        directory_->write("text/hand100.txt", documents[0].first);
         const std::vector<std::string> generated = testing_support::generated_documents(80, 7);
         for (size_t i = 0; i < generated.size(); ++i)
             directory_->write("corpus/generated" + std::to_string(100 + i) + ".txt", generated[i]);
@@ -109,19 +115,27 @@ PrepareResult* Gpt2PipelineTest::prepared_ = nullptr;
 
 TEST_F(Gpt2PipelineTest, PrepareGivesTheReferenceIdsAndRecordsTheTokenizer) {
     const DatasetInfo info = read_dataset_info(prepared_->dataset_path);
-    EXPECT_EQ(info.tokenizer_kind, "gpt2");
+    EXPECT_EQ(info.tokenizer.kind, "gpt2");
     EXPECT_EQ(info.vocab_size, 50257);
     EXPECT_EQ(info.eot_id, 50256);
-    EXPECT_EQ(info.tokenizer_sha256, gpt2_tokenizer().sha256());
-    ASSERT_EQ(info.tokenizer_files.size(), 2u);
-    for (size_t i = 0; i < 2; ++i) {  // copies of the given files, beside the dataset
-        EXPECT_EQ(fs::path(info.tokenizer_files[i]).parent_path(),
-                  fs::path(prepared_->dataset_path).parent_path());
-        EXPECT_EQ(sha256_file_hex(info.tokenizer_files[i]), sha256_file_hex(gpt2_tokenizer().files()[i]));
+    EXPECT_EQ(info.tokenizer.sha256, gpt2_tokenizer().sha256());
+    EXPECT_EQ(info.tokenizer.files, (std::vector<std::string>{"encoder.json", "vocab.bpe"}));
+    const std::vector<std::string> paths = info.tokenizer_paths();
+    ASSERT_EQ(paths.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {  // copies of the given files, in the dataset folder
+        EXPECT_EQ(fs::path(paths[i]).parent_path(), fs::path(prepared_->dataset_path));
+        EXPECT_EQ(sha256_file_hex(paths[i]), sha256_file_hex(gpt2_tokenizer().files()[i]));
     }
-    EXPECT_EQ(info.tokenizer_path, info.tokenizer_files[0]);
-    const Tokenizer loaded = Tokenizer::load(info.tokenizer_path);
-    EXPECT_EQ(loaded.sha256(), info.tokenizer_sha256);
+    EXPECT_EQ(info.tokenizer_path(), paths[0]);
+    const Tokenizer loaded = Tokenizer::load(info.tokenizer_path());
+    EXPECT_EQ(loaded.sha256(), info.tokenizer.sha256);
+    for (const ShardInfo& shard : info.shards) {  // each shard records the same identity
+        const DatasetInfo file = read_dataset_info(shard.path);
+        EXPECT_EQ(file.tokenizer.kind, "gpt2") << shard.path;
+        EXPECT_EQ(file.tokenizer.files, info.tokenizer.files) << shard.path;
+        EXPECT_EQ(file.tokenizer.sha256, info.tokenizer.sha256) << shard.path;
+        EXPECT_EQ(file.tokenizer_path(), info.tokenizer_path()) << shard.path;
+    }
 
     std::map<std::string, std::vector<int32_t>> reference(gpt2_reference().documents.begin(),
                                                           gpt2_reference().documents.end());
@@ -173,6 +187,104 @@ TEST_F(Gpt2PipelineTest, ATokenizerOfAnotherKindIsRefused) {
     EXPECT_FALSE(fs::exists(directory.file("out")));
 }
 
+// The SHA-256 of every shard of a dataset folder, by name.
+std::map<std::string, std::string> shard_hashes(const std::string& folder) {
+    std::map<std::string, std::string> hashes;
+    for (const ShardRecord& shard : read_index(folder + "/" + kIndexFileName).shards)
+        hashes[shard.file] = sha256_file_hex(folder + "/" + shard.file);
+    return hashes;
+}
+
+// --append and --resume take a GPT-2 dataset's own tokenizer from its folder: an append gives
+// the tokens of one run over both corpora, a prepare stopped after two shards and resumed gives
+// the bytes of an uninterrupted run, and another tokenizer given to an append is refused.
+TEST_F(Gpt2PipelineTest, AppendAndResumeKeepTheGpt2Tokenizer) {
+    const TempDirectory directory;
+    const auto write_corpus = [&](const std::string& name, int count, uint64_t seed) {
+        const std::vector<std::string> documents = testing_support::generated_documents(count, seed);
+        for (size_t i = 0; i < documents.size(); ++i)
+            directory.write(name + "/" + std::to_string(100 + i) + ".txt", documents[i]);
+        return directory.file(name);
+    };
+    const std::string first = write_corpus("first", 40, 11), second = write_corpus("second", 30, 12);
+    const auto options = [&](const std::vector<std::string>& inputs, const std::string& output) {
+        PrepareOptions prepare = testing_support::tiny_prepare_options(first, directory.file(output), 0);
+        prepare.corpus.inputs = inputs;
+        prepare.tokenizer_path = testing::gpt2_files_directory();
+        prepare.tokenizer_kind = TokenizerKind::gpt2;
+        prepare.val_fraction = 0.2;
+        prepare.shard_tokens = 600;
+        return prepare;
+    };
+    const PrepareResult once = run_prepare(options({first, second}, "once"));
+    ASSERT_GE(once.shards, 4);
+
+    run_prepare(options({first}, "grown"));
+    const std::map<std::string, std::string> before = shard_hashes(directory.file("grown"));
+    PrepareOptions append = options({second}, "grown");
+    append.append = true;
+    append.tokenizer_path.clear();  // the dataset's own
+    append.tokenizer_kind.reset();
+    const PrepareResult grown = run_prepare(append);
+    EXPECT_EQ(grown.train.documents + grown.val.documents, 70);
+    const std::map<std::string, std::string> after = shard_hashes(directory.file("grown"));
+    for (const auto& [name, hash] : before) EXPECT_EQ(after.at(name), hash) << name;  // untouched
+    for (const char* split : {"train", "val"}) {
+        EXPECT_EQ(testing::read_tokens(directory.file("grown"), split),
+                  testing::read_tokens(once.dataset_path, split))
+            << split;
+        EXPECT_EQ(testing::read_offsets(directory.file("grown"), split),
+                  testing::read_offsets(once.dataset_path, split))
+            << split;
+    }
+    const DatasetIndex index = read_index(directory.file("grown/index.json"));
+    EXPECT_EQ(index.tokenizer.kind, "gpt2");
+    EXPECT_EQ(index.tokenizer.files, (std::vector<std::string>{"encoder.json", "vocab.bpe"}));
+    EXPECT_EQ(index.tokenizer.sha256, gpt2_tokenizer().sha256());
+
+    PrepareOptions other = options({second}, "grown");
+    other.append = true;
+    other.tokenizer_path = testing::tiny_tokenizer_path();
+    other.tokenizer_kind.reset();
+    const std::string refused = error_of([&] { run_prepare(other); });
+    const std::string expected = testing::tiny_tokenizer_path() + ": not the tokenizer of " +
+                                 directory.file("grown") + " (gpt2 encoder.json+vocab.bpe (sha256 ";
+    EXPECT_EQ(refused.rfind(expected, 0), 0u) << refused;
+    EXPECT_EQ(shard_hashes(directory.file("grown")), after);
+
+    PrepareOptions stopped = options({first, second}, "stopped");
+    stopped.stop_requested = [&] { return fs::exists(directory.file("stopped/shard-000001.h5")); };
+    EXPECT_NE(error_of([&] { run_prepare(stopped); }).find("2 complete shards are kept"), std::string::npos);
+    EXPECT_TRUE(fs::exists(directory.file("stopped/vocab.bpe")));
+    EXPECT_FALSE(fs::exists(directory.file("stopped/index.json")));
+    stopped.stop_requested = nullptr;
+    stopped.resume = true;
+    const PrepareResult resumed = run_prepare(stopped);
+    EXPECT_GT(resumed.resumed_at_document, 0);
+    EXPECT_EQ(shard_hashes(directory.file("stopped")), shard_hashes(once.dataset_path));
+}
+
+// GPT-2's files reused from the output folder itself are inputs, not outputs: a run stopped
+// before its first shard removes what it wrote and leaves them.
+TEST_F(Gpt2PipelineTest, FilesReusedInTheOutputFolderOutliveAnUndoneRun) {
+    const TempDirectory directory;
+    const std::string folder = directory.file("data");
+    fs::create_directories(folder);
+    for (const std::string& file : gpt2_tokenizer().files())
+        fs::copy_file(file, fs::path(folder) / fs::path(file).filename());
+    PrepareOptions options = testing_support::tiny_prepare_options(directory_->file("corpus"), folder, 0);
+    options.tokenizer_path = folder;
+    options.tokenizer_kind = TokenizerKind::gpt2;
+    options.stop_requested = [&] { return fs::exists(folder + "/progress.json"); };
+    EXPECT_NE(error_of([&] { run_prepare(options); }).find("stopped by a signal"), std::string::npos);
+    EXPECT_FALSE(fs::exists(folder + "/progress.json"));
+    for (const std::string& file : gpt2_tokenizer().files()) {
+        const fs::path kept = fs::path(folder) / fs::path(file).filename();
+        ASSERT_TRUE(fs::exists(kept)) << kept;
+        EXPECT_EQ(sha256_file_hex(kept.string()), sha256_file_hex(file)) << kept;
+    }
+}
+
 TEST_F(Gpt2PipelineTest, TrainingEvalAndSampleRunOnTheDataset) {
     const EvalReport report = evaluate(run());
     EXPECT_GT(report.totals.tokens, 0);
@@ -182,7 +294,7 @@ TEST_F(Gpt2PipelineTest, TrainingEvalAndSampleRunOnTheDataset) {
 
     EvalOptions text_eval;
     text_eval.checkpoint = run();
-    text_eval.text_inputs = {directory_->file("corpus/hand100.txt")};
+    text_eval.text_inputs = {directory_->file("text/hand100.txt")};
     text_eval.seq_len = 8;
     text_eval.device.threads = 1;
     const EvalReport text_report = run_evaluation(text_eval);

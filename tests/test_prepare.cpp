@@ -93,9 +93,9 @@ TEST(Prepare, FilesBecomeDocumentsInDisjointDeterministicSplits) {
     EXPECT_EQ(info.val.documents, static_cast<int64_t>(val_expected.size()));
     EXPECT_EQ(info.train.bytes, total_bytes(train_expected));
     EXPECT_EQ(info.val.bytes, total_bytes(val_expected));
-    EXPECT_EQ(info.tokenizer_sha256, testing::tiny_tokenizer().sha256());
+    EXPECT_EQ(info.tokenizer.sha256, testing::tiny_tokenizer().sha256());
     EXPECT_EQ(sha256_file_hex(result.tokenizer_path), testing::tiny_tokenizer().sha256());  // copied beside
-    EXPECT_EQ(info.tokenizer_path, result.tokenizer_path);
+    EXPECT_EQ(info.tokenizer_path(), result.tokenizer_path);
 
     PrepareOptions again = options;
     again.output_directory = directory.file("again");
@@ -131,7 +131,7 @@ TEST(Prepare, TrainsTheSameTokenizerTwice) {
     EXPECT_EQ(read_tokens(first.dataset_path, "train"), read_tokens(second.dataset_path, "train"));
     const Tokenizer tokenizer = Tokenizer::load(first.tokenizer_path);
     EXPECT_EQ(tokenizer.vocab_size(), 500);
-    EXPECT_EQ(read_dataset_info(first.dataset_path).tokenizer_sha256, tokenizer.sha256());
+    EXPECT_EQ(read_dataset_info(first.dataset_path).tokenizer.sha256, tokenizer.sha256());
 }
 
 TEST(Prepare, ReadsSeparatorsParagraphsJsonlGzipDirectoriesAndGlobs) {
@@ -246,7 +246,7 @@ TEST(PrepareErrors, BadInputsFailWithTheirReasonAndWriteNothing) {
     expect_failure(options_for(directory, {missing}), {missing, "no such file"});
     expect_failure(options_for(directory, {directory.file("*.nothing")}), {"no file matches"});
     directory.write("empty_dir/.hidden", "x");
-    expect_failure(options_for(directory, {directory.file("empty_dir")}), {"holds no files"});
+    expect_failure(options_for(directory, {directory.file("empty_dir")}), {"holds no text-like files"});
 
     const std::string empty = directory.write("empty.txt", "");
     expect_failure(options_for(directory, {empty}), {"empty corpus", empty});
@@ -266,7 +266,7 @@ TEST(PrepareErrors, BadInputsFailWithTheirReasonAndWriteNothing) {
     expect_failure(options_for(directory, {truncated}), {truncated + ": truncated gzip data"});
 
     const std::string one = directory.write("one.txt", "a single document\n");
-    expect_failure(options_for(directory, {one}), {"split is empty"});
+    expect_failure(options_for(directory, {one}), {"validation split would be empty"});
 
     PrepareOptions missing_tokenizer = options_for(directory, {one});
     missing_tokenizer.tokenizer_path = directory.file("none.model");
@@ -292,21 +292,23 @@ TEST(PrepareErrors, ExistingOutputsNeedForce) {
     PrepareOptions options = options_for(directory, {directory.file("c")});
     options.val_fraction = 0.5;
     const PrepareResult result = run_prepare(options);
-    const std::string before = testing::read_file(result.dataset_path);
+    const std::string index = result.dataset_path + "/index.json";
+    const std::string before = testing::read_file(index);
     options.seed = 5;
     try {
         run_prepare(options);
         ADD_FAILURE() << "expected an error";
     } catch (const Error& error) {
-        EXPECT_NE(std::string(error.what()).find(result.dataset_path + ": already exists (use --force"),
+        EXPECT_NE(std::string(error.what())
+                      .find(result.dataset_path + ": already exists and holds a dataset (--force"),
                   std::string::npos)
             << error.what();
     }
-    EXPECT_EQ(testing::read_file(result.dataset_path), before);
+    EXPECT_EQ(testing::read_file(index), before);
     options.force = true;
     run_prepare(options);
-    EXPECT_NE(testing::read_file(result.dataset_path), before);
-    const std::vector<std::string> outputs = sorted({"dataset.h5", "tokenizer.model"});
+    EXPECT_NE(testing::read_file(index), before);
+    const std::vector<std::string> outputs = sorted({"index.json", "shard-000000.h5", "tokenizer.model"});
     std::vector<std::string> present;
     for (const auto& entry : std::filesystem::directory_iterator(options.output_directory))
         present.push_back(entry.path().filename().string());
@@ -321,7 +323,7 @@ TEST(CorpusSample, TakesEachInputsShareFromRegionsSpreadOverIt) {
     CorpusOptions options;
     options.inputs = {directory.write("large.txt", large), directory.file("small.txt.gz")};
     testing::write_gzip(options.inputs[1], small);
-    const std::vector<InputFile> files = resolve_inputs(options);
+    const std::vector<InputFile> files = resolve_inputs(options).files;
     const size_t budget = 150'000;
     const TrainingSample sample = Corpus::from_files(files, options).sample(budget);
 

@@ -223,15 +223,20 @@ TEST(TrainDataParallelTest, RecognisesTheLaunchersEnvironment) {
 }
 
 TEST(TrainDataParallelTest, LoaderPositionsConvertBetweenGlobalBatches) {
-    const LoaderState saved{1, 4, 9, 100, 2};  // epoch 1, 8 windows in, global batch 2
-    const LoaderState converted = rebatch_loader_state(saved, LoaderState{0, 0, 9, 100, 4});
+    const LoaderState saved =
+        LoaderState::from_vector({1, 4, 9, 100, 2});  // epoch 1, 8 windows in, global batch 2
+    const LoaderState converted = rebatch_loader_state(saved, LoaderState::from_vector({0, 0, 9, 100, 4}));
     EXPECT_EQ(converted.to_vector(), (std::vector<int64_t>{1, 2, 9, 100, 4}));
-    EXPECT_EQ(rebatch_loader_state(saved, LoaderState{0, 0, 9, 100, 2}).to_vector(), saved.to_vector());
+    EXPECT_EQ(rebatch_loader_state(saved, LoaderState::from_vector({0, 0, 9, 100, 2})).to_vector(),
+              saved.to_vector());
     // 8 windows into an epoch of 10 windows = 2 batches of 4: the next epoch starts.
-    EXPECT_EQ(rebatch_loader_state(LoaderState{1, 4, 9, 10, 2}, LoaderState{0, 0, 9, 10, 4}).to_vector(),
+    EXPECT_EQ(rebatch_loader_state(LoaderState::from_vector({1, 4, 9, 10, 2}),
+                                   LoaderState::from_vector({0, 0, 9, 10, 4}))
+                  .to_vector(),
               (std::vector<int64_t>{2, 0, 9, 10, 4}));
     try {
-        rebatch_loader_state(LoaderState{0, 3, 9, 100, 2}, LoaderState{0, 0, 9, 100, 4});
+        rebatch_loader_state(LoaderState::from_vector({0, 3, 9, 100, 2}),
+                             LoaderState::from_vector({0, 0, 9, 100, 4}));
         FAIL() << "no error";
     } catch (const Error& error) {
         EXPECT_NE(std::string(error.what())
@@ -240,7 +245,7 @@ TEST(TrainDataParallelTest, LoaderPositionsConvertBetweenGlobalBatches) {
                   std::string::npos)
             << error.what();
     }
-    EXPECT_THROW(rebatch_loader_state(saved, LoaderState{0, 0, 9, 99, 4}), Error);
+    EXPECT_THROW(rebatch_loader_state(saved, LoaderState::from_vector({0, 0, 9, 99, 4})), Error);
 }
 
 }  // namespace

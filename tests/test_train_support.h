@@ -47,7 +47,7 @@ inline std::vector<std::string> generated_documents(int count, uint64_t seed) {
 }
 
 struct TinyDataset {
-    std::string directory;  // holds dataset.h5 and tokenizer.model
+    std::string directory;  // the dataset folder: index.json, shards, tokenizer.model
     std::string dataset_path;
     std::string tokenizer_path;
     std::string corpus_directory;  // the text files it was made from

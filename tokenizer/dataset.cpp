@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tokenizer/dataset_index.h"
 
 namespace mixgpt {
 namespace {
@@ -46,9 +47,30 @@ const SplitInfo& DatasetInfo::split(const std::string& name) const {
     throw Error(path + ": unknown split '" + name + "' (expected train or val)");
 }
 
+std::string DatasetInfo::tokenizer_path() const {
+    return (std::filesystem::path(tokenizer_directory) / tokenizer.files.at(0)).string();
+}
+
+std::vector<std::string> DatasetInfo::tokenizer_paths() const {
+    std::vector<std::string> paths;
+    for (const std::string& name : tokenizer.files)
+        paths.push_back((std::filesystem::path(tokenizer_directory) / name).string());
+    return paths;
+}
+
 h5::Type token_storage_type(int vocab_size) { return vocab_size <= 65536 ? h5::Type::u16 : h5::Type::u32; }
 
+std::string TokenizerIdentity::describe() const {
+    std::string names;
+    for (const std::string& file : files) names += (names.empty() ? "" : "+") + file;
+    return kind + " " + names + " (sha256 " + sha256.substr(0, 12) + "...)";
+}
+
 DatasetInfo read_dataset_info(const std::string& dataset_path) {
+    if (std::filesystem::is_directory(dataset_path)) {
+        const std::string index = (std::filesystem::path(dataset_path) / kIndexFileName).string();
+        return dataset_info_of_index(dataset_path, read_index(index));
+    }
     const h5::File file = h5::File::open_read(dataset_path);
     require(file.has_attribute("/", "format") && file.attribute_string("/", "format") == kDatasetFormat,
             dataset_path,
@@ -66,22 +88,23 @@ DatasetInfo read_dataset_info(const std::string& dataset_path) {
     info.unk_id = static_cast<int32_t>(file.attribute_int("/", "unk_id"));
     require(info.eot_id >= 0 && info.eot_id < info.vocab_size, dataset_path,
             "eot_id is outside the vocabulary");
-    info.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
-    const std::filesystem::path folder = std::filesystem::path(dataset_path).parent_path();
-    info.tokenizer_path = (folder / file.attribute_string("/", "tokenizer_file")).string();
-    info.tokenizer_kind = file.has_attribute("/", "tokenizer_kind")
-                              ? file.attribute_string("/", "tokenizer_kind")
-                              : std::string("sentencepiece");
+    info.tokenizer_directory = std::filesystem::path(dataset_path).parent_path().string();
+    info.tokenizer.sha256 = file.attribute_string("/", "tokenizer_sha256");
+    if (file.has_attribute("/", "tokenizer_kind"))
+        info.tokenizer.kind = file.attribute_string("/", "tokenizer_kind");
     if (file.has_attribute("/", "tokenizer_files")) {
         std::istringstream names(file.attribute_string("/", "tokenizer_files"));
-        for (std::string name; std::getline(names, name);)
-            info.tokenizer_files.push_back((folder / name).string());
+        for (std::string name; std::getline(names, name);) info.tokenizer.files.push_back(name);
     }
-    if (info.tokenizer_files.empty()) info.tokenizer_files.push_back(info.tokenizer_path);
+    if (info.tokenizer.files.empty())
+        info.tokenizer.files.push_back(file.attribute_string("/", "tokenizer_file"));
     info.command = file.attribute_string("/", "command");
     info.invalid_utf8_bytes = file.attribute_int("/", "invalid_utf8_bytes");
     info.train = read_split(file, "train", info.vocab_size);
     info.val = read_split(file, "val", info.vocab_size);
+    std::error_code error;
+    const auto bytes = std::filesystem::file_size(dataset_path, error);
+    info.shards.push_back({dataset_path, error ? 0 : static_cast<uint64_t>(bytes), info.train, info.val});
     return info;
 }
 

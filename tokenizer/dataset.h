@@ -15,6 +15,10 @@
 //
 // `bytes` counts the UTF-8 text the split's tokens stand for (end-of-text
 // tokens stand for none), for bits per byte.
+//
+// A dataset is such a file, or a folder of them with an index
+// (tokenizer/dataset_index.h); read_dataset_info reads either, and a file is a
+// dataset of one shard.
 #pragma once
 
 #include <cstdint>
@@ -35,24 +39,48 @@ struct SplitInfo {
     int64_t documents = 0;
 };
 
+// Which tokenizer made a dataset: its kind (tokenizer_kind_name of tokenizer/tokenizer.h), the
+// names of its files beside the dataset (main file first) and the SHA-256 the tokenizer reports
+// (Tokenizer::sha256()). A folder's index.json and every HDF5 file record it.
+struct TokenizerIdentity {
+    std::string kind = "sentencepiece";
+    std::vector<std::string> files;
+    std::string sha256;
+
+    bool same_as(const TokenizerIdentity& other) const {
+        return kind == other.kind && sha256 == other.sha256;
+    }
+    std::string describe() const;  // "sentencepiece tokenizer.model (sha256 0123456789ab...)"
+};
+
+// One HDF5 file of a dataset.
+struct ShardInfo {
+    std::string path;
+    uint64_t bytes = 0;  // file size
+    SplitInfo train, val;
+    const SplitInfo& split(const std::string& name) const { return name == "train" ? train : val; }
+};
+
 struct DatasetInfo {
-    std::string path;            // the .h5 file
-    std::string tokenizer_path;  // the tokenizer's main file beside it (Tokenizer::load takes it)
-    std::string tokenizer_sha256;
-    std::string tokenizer_kind;                // "sentencepiece" in files written before the attribute
-    std::vector<std::string> tokenizer_files;  // paths of all its files, main file first
+    std::string path;                 // the folder with index.json, or the .h5 file
+    std::string tokenizer_directory;  // where the tokenizer's files lie: the folder, or the file's
+    TokenizerIdentity tokenizer;
     int vocab_size = 0;
     int32_t eot_id = 0;
     SplitInfo train, val;
     int32_t unk_id = 0;
     std::string command;  // the command that made the file
     int64_t invalid_utf8_bytes = 0;
+    std::vector<ShardInfo> shards;  // a single file: itself
 
     const SplitInfo& split(const std::string& name) const;  // "train" or "val"; throws Error otherwise
+    std::string tokenizer_path() const;                     // its main file (Tokenizer::load takes it)
+    std::vector<std::string> tokenizer_paths() const;       // all its files, main file first
 };
 
-// Opens the file and checks its format, version, attributes and that every
-// dataset has the length its attributes give. Throws Error naming the file.
+// A folder with index.json: its index (tokenizer/dataset_index.h). A file:
+// opens it and checks its format, version, attributes and that every dataset
+// has the length its attributes give. Throws Error naming the file.
 DatasetInfo read_dataset_info(const std::string& dataset_path);
 
 // The element type of /<split>/tokens for a vocabulary.

@@ -98,13 +98,14 @@ void DatasetWriter::finish(int64_t invalid_utf8_bytes, int64_t skipped_lines) {
     file_.set_attribute("/", "vocab_size", static_cast<int64_t>(metadata_.vocab_size));
     file_.set_attribute("/", "eot_id", static_cast<int64_t>(metadata_.eot_id));
     file_.set_attribute("/", "unk_id", static_cast<int64_t>(metadata_.unk_id));
-    file_.set_attribute("/", "tokenizer_sha256", metadata_.tokenizer_sha256);
-    file_.set_attribute("/", "tokenizer_kind", metadata_.tokenizer_kind);
+    const TokenizerIdentity& tokenizer = metadata_.tokenizer;
+    file_.set_attribute("/", "tokenizer_sha256", tokenizer.sha256);
+    file_.set_attribute("/", "tokenizer_kind", tokenizer.kind);
     std::string tokenizer_files;
-    for (const std::string& name : metadata_.tokenizer_files)
+    for (const std::string& name : tokenizer.files)
         tokenizer_files += (tokenizer_files.empty() ? "" : "\n") + name;
     file_.set_attribute("/", "tokenizer_files", tokenizer_files);
-    file_.set_attribute("/", "tokenizer_file", metadata_.tokenizer_files.at(0));
+    file_.set_attribute("/", "tokenizer_file", tokenizer.files.at(0));
     file_.set_attribute("/", "command", metadata_.command);
     file_.set_attribute("/", "seed", static_cast<int64_t>(metadata_.seed));
     file_.set_attribute("/", "val_fraction", metadata_.val_fraction);

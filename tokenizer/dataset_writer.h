@@ -20,9 +20,7 @@ struct DatasetMetadata {
     int vocab_size = 0;
     int32_t eot_id = 0;
     int32_t unk_id = 0;
-    std::string tokenizer_sha256;
-    std::string tokenizer_kind = "sentencepiece";
-    std::vector<std::string> tokenizer_files = {"tokenizer.model"};  // names beside the dataset, main first
+    TokenizerIdentity tokenizer = {"sentencepiece", {"tokenizer.model"}, ""};
     std::string command;
     uint64_t seed = 0;
     double val_fraction = 0.0;

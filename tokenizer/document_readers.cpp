@@ -22,7 +22,7 @@ constexpr size_t kUnlimitedLine = static_cast<size_t>(-1);
 template <typename AddLine>
 void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, AddLine add_line) {
     InputStream stream(file.path);
-    const bool spread = !stream.compressed() && file.bytes > budget;
+    const bool spread = stream.seekable() && file.bytes > budget;
     const size_t regions = spread ? std::clamp<size_t>(budget / kSampleRegionBytes, 1, kMaxSampleRegions) : 1;
     const size_t region_budget = budget / regions;
     for (size_t region = 0; region < regions; ++region) {
@@ -42,12 +42,18 @@ void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, 
     }
 }
 
+void set_end(TextSegment& segment, uint64_t offset, int64_t line) {
+    segment.end = CorpusPosition{};
+    segment.end.offset = offset;
+    segment.end.line = line;
+}
+
 class TextReader : public DocumentReader {
 public:
-    TextReader(const InputFile& file, std::string separator)
+    TextReader(const InputFile& file, std::string separator, StreamUse use)
         : file_(file),
           separator_(std::move(separator)),
-          stream_(file.path),
+          stream_(file.path, use),
           lines_(stream_, TextSegment::kSegmentBytes) {}
 
     bool next(TextSegment& segment) override {
@@ -55,6 +61,11 @@ public:
     }
 
     uint64_t bytes_read() const override { return stream_.file_position(); }
+
+    void skip_to(uint64_t offset, int64_t line) override {
+        stream_.skip(offset);
+        lines_.set_line_number(line);
+    }
 
     void sample(size_t budget, TrainingSample& sample) override {
         sample_lines(file_, TextSegment::kSegmentBytes, budget,
@@ -76,6 +87,7 @@ private:
             if (at_end_) {
                 if (!builder_.open()) return false;
                 builder_.take_last(segment);
+                set_end(segment, stream_.position(), 0);
                 return true;
             }
             std::string& text = builder_.text();
@@ -100,11 +112,13 @@ private:
             if (!lines_.next(piece)) {
                 if (!builder_.open()) return false;
                 builder_.take_last(segment);
+                set_end(segment, lines_.position(), lines_.line_number());
                 return true;
             }
             if (piece.line_start && piece.line_end && is_separator(piece.text)) {
                 if (!builder_.open()) continue;
                 builder_.take_last(segment);
+                set_end(segment, lines_.position(), lines_.line_number());
                 return true;
             }
             builder_.begin();
@@ -131,21 +145,24 @@ private:
 
 class JsonlReader : public DocumentReader {
 public:
-    JsonlReader(const InputFile& file, std::string key, bool skip_bad_lines)
+    JsonlReader(const InputFile& file, std::string key, bool skip_bad_lines, StreamUse use)
         : file_(file),
           key_(std::move(key)),
           skip_bad_lines_(skip_bad_lines),
-          stream_(file.path),
+          stream_(file.path, use),
           lines_(stream_, kUnlimitedLine) {}
 
     bool next(TextSegment& segment) override {
         LineReader::Piece piece;
         for (;;) {
             if (builder_.open()) {
-                if (builder_.full())
+                if (builder_.full()) {
                     builder_.take_part(segment);
-                else
+                } else {
                     builder_.take_last(segment);
+                    set_end(segment, lines_.position(), lines_.line_number());
+                    segment.end.skipped_lines = skipped_lines_;
+                }
                 return true;
             }
             if (!lines_.next(piece)) return false;
@@ -164,6 +181,11 @@ public:
     uint64_t bytes_read() const override { return stream_.file_position(); }
     int64_t skipped_lines() const override { return skipped_lines_; }
 
+    void skip_to(uint64_t offset, int64_t line) override {
+        stream_.skip(offset);
+        lines_.set_line_number(line);
+    }
+
     // A file whose sampled lines all lack the key says so, rather than leaving an empty sample.
     void sample(size_t budget, TrainingSample& sample) override {
         std::string text;
@@ -181,8 +203,7 @@ public:
             return sample.bytes() - before;
         });
         if (added == 0 && problem != nullptr)
-            throw Error(file_.path + ": no line read holds text: " + problem +
-                        " (--jsonl-key names the field holding the text)");
+            throw Error(file_.path + ": no line read holds text: " + problem);
     }
 
 private:
@@ -202,7 +223,8 @@ private:
 
     InputFile file_;
     std::string key_;
-    std::string missing_key_message_ = "no string field '" + key_ + "'";
+    std::string missing_key_message_ =
+        "no string field '" + key_ + "' (--jsonl-key names the field holding the text)";
     bool skip_bad_lines_;
     InputStream stream_;
     LineReader lines_;
@@ -218,10 +240,12 @@ public:
     bool next(TextSegment& segment) override {
         for (;;) {
             if (builder_.open()) {
-                if (builder_.full())
+                if (builder_.full()) {
                     builder_.take_part(segment);
-                else
+                } else {
                     builder_.take_last(segment);
+                    set_end(segment, next_, 0);
+                }
                 return true;
             }
             if (next_ == documents_->size()) return false;
@@ -234,6 +258,11 @@ public:
     }
 
     uint64_t bytes_read() const override { return bytes_read_; }
+
+    void skip_to(uint64_t offset, int64_t) override {
+        MIXGPT_REQUIRE(offset <= documents_->size(), "in-memory corpus: cannot resume past its end");
+        for (; next_ < offset; ++next_) bytes_read_ += (*documents_)[next_].size();
+    }
 
     // Takes documents spread evenly over the list until about `budget` bytes.
     void sample(size_t budget, TrainingSample& sample) override {
@@ -258,13 +287,14 @@ private:
 
 }  // namespace
 
-std::unique_ptr<DocumentReader> open_text_reader(const InputFile& file, const std::string& doc_separator) {
-    return std::make_unique<TextReader>(file, doc_separator);
+std::unique_ptr<DocumentReader> open_text_reader(const InputFile& file, const std::string& doc_separator,
+                                                 StreamUse use) {
+    return std::make_unique<TextReader>(file, doc_separator, use);
 }
 
 std::unique_ptr<DocumentReader> open_jsonl_reader(const InputFile& file, const std::string& key,
-                                                  bool skip_bad_lines) {
-    return std::make_unique<JsonlReader>(file, key, skip_bad_lines);
+                                                  bool skip_bad_lines, StreamUse use) {
+    return std::make_unique<JsonlReader>(file, key, skip_bad_lines, use);
 }
 
 std::unique_ptr<DocumentReader> open_memory_reader(

@@ -11,9 +11,10 @@
 
 namespace mixgpt {
 
-std::unique_ptr<DocumentReader> open_text_reader(const InputFile& file, const std::string& doc_separator);
+std::unique_ptr<DocumentReader> open_text_reader(const InputFile& file, const std::string& doc_separator,
+                                                 StreamUse use);
 std::unique_ptr<DocumentReader> open_jsonl_reader(const InputFile& file, const std::string& key,
-                                                  bool skip_bad_lines);
+                                                  bool skip_bad_lines, StreamUse use);
 std::unique_ptr<DocumentReader> open_memory_reader(std::shared_ptr<const std::vector<std::string>> documents);
 
 }  // namespace mixgpt

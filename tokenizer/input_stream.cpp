@@ -10,57 +10,44 @@
 namespace mixgpt {
 namespace {
 
-constexpr unsigned kZlibBufferBytes = 1u << 18;
 constexpr size_t kReadBytes = size_t{1} << 18;
 
 }  // namespace
 
-InputStream::InputStream(const std::string& path) : path_(path) {
-    errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr)
-        throw Error(path + ": cannot open (" + (errno != 0 ? std::strerror(errno) : "out of memory") + ")");
-    gzbuffer(file_, kZlibBufferBytes);
-    // gzdirect() knows whether the file is compressed only after the first read.
-    const int first = gzgetc(file_);
-    if (first >= 0) {
-        gzungetc(first, file_);
-    } else {
-        int code = 0;
-        const char* message = gzerror(file_, &code);
-        if (code != Z_OK) {
-            const std::string reason = code == Z_ERRNO ? std::strerror(errno) : message;
-            gzclose(file_);
-            throw Error(path + ": cannot read (" + reason + ")");
-        }
-    }
-    compressed_ = gzdirect(file_) == 0;
+InputStream::InputStream(const std::string& path, StreamUse use) : source_(path, use) {
+    compression_ = detect_compression(source_);
+    if (compressed()) decompressor_ = open_decompressor(compression_, source_);
 }
 
-InputStream::~InputStream() {
-    if (file_ != nullptr) gzclose(file_);
-}
+InputStream::~InputStream() = default;
 
 size_t InputStream::read(char* buffer, size_t capacity) {
-    const int count = gzread(file_, buffer, static_cast<unsigned>(std::min<size_t>(capacity, 1u << 30)));
-    int code = Z_OK;
-    std::string message = gzerror(file_, &code);
-    if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);  // zlib names the file too
-    if (count < 0)
-        throw Error(path_ + ": read error (" + (code == Z_ERRNO ? std::strerror(errno) : message) + ")");
-    // zlib returns what it could from a gzip stream cut short and flags it here.
-    if (code == Z_BUF_ERROR) throw Error(path_ + ": truncated gzip data (" + message + ")");
-    return static_cast<size_t>(count);
-}
-
-uint64_t InputStream::file_position() const {
-    const z_off_t offset = gzoffset(file_);
-    return offset > 0 ? static_cast<uint64_t>(offset) : 0;
+    size_t count = 0;
+    if (decompressor_) {
+        count = decompressor_->read(buffer, capacity);
+    } else if (source_.fill(1) > 0) {
+        count = std::min(capacity, source_.available());
+        std::memcpy(buffer, source_.data(), count);
+        source_.consume(count);
+    }
+    position_ += count;
+    return count;
 }
 
 void InputStream::seek(uint64_t offset) {
-    MIXGPT_REQUIRE(!compressed_, path_ + ": cannot seek in compressed input");
-    if (gzseek(file_, static_cast<z_off_t>(offset), SEEK_SET) < 0) throw Error(path_ + ": seek failed");
+    MIXGPT_REQUIRE(seekable(), path() + ": cannot seek in compressed input or standard input");
+    source_.seek(offset);
+    position_ = offset;
+}
+
+void InputStream::skip(uint64_t bytes) {
+    std::string scratch(kReadBytes, '\0');
+    while (bytes > 0) {
+        const size_t count = read(scratch.data(), static_cast<size_t>(std::min<uint64_t>(bytes, kReadBytes)));
+        if (count == 0)
+            throw Error(path() + ": ends before the position to resume from (the input changed?)");
+        bytes -= count;
+    }
 }
 
 LineReader::LineReader(InputStream& stream, size_t max_piece_bytes)

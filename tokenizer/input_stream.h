@@ -1,33 +1,43 @@
-// Reading corpus files: plain or gzip-compressed (detected from the content,
-// through zlib), and splitting them into lines with bounded memory.
+// Reading corpus inputs: files or standard input ("-"), plain or compressed
+// (gzip, zstd, xz: tokenizer/decompressor.h, detected from the content), and
+// splitting them into lines with bounded memory.
 #pragma once
 
-#include <zlib.h>
-
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "tokenizer/byte_source.h"
+#include "tokenizer/decompressor.h"
 
 namespace mixgpt {
 
 class InputStream {
 public:
-    explicit InputStream(const std::string& path);  // throws Error "<path>: cannot open (<reason>)"
+    // Throws Error "<path>: cannot open (<reason>)".
+    explicit InputStream(const std::string& path, StreamUse use = StreamUse::replayable);
     ~InputStream();
     InputStream(const InputStream&) = delete;
     InputStream& operator=(const InputStream&) = delete;
 
-    // Reads up to `capacity` bytes; returns 0 at the end. Throws on a read or gzip error.
+    // Reads up to `capacity` bytes of text; returns 0 at the end. Throws on a read error or
+    // corrupt or truncated compressed data.
     size_t read(char* buffer, size_t capacity);
-    bool compressed() const { return compressed_; }
-    uint64_t file_position() const;  // bytes of the file consumed so far (compressed bytes for .gz)
-    void seek(uint64_t offset);      // plain files only
-    const std::string& path() const { return path_; }
+    Compression compression() const { return compression_; }
+    bool compressed() const { return compression_ != Compression::none; }
+    uint64_t file_position() const { return source_.consumed(); }  // input bytes consumed (compressed ones)
+    uint64_t position() const { return position_; }                // text bytes returned so far
+    bool seekable() const { return !compressed() && source_.seekable(); }
+    void seek(uint64_t offset);  // seekable inputs only
+    void skip(uint64_t bytes);   // reads and drops `bytes` bytes of text (throws if the input ends first)
+    const std::string& path() const { return source_.path(); }
 
 private:
-    std::string path_;
-    gzFile file_ = nullptr;
-    bool compressed_ = false;
+    ByteSource source_;
+    Compression compression_ = Compression::none;
+    std::unique_ptr<Decompressor> decompressor_;
+    uint64_t position_ = 0;
 };
 
 // Lines of a stream, each with its '\n' when it has one. A line longer than
@@ -43,6 +53,8 @@ public:
     };
     bool next(Piece& piece);                              // false at the end of the stream
     int64_t line_number() const { return line_number_; }  // of the last piece returned, from 1
+    uint64_t position() const { return stream_.position() - (end_ - begin_); }  // text bytes returned so far
+    void set_line_number(int64_t lines) { line_number_ = lines; }  // lines before the stream's position
 
 private:
     bool refill();

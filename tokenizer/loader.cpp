@@ -5,12 +5,14 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "tokenizer/token_store.h"
+#include "tokenizer/mixture_order.h"
+#include "tokenizer/split_windows.h"
 #include "tokenizer/window_order.h"
 
 namespace mixgpt {
@@ -23,56 +25,111 @@ struct Position {
     int64_t batch = 0;  // global batch index within the epoch
 };
 
-// Fills one rank's rows of a global batch (tokenizer/window_order.h). Used by
-// one thread at a time.
+// Fills one rank's rows of a global batch (tokenizer/window_order.h,
+// mixture_order.h). Used by one thread at a time.
 class BatchFiller {
 public:
-    BatchFiller(const LoaderOptions& options, TokenStore& store, int64_t windows, int64_t batches)
-        : options_(options), store_(store), windows_(windows), batches_(batches) {}
+    // `sources`: one SplitWindows (a single dataset, or a mixture in eval mode), or one per
+    // source of a mixture in train mode (with `order`).
+    BatchFiller(const LoaderOptions& options, std::vector<std::unique_ptr<SplitWindows>>& sources,
+                const MixtureOrder* order, int64_t windows, int64_t batches)
+        : options_(options),
+          sources_(sources),
+          order_(order),
+          windows_(windows),
+          batches_(batches),
+          permutations_(sources.size()) {}
 
     bool train() const { return options_.mode == LoaderMode::train; }
+    bool mixture() const { return order_ != nullptr; }
     bool ended(Position position) const { return !train() && position.batch >= batches_; }
     Position advance(Position position) const {
-        if (++position.batch == batches_ && train()) position = {position.epoch + 1, 0};
+        if (++position.batch == batches_ && train() && !mixture()) position = {position.epoch + 1, 0};
         return position;
     }
     void set_seed(uint64_t seed) {
         seed_ = seed;
-        permutation_epoch_ = -1;
+        for (Permutation& permutation : permutations_) permutation.epoch = -1;
+    }
+    // A mixture: the next batch filled is `batch`, with each source's rows drawn before it.
+    void set_mixture_position(int64_t batch, std::vector<int64_t> source_rows) {
+        mixture_batch_ = batch;
+        source_rows_ = std::move(source_rows);
+    }
+    // Adds the sources of one global batch's rows to `source_rows`.
+    void count_rows(int64_t batch, std::vector<int64_t>& source_rows) const {
+        const int64_t global_batch = int64_t{options_.world_size} * options_.batch_size;
+        for (int64_t n = batch * global_batch; n < (batch + 1) * global_batch; ++n)
+            ++source_rows[order_->source_of(static_cast<uint64_t>(n))];
     }
 
     // Writes the (B, T+1) rows of `position` into `tokens`; returns the real rows.
     int fill(Position position, int32_t* tokens) {
+        if (mixture()) return fill_mixture(position, tokens);
         const int64_t rows_per_batch = options_.batch_size, row_tokens = options_.seq_len + 1;
         const int64_t first =
             position.batch * options_.world_size * rows_per_batch + options_.rank * rows_per_batch;
         const int rows = static_cast<int>(std::clamp<int64_t>(windows_ - first, 0, rows_per_batch));
-        if (train() && permutation_epoch_ != position.epoch) {
-            permutation_ = epoch_permutation(windows_, seed_, position.epoch);
-            permutation_epoch_ = position.epoch;
-        }
+        SplitWindows& split = *sources_.front();
         for (int row = 0; row < rows; ++row) {
-            const int64_t window = train() ? permutation_[static_cast<size_t>(first + row)] : first + row;
-            store_.read(window * options_.seq_len, row_tokens, tokens + row * row_tokens);
+            const int64_t window =
+                train() ? permuted(0, split.windows(), seed_, position.epoch, first + row) : first + row;
+            split.read(window, tokens + row * row_tokens);
         }
         for (int64_t row = rows; row < rows_per_batch; ++row) {
-            if (rows > 0) {
+            if (rows > 0)
                 std::memcpy(tokens + row * row_tokens, tokens + (rows - 1) * row_tokens,
                             sizeof(int32_t) * row_tokens);
-            } else {
-                store_.read((windows_ - 1) * options_.seq_len, row_tokens, tokens + row * row_tokens);
-            }
+            else
+                split.read(windows_ - 1, tokens + row * row_tokens);
         }
         return rows;
     }
 
 private:
+    struct Permutation {
+        int64_t epoch = -1;
+        std::vector<int64_t> order;  // (W,) of `epoch`
+    };
+
+    // Position `index` of the epoch's permutation of `windows` windows (cached per source).
+    int64_t permuted(size_t source, int64_t windows, uint64_t seed, int64_t epoch, int64_t index) {
+        Permutation& permutation = permutations_[source];
+        if (permutation.epoch != epoch) {
+            permutation.order = epoch_permutation(windows, seed, epoch);
+            permutation.epoch = epoch;
+        }
+        return permutation.order[static_cast<size_t>(index)];
+    }
+
+    int fill_mixture(Position position, int32_t* tokens) {
+        MIXGPT_REQUIRE(position.batch == mixture_batch_,
+                       "data loader: mixture batches must be filled in order");
+        const int64_t global_batch = int64_t{options_.world_size} * options_.batch_size;
+        const int64_t mine = position.batch * global_batch + int64_t{options_.rank} * options_.batch_size;
+        const int64_t row_tokens = options_.seq_len + 1;
+        for (int64_t n = position.batch * global_batch; n < (position.batch + 1) * global_batch; ++n) {
+            const size_t source = order_->source_of(static_cast<uint64_t>(n));
+            const int64_t drawn = source_rows_[source]++;
+            if (n < mine || n >= mine + options_.batch_size) continue;
+            SplitWindows& split = *sources_[source];
+            const int64_t windows = split.windows();
+            const int64_t window = permuted(source, windows, MixtureOrder::source_seed(seed_, source),
+                                            drawn / windows, drawn % windows);
+            split.read(window, tokens + (n - mine) * row_tokens);
+        }
+        ++mixture_batch_;
+        return options_.batch_size;
+    }
+
     const LoaderOptions& options_;
-    TokenStore& store_;
+    std::vector<std::unique_ptr<SplitWindows>>& sources_;
+    const MixtureOrder* order_;
     int64_t windows_, batches_;
     uint64_t seed_ = 0;
-    std::vector<int64_t> permutation_;  // (W,) of permutation_epoch_
-    int64_t permutation_epoch_ = -1;
+    std::vector<Permutation> permutations_;  // (sources,)
+    int64_t mixture_batch_ = 0;
+    std::vector<int64_t> source_rows_;
 };
 
 struct FilledBatch {
@@ -172,7 +229,7 @@ private:
 };
 
 void check_options(const LoaderOptions& options) {
-    const std::string& path = options.dataset_path;
+    const std::string& path = options.mixture.empty() ? options.dataset_path : options.mixture.front().path;
     MIXGPT_REQUIRE(options.batch_size > 0 && options.seq_len > 0,
                    format("%s: batch_size (%d) and seq_len (%d) must be positive", path.c_str(),
                           options.batch_size, options.seq_len));
@@ -180,76 +237,123 @@ void check_options(const LoaderOptions& options) {
         options.world_size > 0 && options.rank >= 0 && options.rank < options.world_size,
         format("%s: rank %d is not in [0, world_size %d)", path.c_str(), options.rank, options.world_size));
     MIXGPT_REQUIRE(options.vocab_limit >= 0, path + ": vocab_limit must not be negative");
+    MIXGPT_REQUIRE(options.mixture.size() != 1, path + ": a mixture needs two datasets or more");
 }
 
 std::string short_hash(const std::string& hash) { return hash.substr(0, 12); }
 
+// The datasets, checked to share one tokenizer (and the expected one).
+std::vector<DatasetInfo> open_datasets(const LoaderOptions& options) {
+    std::vector<DatasetInfo> datasets;
+    if (options.mixture.empty()) {
+        datasets.push_back(read_dataset_info(options.dataset_path));
+    } else {
+        for (const DatasetSource& source : options.mixture)
+            datasets.push_back(read_dataset_info(source.path));
+    }
+    for (const DatasetInfo& dataset : datasets) {
+        if (!dataset.tokenizer.same_as(datasets.front().tokenizer))
+            throw Error(dataset.path + ": made with tokenizer " + dataset.tokenizer.describe() + ", but " +
+                        datasets.front().path + " with " + datasets.front().tokenizer.describe() +
+                        " (the datasets of a mixture must share one tokenizer)");
+        if (!options.expected_tokenizer_sha256.empty() &&
+            options.expected_tokenizer_sha256 != dataset.tokenizer.sha256)
+            throw Error(dataset.path + ": made with tokenizer " + short_hash(dataset.tokenizer.sha256) +
+                        "..., but the model's tokenizer is " + short_hash(options.expected_tokenizer_sha256) +
+                        "... (a dataset made with another tokenizer)");
+    }
+    return datasets;
+}
+
 }  // namespace
 
 std::vector<int64_t> LoaderState::to_vector() const {
-    return {epoch, next_batch, static_cast<int64_t>(seed), windows, global_batch};
+    std::vector<int64_t> values = {epoch, next_batch, static_cast<int64_t>(seed), windows, global_batch};
+    values.insert(values.end(), source_rows.begin(), source_rows.end());
+    return values;
 }
 
 LoaderState LoaderState::from_vector(const std::vector<int64_t>& values) {
-    MIXGPT_REQUIRE(values.size() == 5, format("loader state has %zu values, expected 5 "
-                                              "(epoch, next_batch, seed, windows, global_batch)",
-                                              values.size()));
+    MIXGPT_REQUIRE(values.size() >= 5 && values.size() != 6,
+                   format("loader state has %zu values, expected 5 (epoch, next_batch, seed, windows, "
+                          "global_batch), and for a mixture one row count per dataset after them",
+                          values.size()));
     LoaderState state;
     state.epoch = values[0];
     state.next_batch = values[1];
     state.seed = static_cast<uint64_t>(values[2]);
     state.windows = values[3];
     state.global_batch = values[4];
+    state.source_rows.assign(values.begin() + 5, values.end());
     return state;
 }
 
 struct DataLoader::Impl {
     LoaderOptions options;
-    DatasetInfo info;
+    std::vector<DatasetInfo> datasets;
     int64_t windows = 0;
     int64_t batches = 0;
     int64_t global_batch = 0;
     uint64_t seed = 0;
-    std::unique_ptr<TokenStore> store;
+    std::vector<std::unique_ptr<SplitWindows>> sources;
+    std::unique_ptr<MixtureOrder> order;  // a mixture in train mode
     std::unique_ptr<BatchFiller> filler;
     std::vector<Buffer> buffers;
-    Position consumed;  // the next batch the caller gets
+    Position consumed;                   // the next batch the caller gets
+    std::vector<int64_t> consumed_rows;  // a mixture: rows of each source before `consumed`
     std::unique_ptr<Prefetcher> prefetcher;
 
     explicit Impl(LoaderOptions loader_options) : options(std::move(loader_options)) {
         check_options(options);
-        const std::string& path = options.dataset_path;
-        info = read_dataset_info(path);
-        const SplitInfo& split = info.split(options.split);
-        if (!options.expected_tokenizer_sha256.empty() &&
-            options.expected_tokenizer_sha256 != info.tokenizer_sha256)
-            throw Error(path + ": made with tokenizer " + short_hash(info.tokenizer_sha256) +
-                        "..., but the model's tokenizer is " + short_hash(options.expected_tokenizer_sha256) +
-                        "... (a dataset made with another tokenizer)");
-        MIXGPT_REQUIRE(
-            split.tokens >= options.seq_len + 1,
-            format("%s: split '%s' has %lld tokens, fewer than seq_len + 1 = %d", path.c_str(),
-                   options.split.c_str(), static_cast<long long>(split.tokens), options.seq_len + 1));
-        windows = window_count(split.tokens, options.seq_len);
-        global_batch = int64_t{options.world_size} * options.batch_size;
+        datasets = open_datasets(options);
+        const std::string& path = datasets.front().path;
         const bool train = options.mode == LoaderMode::train;
-        batches = train ? windows / global_batch : (windows + global_batch - 1) / global_batch;
+        const int32_t vocab_limit =
+            options.vocab_limit > 0 ? options.vocab_limit : datasets.front().vocab_size;
+        if (train && datasets.size() > 1) {
+            std::vector<double> weights;
+            for (size_t k = 0; k < datasets.size(); ++k) {
+                sources.push_back(std::make_unique<SplitWindows>(
+                    std::vector<DatasetInfo>{datasets[k]}, options.split, options.seq_len, vocab_limit));
+                require_windows({datasets[k]}, sources.back()->windows());
+                weights.push_back(options.mixture[k].weight);
+            }
+            order = std::make_unique<MixtureOrder>(weights, options.seed);
+            consumed_rows.assign(datasets.size(), 0);
+        } else {
+            sources.push_back(
+                std::make_unique<SplitWindows>(datasets, options.split, options.seq_len, vocab_limit));
+            require_windows(datasets, sources.back()->windows());
+        }
+        for (const auto& source : sources) windows += source->windows();
+        global_batch = int64_t{options.world_size} * options.batch_size;
+        batches = order   ? std::numeric_limits<int64_t>::max()
+                  : train ? windows / global_batch
+                          : (windows + global_batch - 1) / global_batch;
         MIXGPT_REQUIRE(batches > 0,
                        format("%s: split '%s' has %lld windows of %d tokens, fewer than one global "
                               "batch of world_size x batch_size = %lld",
                               path.c_str(), options.split.c_str(), static_cast<long long>(windows),
                               options.seq_len + 1, static_cast<long long>(global_batch)));
-        const int32_t vocab_limit = options.vocab_limit > 0 ? options.vocab_limit : info.vocab_size;
-        store = std::make_unique<TokenStore>(path, options.split, vocab_limit);
-        filler = std::make_unique<BatchFiller>(options, *store, windows, batches);
+        filler = std::make_unique<BatchFiller>(options, sources, order.get(), windows, batches);
         seed = options.seed;
         filler->set_seed(seed);
+        if (order) filler->set_mixture_position(0, consumed_rows);
         const size_t bytes =
             sizeof(int32_t) * static_cast<size_t>(options.batch_size) * (options.seq_len + 1);
         for (size_t i = 0; i < (options.prefetch ? kPrefetchSlots : 1); ++i)
             buffers.push_back(options.allocate_staging ? options.allocate_staging(bytes)
                                                        : Buffer::host(bytes));
         start_prefetch();
+    }
+
+    void require_windows(const std::vector<DatasetInfo>& read, int64_t split_windows) const {
+        int64_t tokens = 0;
+        for (const DatasetInfo& dataset : read) tokens += dataset.split(options.split).tokens;
+        MIXGPT_REQUIRE(split_windows > 0,
+                       format("%s: split '%s' has %lld tokens, fewer than seq_len + 1 = %d in every shard",
+                              read.front().path.c_str(), options.split.c_str(),
+                              static_cast<long long>(tokens), options.seq_len + 1));
     }
 
     void start_prefetch() {
@@ -270,12 +374,13 @@ struct DataLoader::Impl {
         batch.tokens = filled.tokens;
         batch.rows = filled.rows;
         batch.epoch = filled.position.epoch;
+        if (order) filler->count_rows(filled.position.batch, consumed_rows);
         consumed = filler->advance(filled.position);
         return true;
     }
 
     void restore(const LoaderState& state) {
-        const std::string& path = options.dataset_path;
+        const std::string& path = datasets.front().path;
         MIXGPT_REQUIRE(
             state.windows == windows && state.global_batch == global_batch,
             format("%s: the loader state is for %lld windows and global batches of %lld, but this loader "
@@ -283,6 +388,10 @@ struct DataLoader::Impl {
                    path.c_str(), static_cast<long long>(state.windows),
                    static_cast<long long>(state.global_batch), static_cast<long long>(windows),
                    static_cast<long long>(global_batch)));
+        MIXGPT_REQUIRE(
+            state.source_rows.size() == consumed_rows.size(),
+            format("%s: the loader state is for a mixture of %zu datasets, this loader reads %zu",
+                   path.c_str(), state.source_rows.size(), order ? consumed_rows.size() : size_t{1}));
         const int64_t last_batch = options.mode == LoaderMode::train ? batches - 1 : batches;
         MIXGPT_REQUIRE(state.epoch >= 0 && state.next_batch >= 0 && state.next_batch <= last_batch,
                        format("%s: invalid loader state (epoch %lld, batch %lld of %lld)", path.c_str(),
@@ -292,6 +401,8 @@ struct DataLoader::Impl {
         seed = state.seed;
         filler->set_seed(seed);
         consumed = {state.epoch, state.next_batch};
+        consumed_rows = state.source_rows;
+        if (order) filler->set_mixture_position(state.next_batch, consumed_rows);
         start_prefetch();
     }
 };
@@ -303,9 +414,10 @@ bool DataLoader::next(Batch& batch) { return impl_->next(batch); }
 int64_t DataLoader::windows_per_epoch() const { return impl_->windows; }
 int64_t DataLoader::batches_per_epoch() const { return impl_->batches; }
 LoaderState DataLoader::state() const {
-    return {impl_->consumed.epoch, impl_->consumed.batch, impl_->seed, impl_->windows, impl_->global_batch};
+    return {impl_->consumed.epoch, impl_->consumed.batch, impl_->seed,
+            impl_->windows,        impl_->global_batch,   impl_->consumed_rows};
 }
 void DataLoader::restore(const LoaderState& state) { impl_->restore(state); }
-const DatasetInfo& DataLoader::info() const { return impl_->info; }
+const DatasetInfo& DataLoader::info() const { return impl_->datasets.front(); }
 
 }  // namespace mixgpt

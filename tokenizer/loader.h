@@ -1,11 +1,16 @@
 // The data loader of `train` and `eval`: (B, T+1) token windows of one split
-// of a token dataset (tokenizer/dataset.h), in the order of
-// tokenizer/window_order.h, sharded over data-parallel ranks.
+// of a token dataset (a file or a folder of shards: tokenizer/dataset.h,
+// dataset_index.h), the windows of tokenizer/split_windows.h in the order of
+// tokenizer/window_order.h, sharded over data-parallel ranks. Or a mixture of
+// several datasets: in train mode each row comes from one of them in the
+// proportions of their weights (tokenizer/mixture_order.h); in eval mode their
+// splits are read one after the other.
 //
-// Checks at open: the dataset's format, its tokenizer hash against the
-// expected one, and that the split holds at least T+1 tokens (and, in train
-// mode, one global batch). Token ids are checked against the vocabulary
-// limit chunk by chunk as they are read (tokenizer/token_store.h).
+// Checks at open: the datasets' formats, their tokenizer against the
+// expected one and against each other, and that the split holds a window
+// (and, in train mode, one global batch). Token ids are checked against the
+// vocabulary limit chunk by chunk as they are read, and a dataset file that
+// changes while it is read is an Error (tokenizer/token_store.h).
 //
 // With `prefetch`, a background thread fills up to two batches ahead into
 // staging buffers from `allocate_staging` (pinned host memory on CUDA); the
@@ -25,11 +30,17 @@ namespace mixgpt {
 
 enum class LoaderMode { train, eval };
 
+struct DatasetSource {
+    std::string path;
+    double weight = 1;
+};
+
 struct LoaderOptions {
-    std::string dataset_path;
-    std::string split = "train";  // "train" or "val"
-    int batch_size = 4;           // B (per rank)
-    int seq_len = 64;             // T
+    std::string dataset_path;            // one dataset
+    std::vector<DatasetSource> mixture;  // several, instead (two or more)
+    std::string split = "train";         // "train" or "val"
+    int batch_size = 4;                  // B (per rank)
+    int seq_len = 64;                    // T
     LoaderMode mode = LoaderMode::train;
     uint64_t seed = 0;
     int rank = 0, world_size = 1;
@@ -50,14 +61,18 @@ struct Batch {
 
 // Where a loader stands. `windows` and `global_batch` (world_size * B)
 // identify the data and batching it belongs to; restore() refuses others.
+// A mixture has no epochs (epoch 0, next_batch counts from the start) and
+// records how many rows each source has given (tokenizer/mixture_order.h).
 struct LoaderState {
     int64_t epoch = 0;
     int64_t next_batch = 0;  // global batch index within the epoch
     uint64_t seed = 0;
-    int64_t windows = 0;
+    int64_t windows = 0;  // of the split (a mixture: of all its sources)
     int64_t global_batch = 0;
+    std::vector<int64_t> source_rows;  // a mixture: rows drawn from each source before next_batch
 
-    std::vector<int64_t> to_vector() const;  // {epoch, next_batch, seed, windows, global_batch}
+    // {epoch, next_batch, seed, windows, global_batch, source_rows...}
+    std::vector<int64_t> to_vector() const;
     static LoaderState from_vector(const std::vector<int64_t>& values);  // throws Error on a wrong length
 };
 
@@ -72,11 +87,11 @@ public:
     // false after the split is covered; a rank whose share of the last global
     // batch is empty first returns a batch with rows == 0, keeping ranks in step.
     bool next(Batch& batch);
-    int64_t windows_per_epoch() const;       // whole split, all ranks
-    int64_t batches_per_epoch() const;       // per rank
+    int64_t windows_per_epoch() const;       // whole split, all ranks (a mixture: of all sources)
+    int64_t batches_per_epoch() const;       // per rank (a mixture in train mode: no epochs, INT64_MAX)
     LoaderState state() const;               // the state AFTER the last batch returned
     void restore(const LoaderState& state);  // the next batch is exactly what an uninterrupted run gives
-    const DatasetInfo& info() const;
+    const DatasetInfo& info() const;         // of the (first) dataset
 
 private:
     struct Impl;

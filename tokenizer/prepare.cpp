@@ -1,28 +1,34 @@
 #include "tokenizer/prepare.h"
 
+#include <omp.h>
+
 #include <chrono>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "tokenizer/dataset_writer.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/kjv_corpus.h"
 #include "tokenizer/parallel_encoder.h"
+#include "tokenizer/prepare_folder.h"
+#include "tokenizer/shard_writer.h"
+#include "tokenizer/utf8.h"
 
 namespace mixgpt {
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr size_t kBatchBytesPerThread = size_t{4} << 20;
 constexpr size_t kMinBatchBytes = size_t{16} << 20;
+constexpr size_t kCensusBytes = size_t{64} << 20;  // text read at most to see both splits before training
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -41,15 +47,72 @@ void check_options(const PrepareOptions& options) {
     MIXGPT_REQUIRE(options.tokenizer_sample_bytes > 0, "--tokenizer-sample-bytes must be positive");
     MIXGPT_REQUIRE(options.threads >= 0,
                    format("--threads %d: must be >= 0 (0: all cores)", options.threads));
+    MIXGPT_REQUIRE(options.shard_tokens > 0, "--shard-tokens must be positive");
+    MIXGPT_REQUIRE(!(options.append && options.force), "give either --append or --force, not both");
 }
 
-void check_not_present(const std::string& path, bool force) {
-    MIXGPT_REQUIRE(force || !file_exists(path), path + ": already exists (use --force to overwrite)");
+void stop_if_requested(const PrepareOptions& options) {
+    if (options.stop_requested && options.stop_requested()) throw Error("stopped by a signal");
 }
 
-Corpus open_corpus(const PrepareOptions& options) {
-    if (options.builtin_corpus == "kjv") return Corpus::from_documents(kjv_chapters(), "the KJV corpus");
-    return Corpus::from_files(resolve_inputs(options.corpus), options.corpus);
+// What the inputs are and how they are read: a resumed run must match it exactly.
+std::string settings_json(const PrepareOptions& options, const std::vector<InputFile>& files) {
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+    for (const InputFile& file : files) inputs.push_back({file.path, file.bytes});
+    const CorpusOptions& corpus = options.corpus;
+    const nlohmann::ordered_json json = {{"inputs", inputs},
+                                         {"corpus", options.builtin_corpus},
+                                         {"format", static_cast<int>(corpus.format)},
+                                         {"doc_separator", corpus.doc_separator},
+                                         {"jsonl_key", corpus.jsonl_key},
+                                         {"skip_bad_lines", corpus.skip_bad_lines},
+                                         {"seed", options.seed},
+                                         {"val_fraction", options.val_fraction},
+                                         {"shard_tokens", options.shard_tokens},
+                                         {"append", options.append}};
+    return json.dump();
+}
+
+struct OpenedCorpus {
+    Corpus corpus;
+    ResolvedInputs inputs;
+};
+
+OpenedCorpus open_corpus(const PrepareOptions& options) {
+    if (options.builtin_corpus == "kjv")
+        return {Corpus::from_documents(kjv_chapters(), "the KJV corpus"), {}};
+    ResolvedInputs inputs = resolve_inputs(options.corpus);
+    Corpus corpus = Corpus::from_files(inputs.files, options.corpus);
+    return {std::move(corpus), std::move(inputs)};
+}
+
+// Reads documents (up to kCensusBytes of text) until both splits have one: a corpus too small
+// for its split fraction is refused before the tokenizer is trained.
+void check_splits_early(const PrepareOptions& options, int64_t first_document) {
+    OpenedCorpus opened = open_corpus(options);
+    opened.corpus.set_stream_use(StreamUse::replayable);
+    bool seen[2] = {false, options.val_fraction == 0};
+    int64_t documents = 0;
+    size_t bytes = 0;
+    TextSegment segment;
+    while (!(seen[0] && seen[1])) {
+        if (bytes > kCensusBytes) return;  // undecided: checked at the end
+        if (!opened.corpus.next(segment)) break;
+        bytes += segment.text.size();
+        if (!segment.last) continue;
+        ++documents;
+        seen[static_cast<int>(
+            split_of_document(options.seed, first_document + segment.document, options.val_fraction))] = true;
+    }
+    if (seen[0] && seen[1]) return;
+    const std::string& name = opened.corpus.description();
+    MIXGPT_REQUIRE(documents > 0, "empty corpus: " + name + " holds no document");
+    MIXGPT_REQUIRE(seen[0], format("the train split would be empty: all %lld documents go to validation",
+                                   static_cast<long long>(documents)));
+    throw Error(
+        format("the validation split would be empty: none of the %lld documents of %s is drawn with "
+               "--val-fraction %g (one in every 1/f documents is; use more documents or a larger fraction)",
+               static_cast<long long>(documents), name.c_str(), options.val_fraction));
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -66,63 +129,72 @@ std::optional<Tokenizer> load_reused_tokenizer(const PrepareOptions& options) {
     return Tokenizer::load(options.tokenizer_path);
 }
 
-// Where the tokenizer's files go beside the dataset: a SentencePiece model as tokenizer.model,
-// GPT-2's files under their own names.
-std::vector<std::string> tokenizer_destinations(const std::optional<Tokenizer>& reused,
-                                                const std::string& directory) {
-    const std::filesystem::path folder(directory);
-    if (!reused || reused->kind() == TokenizerKind::sentencepiece)
-        return {(folder / kTokenizerFileName).string()};
-    std::vector<std::string> destinations;
-    for (const std::string& file : reused->files())
-        destinations.push_back((folder / std::filesystem::path(file).filename()).string());
-    return destinations;
+// The names of the tokenizer's files in the dataset folder: a SentencePiece model (trained or
+// reused) as tokenizer.model, GPT-2's files under their own names.
+std::vector<std::string> tokenizer_file_names(const std::optional<Tokenizer>& reused) {
+    if (!reused || reused->kind() == TokenizerKind::sentencepiece) return {kTokenizerFileName};
+    std::vector<std::string> names;
+    for (const std::string& file : reused->files()) names.push_back(fs::path(file).filename().string());
+    return names;
 }
 
 void copy_file_to(const std::string& source, const std::string& destination) {
     std::error_code error;
-    std::filesystem::copy_file(source, destination, std::filesystem::copy_options::overwrite_existing, error);
+    fs::copy_file(source, destination, fs::copy_options::overwrite_existing, error);
     if (error) throw Error(destination + ": cannot write (" + error.message() + ")");
 }
 
-// Writes the tokenizer's files to the outputs' temporary paths: copies of the reused
-// tokenizer's files, or a model trained on a sample of the corpus.
-Tokenizer make_tokenizer(const PrepareOptions& options, const std::optional<Tokenizer>& reused,
-                         const Corpus& corpus, const std::vector<std::unique_ptr<AtomicOutput>>& outputs) {
-    if (reused) {
-        for (size_t i = 0; i < outputs.size(); ++i)
-            copy_file_to(reused->files()[i], outputs[i]->temporary_path());
-        return *reused;
+// Writes the tokenizer's files into `folder` under `names`, committed at once (a resumed run
+// reuses them): copies of the reused tokenizer's files, or a SentencePiece model trained on a
+// sample of the corpus. Returns the names it wrote: a reused file that is already there (the
+// same file) is left alone, so that undoing the run never removes an input.
+std::vector<std::string> write_tokenizer_files(const PrepareOptions& options,
+                                               const std::optional<Tokenizer>& reused, const Corpus& corpus,
+                                               const std::string& folder,
+                                               const std::vector<std::string>& names) {
+    std::vector<std::string> written;
+    std::vector<std::unique_ptr<AtomicOutput>> outputs;
+    for (size_t i = 0; i < names.size(); ++i) {
+        const std::string path = (fs::path(folder) / names[i]).string();
+        std::error_code not_found;
+        if (reused && fs::equivalent(reused->files()[i], path, not_found)) continue;
+        outputs.push_back(std::make_unique<AtomicOutput>(path));
+        written.push_back(names[i]);
+        if (reused) copy_file_to(reused->files()[i], outputs.back()->temporary_path());
     }
-    const std::string& temporary_path = outputs.front()->temporary_path();
-    const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
-    MIXGPT_REQUIRE(sample.bytes() > 0, "empty corpus: " + corpus.description() + " holds no text");
-    log_info(format("training a %s tokenizer (vocabulary %d) on %.1f MB of %s",
-                    options.tokenizer.model_type == TokenizerModelType::bpe ? "BPE" : "unigram",
-                    options.tokenizer.vocab_size, static_cast<double>(sample.bytes()) / 1e6,
-                    corpus.description().c_str()));
-    write_file(temporary_path, train_tokenizer(sample, options.tokenizer));
-    return Tokenizer::load(temporary_path);
+    if (!reused) {
+        const TrainingSample sample = corpus.sample(static_cast<size_t>(options.tokenizer_sample_bytes));
+        MIXGPT_REQUIRE(sample.bytes() > 0, "empty corpus: " + corpus.description() + " holds no text");
+        log_info(format("training a %s tokenizer (vocabulary %d) on %.1f MB of %s",
+                        options.tokenizer.model_type == TokenizerModelType::bpe ? "BPE" : "unigram",
+                        options.tokenizer.vocab_size, static_cast<double>(sample.bytes()) / 1e6,
+                        corpus.description().c_str()));
+        write_file(outputs.front()->temporary_path(), train_tokenizer(sample, options.tokenizer));
+        Tokenizer::load(outputs.front()->temporary_path(), TokenizerKind::sentencepiece);
+    }
+    for (const auto& output : outputs) output->commit();
+    return written;
 }
 
-// Creates the output directory; removes it again, on failure, when this run
-// created it (it is removed only while empty: outputs are committed last).
-class OutputDirectory {
-public:
-    explicit OutputDirectory(const std::string& path) : path_(path), created_(!file_exists(path)) {
-        make_directories(path);
-    }
-    ~OutputDirectory() {
-        std::error_code ignored;
-        if (created_ && std::uncaught_exceptions() > 0) std::filesystem::remove(path_, ignored);
-    }
-    OutputDirectory(const OutputDirectory&) = delete;
-    OutputDirectory& operator=(const OutputDirectory&) = delete;
+// The identity recorded in the index and in every shard.
+TokenizerIdentity identity_of(const Tokenizer& tokenizer, const std::vector<std::string>& names) {
+    TokenizerIdentity identity;
+    identity.kind = tokenizer_kind_name(tokenizer.kind());
+    identity.files = names;
+    identity.sha256 = tokenizer.sha256();
+    return identity;
+}
 
-private:
-    std::string path_;
-    bool created_;
-};
+// The tokenizer whose files lie in `folder` under the names of `identity`, loaded as its kind.
+Tokenizer load_tokenizer_files(const std::string& folder, const TokenizerIdentity& identity) {
+    TokenizerKind kind = TokenizerKind::sentencepiece;
+    try {
+        kind = parse_tokenizer_kind(identity.kind);
+    } catch (const Error& error) {
+        throw Error(folder + ": " + error.what());
+    }
+    return Tokenizer::load((fs::path(folder) / identity.files.front()).string(), kind);
+}
 
 struct SegmentBatch {
     std::vector<TextSegment> segments;
@@ -146,135 +218,257 @@ struct EncodeTotals {
     int64_t text_bytes = 0;
 };
 
-// Streams the corpus through the encoder into the writer; the next batch is
-// read while the current one is encoded.
-EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, DatasetWriter& writer,
-                           const PrepareOptions& options) {
+// Streams the corpus through the encoder into the shards; the next batch is read while the
+// current one is encoded.
+EncodeTotals encode_corpus(Corpus& corpus, ParallelEncoder& encoder, ShardWriter& writer, uint64_t seed,
+                           double val_fraction, const PrepareOptions& options) {
     const size_t batch_bytes =
         std::max(kMinBatchBytes, kBatchBytesPerThread * static_cast<size_t>(encoder.threads()));
-    Progress progress("encode", static_cast<double>(corpus.total_bytes()) / 1e6, "MB");
+    Progress progress("encode", corpus.sizes_known() ? static_cast<double>(corpus.total_bytes()) / 1e6 : 0,
+                      "MB");
     EncodeTotals totals;
     std::vector<std::vector<int32_t>> tokens;
-    int64_t document_bytes = 0;
+    std::vector<int64_t> invalid;
+    int64_t document_bytes = 0, document_invalid = 0, documents = 0, token_count = 0;
     SegmentBatch batch = read_batch(corpus, batch_bytes);
     while (!batch.segments.empty()) {
         auto upcoming = std::async(std::launch::async,
                                    [&corpus, batch_bytes] { return read_batch(corpus, batch_bytes); });
-        totals.invalid_bytes += static_cast<int64_t>(encoder.encode(batch.segments, tokens));
-        for (size_t i = 0; i < batch.segments.size(); ++i) {
-            const TextSegment& segment = batch.segments[i];
-            if (segment.first) {
-                writer.begin_document(
-                    split_of_document(options.seed, segment.document, options.val_fraction));
-                document_bytes = 0;
+        try {
+            stop_if_requested(options);
+            encoder.encode(batch.segments, tokens);
+            invalid.assign(batch.segments.size(), 0);
+            const auto count = static_cast<int64_t>(batch.segments.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(encoder.threads())
+            for (int64_t i = 0; i < count; ++i) {
+                const std::string& text = batch.segments[static_cast<size_t>(i)].text;
+                invalid[static_cast<size_t>(i)] =
+                    static_cast<int64_t>(utf8::invalid_byte_count(text.data(), text.size()));
             }
-            writer.append_tokens(tokens[i].data(), tokens[i].size());
-            document_bytes += static_cast<int64_t>(segment.text.size());
-            if (segment.last) writer.end_document(document_bytes);
+            for (size_t i = 0; i < batch.segments.size(); ++i) {
+                const TextSegment& segment = batch.segments[i];
+                if (segment.first) {
+                    stop_if_requested(options);
+                    writer.begin_document(split_of_document(seed, segment.document, val_fraction));
+                    document_bytes = document_invalid = 0;
+                }
+                writer.append_tokens(tokens[i].data(), tokens[i].size());
+                token_count += static_cast<int64_t>(tokens[i].size());
+                document_bytes += static_cast<int64_t>(segment.text.size());
+                document_invalid += invalid[i];
+                if (segment.last) {
+                    ++token_count;  // the end-of-text token
+                    ++documents;
+                    writer.end_document(document_bytes, document_invalid, segment.end);
+                    totals.invalid_bytes += document_invalid;
+                }
+            }
+        } catch (...) {
+            upcoming.wait();
+            throw;
         }
         totals.text_bytes += static_cast<int64_t>(batch.text_bytes);
-        const SplitInfo& train = writer.info(Split::train);
-        const SplitInfo& val = writer.info(Split::val);
         progress.update(
             static_cast<double>(batch.input_bytes_read) / 1e6,
-            format("%lld documents, %lld tokens", static_cast<long long>(train.documents + val.documents),
-                   static_cast<long long>(train.tokens + val.tokens)));
+            format("%lld documents, %lld tokens, %lld shards", static_cast<long long>(documents),
+                   static_cast<long long>(token_count), static_cast<long long>(writer.shards_committed())));
         batch = upcoming.get();
     }
     progress.finish();
     return totals;
 }
 
-void check_splits(const DatasetWriter& writer, const PrepareOptions& options, const Corpus& corpus) {
-    const SplitInfo& train = writer.info(Split::train);
-    const SplitInfo& val = writer.info(Split::val);
+void add(SplitInfo& total, const SplitInfo& part) {
+    total.tokens += part.tokens;
+    total.bytes += part.bytes;
+    total.documents += part.documents;
+}
+
+void check_splits(const DatasetIndex& index) {
+    SplitInfo train, val;
+    for (const ShardRecord& shard : index.shards) {
+        add(train, shard.train);
+        add(val, shard.val);
+    }
     const int64_t documents = train.documents + val.documents;
-    MIXGPT_REQUIRE(documents > 0, "empty corpus: " + corpus.description() + " holds no document");
+    MIXGPT_REQUIRE(documents > 0, "empty corpus: it holds no document");
     MIXGPT_REQUIRE(train.documents > 0,
                    format("the train split is empty: all %lld documents went to validation",
                           static_cast<long long>(documents)));
-    MIXGPT_REQUIRE(
-        options.val_fraction == 0 || val.documents > 0,
-        format("the validation split is empty: none of the %lld documents was drawn with "
-               "--val-fraction %g --seed %llu (use more documents, a larger fraction or another seed)",
-               static_cast<long long>(documents), options.val_fraction,
-               static_cast<unsigned long long>(options.seed)));
+    MIXGPT_REQUIRE(index.val_fraction == 0 || val.documents > 0,
+                   format("the validation split is empty: none of the %lld documents was drawn with "
+                          "--val-fraction %g (use more documents or a larger fraction)",
+                          static_cast<long long>(documents), index.val_fraction));
+}
+
+PrepareResult result_of(const PrepareFolder& folder, const DatasetIndex& index) {
+    PrepareResult result;
+    result.dataset_path = folder.directory;
+    result.tokenizer_path = (fs::path(folder.directory) / index.tokenizer.files.front()).string();
+    for (const ShardRecord& shard : index.shards) {
+        add(result.train, shard.train);
+        add(result.val, shard.val);
+        result.invalid_utf8_bytes += shard.invalid_utf8_bytes;
+        result.skipped_lines += shard.skipped_lines;
+    }
+    result.shards = static_cast<int64_t>(index.shards.size());
+    return result;
+}
+
+// The run itself, once the folder is known; on failure the caller undoes or keeps what it wrote.
+class PrepareRun {
+public:
+    PrepareRun(const PrepareOptions& options, PrepareFolder& folder) : options_(options), folder_(folder) {}
+
+    PrepareResult run() {
+        OpenedCorpus opened = open_corpus(options_);
+        for (const std::string& line : opened.inputs.describe()) log_info(line);
+        const std::string settings = settings_json(options_, opened.inputs.files);
+        CorpusPosition start;
+        auto clock = Clock::now();
+        std::optional<Tokenizer> tokenizer;
+        if (folder_.start == PrepareStart::resume) {
+            require_same_settings(folder_.journal->settings, settings, folder_.journal_path());
+            index_ = folder_.journal->index;
+            dataset_info_of_index(folder_.work, index_);  // every complete shard is there, whole
+            start = folder_.journal->position;
+            tokenizer = load_checked_tokenizer();
+            log_info(format("resuming after %zu complete shards, at document %lld", index_.shards.size(),
+                            static_cast<long long>(start.next_document)));
+        } else if (folder_.start == PrepareStart::append) {
+            index_ = *folder_.base;
+            index_.shard_tokens = options_.shard_tokens;
+            start.next_document = index_.documents();
+            tokenizer = load_checked_tokenizer();
+        } else {
+            const std::optional<Tokenizer> reused = load_reused_tokenizer(options_);  // before the corpus
+            check_splits_early(options_, 0);
+            stop_if_requested(options_);
+            const std::vector<std::string> names = tokenizer_file_names(reused);
+            tokenizer_files_written_ =
+                write_tokenizer_files(options_, reused, opened.corpus, folder_.work, names);
+            tokenizer = Tokenizer::load((fs::path(folder_.work) / names.front()).string(),
+                                        reused ? reused->kind() : TokenizerKind::sentencepiece);
+            index_.tokenizer = identity_of(*tokenizer, names);
+            index_.vocab_size = tokenizer->vocab_size();
+            index_.eot_id = tokenizer->eot_id();
+            index_.unk_id = tokenizer->unk_id();
+            index_.seed = options_.seed;
+            index_.val_fraction = options_.val_fraction;
+            index_.shard_tokens = options_.shard_tokens;
+        }
+        const double tokenizer_seconds = seconds_since(clock);
+        log_info(format("tokenizer ready in %.1f s: %s, %d tokens", tokenizer_seconds,
+                        tokenizer_kind_name(tokenizer->kind()), tokenizer->vocab_size()));
+        stop_if_requested(options_);
+        journal_ = {settings, start, index_};
+        write_journal(folder_.journal_path(), journal_);
+
+        clock = Clock::now();
+        opened.corpus.seek(start);
+        DatasetMetadata metadata;
+        metadata.vocab_size = index_.vocab_size;
+        metadata.eot_id = index_.eot_id;
+        metadata.unk_id = index_.unk_id;
+        metadata.tokenizer = index_.tokenizer;
+        metadata.command = "mixgpt prepare (a shard of a dataset folder: see index.json)";
+        metadata.seed = index_.seed;
+        metadata.val_fraction = index_.val_fraction;
+        ShardWriter writer(folder_.work, metadata, index_.shard_tokens,
+                           static_cast<int64_t>(index_.shards.size()), start.next_document,
+                           start.skipped_lines, [this](const ShardCommit& commit) {
+                               journal_.index.shards.push_back(commit.record);
+                               journal_.position = commit.after;
+                               write_journal(folder_.journal_path(), journal_);
+                               ++shards_written_;
+                           });
+        ParallelEncoder encoder(*tokenizer, options_.threads);
+        const EncodeTotals totals =
+            encode_corpus(opened.corpus, encoder, writer, index_.seed, index_.val_fraction, options_);
+        writer.finish();
+        index_ = journal_.index;
+        check_splits(index_);
+        index_.commands.push_back(options_.command);
+        write_index(folder_.index_path(), index_);
+        std::error_code ignored;
+        fs::remove(folder_.journal_path(), ignored);
+        finish_prepare_folder(folder_);
+
+        PrepareResult result = result_of(folder_, index_);
+        result.shards_written = shards_written_;
+        result.resumed_at_document = folder_.start == PrepareStart::resume ? start.next_document : -1;
+        result.input_lines = opened.inputs.describe();
+        result.threads = encoder.threads();
+        result.tokenizer_seconds = tokenizer_seconds;
+        result.encode_seconds = seconds_since(clock);
+        result.input_megabytes = static_cast<double>(totals.text_bytes) / 1e6;
+        return result;
+    }
+
+    int64_t shards_written() const { return shards_written_; }
+    const std::vector<std::string>& tokenizer_files_written() const { return tokenizer_files_written_; }
+    size_t shards_complete() const { return journal_.index.shards.size(); }
+
+private:
+    // The folder's tokenizer (of any kind), which must be the one its index names, and the one
+    // given with --tokenizer, if any.
+    Tokenizer load_checked_tokenizer() const {
+        const TokenizerIdentity& identity = index_.tokenizer;
+        const Tokenizer tokenizer = load_tokenizer_files(folder_.work, identity);
+        MIXGPT_REQUIRE(tokenizer.sha256() == identity.sha256,
+                       tokenizer.path() + ": its SHA-256 is not the one the dataset was made with (" +
+                           identity.describe() + ")");
+        const std::optional<Tokenizer> given = load_reused_tokenizer(options_);
+        if (given)
+            MIXGPT_REQUIRE(
+                tokenizer_kind_name(given->kind()) == identity.kind && given->sha256() == identity.sha256,
+                options_.tokenizer_path + ": not the tokenizer of " + folder_.directory + " (" +
+                    identity.describe() + ")");
+        return tokenizer;
+    }
+
+    const PrepareOptions& options_;
+    PrepareFolder& folder_;
+    DatasetIndex index_;
+    PrepareJournal journal_;
+    int64_t shards_written_ = 0;
+    std::vector<std::string> tokenizer_files_written_;  // names in the folder
+};
+
+std::string without_trailing_slashes(std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    return path;
 }
 
 }  // namespace
 
 PrepareResult run_prepare(const PrepareOptions& options) {
     check_options(options);
-    const std::string directory =
-        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory;
-    PrepareResult result;
-    result.dataset_path = (std::filesystem::path(directory) / kDatasetFileName).string();
-    check_not_present(result.dataset_path, options.force);
-    auto start = Clock::now();
-    const std::optional<Tokenizer> reused = load_reused_tokenizer(options);
-    result.tokenizer_files = tokenizer_destinations(reused, directory);
-    result.tokenizer_path = result.tokenizer_files.front();
-    bool reuse_in_place = reused.has_value();
-    for (size_t i = 0; reused && i < result.tokenizer_files.size(); ++i) {
-        std::error_code not_found;
-        reuse_in_place = reuse_in_place && std::filesystem::equivalent(reused->files()[i],
-                                                                       result.tokenizer_files[i], not_found);
+    const std::string directory = without_trailing_slashes(
+        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory);
+    PrepareFolder folder = open_prepare_folder(options, directory);
+    for (const std::string& path : folder.removed)
+        log_info("removed " + path + " (left by a process that is gone)");
+    if (folder.start == PrepareStart::complete) {
+        log_info(directory +
+                 ": the dataset is complete, nothing to resume (without --resume, --append adds to it)");
+        return result_of(folder, read_index(folder.index_path()));
     }
-    if (!reuse_in_place)
-        for (const std::string& file : result.tokenizer_files) check_not_present(file, options.force);
-
-    Corpus corpus = open_corpus(options);
-    const OutputDirectory output_directory(directory);
-
-    std::vector<std::unique_ptr<AtomicOutput>> tokenizer_outputs;
-    if (!reuse_in_place)
-        for (const std::string& file : result.tokenizer_files)
-            tokenizer_outputs.push_back(std::make_unique<AtomicOutput>(file));
-    const Tokenizer tokenizer =
-        reuse_in_place ? *reused : make_tokenizer(options, reused, corpus, tokenizer_outputs);
-    result.tokenizer_seconds = seconds_since(start);
-    log_info(format("tokenizer ready in %.1f s: %s, %d tokens", result.tokenizer_seconds,
-                    tokenizer_kind_name(tokenizer.kind()), tokenizer.vocab_size()));
-
-    start = Clock::now();
-    AtomicOutput dataset_output(result.dataset_path);
-    EncodeTotals totals;
-    {
-        DatasetMetadata metadata;
-        metadata.vocab_size = tokenizer.vocab_size();
-        metadata.eot_id = tokenizer.eot_id();
-        metadata.unk_id = tokenizer.unk_id();
-        metadata.tokenizer_sha256 = tokenizer.sha256();
-        metadata.tokenizer_kind = tokenizer_kind_name(tokenizer.kind());
-        metadata.tokenizer_files.clear();
-        for (const std::string& file : result.tokenizer_files)
-            metadata.tokenizer_files.push_back(std::filesystem::path(file).filename().string());
-        metadata.command = options.command;
-        metadata.seed = options.seed;
-        metadata.val_fraction = options.val_fraction;
-        DatasetWriter writer(dataset_output.temporary_path(), metadata);
-        ParallelEncoder encoder(tokenizer, options.threads);
-        result.threads = encoder.threads();
-        totals = encode_corpus(corpus, encoder, writer, options);
-        check_splits(writer, options, corpus);
-        result.skipped_lines = corpus.skipped_lines();
-        result.invalid_utf8_bytes = totals.invalid_bytes;
-        writer.finish(result.invalid_utf8_bytes, result.skipped_lines);
-        result.train = writer.info(Split::train);
-        result.val = writer.info(Split::val);
+    PrepareRun run(options, folder);
+    try {
+        return run.run();
+    } catch (const Error& error) {
+        const bool keep = folder.start != PrepareStart::replace && run.shards_complete() > 0 &&
+                          (run.shards_written() > 0 || folder.start == PrepareStart::resume);
+        if (!keep) {
+            undo_prepare_folder(folder, run.tokenizer_files_written());
+            throw;
+        }
+        throw Error(std::string(error.what()) +
+                    format("; %zu complete shards are kept in %s: `mixgpt prepare "
+                           "--resume` with the same inputs continues",
+                           run.shards_complete(), folder.work.c_str()));
     }
-    result.encode_seconds = seconds_since(start);
-    result.input_megabytes = static_cast<double>(totals.text_bytes) / 1e6;
-    for (const auto& output : tokenizer_outputs) output->commit();
-    dataset_output.commit();
-
-    if (result.skipped_lines > 0)
-        log_warning(format("skipped %lld bad JSONL lines (--skip-bad-lines)",
-                           static_cast<long long>(result.skipped_lines)));
-    if (result.invalid_utf8_bytes > 0)
-        log_warning(format("%lld bytes of invalid UTF-8 were kept as byte tokens",
-                           static_cast<long long>(result.invalid_utf8_bytes)));
-    return result;
 }
 
 }  // namespace mixgpt

@@ -1,7 +1,6 @@
 #include "tokenizer/token_store.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,6 +65,15 @@ Layout find_layout(const h5::File& file, const std::string& dataset, int64_t tok
     return layout;
 }
 
+int64_t nanoseconds(const struct timespec& time) {
+    return int64_t{time.tv_sec} * 1'000'000'000 + time.tv_nsec;
+}
+
+FileIdentity identity_of(const struct stat& status) {
+    return {static_cast<uint64_t>(status.st_dev), static_cast<uint64_t>(status.st_ino),
+            static_cast<uint64_t>(status.st_size), nanoseconds(status.st_mtim), nanoseconds(status.st_ctim)};
+}
+
 }  // namespace
 
 TokenStore::TokenStore(const std::string& path, const std::string& split, int32_t vocab_limit)
@@ -88,38 +96,75 @@ TokenStore::TokenStore(const std::string& path, const std::string& split, int32_
         chunk_offsets_ = std::move(layout.chunk_offsets);
         chunk_checked_.assign(chunk_offsets_.size(), 0);
     }
-    const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+    descriptor_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor_ < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
     struct stat status {};
-    if (::fstat(descriptor, &status) != 0) {
-        ::close(descriptor);
+    if (::fstat(descriptor_, &status) != 0) {
+        ::close(descriptor_);
         fail(path, "cannot read the file size");
     }
-    mapping_bytes_ = static_cast<size_t>(status.st_size);
+    identity_ = identity_of(status);
     for (size_t chunk = 0; chunk < chunk_offsets_.size(); ++chunk) {
         const int64_t elements =
             std::min(chunk_elements_, tokens_ - static_cast<int64_t>(chunk) * chunk_elements_);
-        if (chunk_offsets_[chunk] + static_cast<uint64_t>(elements) * h5::type_size(type_) > mapping_bytes_) {
-            ::close(descriptor);
+        if (chunk_offsets_[chunk] + static_cast<uint64_t>(elements) * h5::type_size(type_) > identity_.size) {
+            ::close(descriptor_);
             fail(path, dataset_ + " extends past the end of the file (truncated)");
         }
     }
-    void* mapping =
-        mapping_bytes_ > 0 ? ::mmap(nullptr, mapping_bytes_, PROT_READ, MAP_SHARED, descriptor, 0) : nullptr;
-    ::close(descriptor);
-    if (mapping == MAP_FAILED) fail(path, std::string("cannot map the file (") + std::strerror(errno) + ")");
-    mapping_ = static_cast<const unsigned char*>(mapping);
 }
 
 TokenStore::~TokenStore() {
-    if (mapping_ != nullptr) ::munmap(const_cast<unsigned char*>(mapping_), mapping_bytes_);
+    if (descriptor_ >= 0) ::close(descriptor_);
 }
 
-template <typename T>
-void TokenStore::copy(int64_t chunk, int64_t first, int64_t count, int32_t* out) const {
-    const auto* source =
-        reinterpret_cast<const T*>(mapping_ + chunk_offsets_[static_cast<size_t>(chunk)]) + first;
-    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
+bool FileIdentity::operator==(const FileIdentity& other) const {
+    return device == other.device && inode == other.inode && size == other.size &&
+           modified_ns == other.modified_ns && changed_ns == other.changed_ns;
+}
+
+void TokenStore::check_unchanged() const {
+    struct stat status {};
+    const bool present = ::stat(path_.c_str(), &status) == 0;
+    const FileIdentity now = present ? identity_of(status) : FileIdentity{};
+    if (present && now == identity_) return;
+    std::string what =
+        !present                                                         ? "was removed"
+        : now.inode != identity_.inode || now.device != identity_.device ? "was replaced by another file"
+        : now.size != identity_.size
+            ? format("changed size from %llu to %llu bytes", static_cast<unsigned long long>(identity_.size),
+                     static_cast<unsigned long long>(now.size))
+            : "was rewritten";
+    fail(path_, what +
+                    " while this run read it (a dataset must not change under a run: prepare a new one "
+                    "in another folder)");
+}
+
+void TokenStore::read_chunk(int64_t chunk, int64_t first, int64_t count, int32_t* out) {
+    const size_t element = h5::type_size(type_);
+    const size_t bytes = static_cast<size_t>(count) * element;
+    scratch_.resize(bytes);
+    const uint64_t offset =
+        chunk_offsets_[static_cast<size_t>(chunk)] + static_cast<uint64_t>(first) * element;
+    size_t done = 0;
+    while (done < bytes) {
+        const ssize_t got =
+            ::pread(descriptor_, scratch_.data() + done, bytes - done, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) fail(path_, std::string("read error (") + std::strerror(errno) + ")");
+        if (got == 0) {
+            check_unchanged();
+            fail(path_, "ends before its tokens (truncated while this run read it)");
+        }
+        done += static_cast<size_t>(got);
+    }
+    if (type_ == h5::Type::u16) {
+        const auto* source = reinterpret_cast<const uint16_t*>(scratch_.data());
+        for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
+    } else {
+        const auto* source = reinterpret_cast<const uint32_t*>(scratch_.data());
+        for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
+    }
 }
 
 void TokenStore::check_chunk(int64_t chunk) {
@@ -127,10 +172,7 @@ void TokenStore::check_chunk(int64_t chunk) {
     const int64_t first = chunk * chunk_elements_;
     const int64_t count = std::min(chunk_elements_, tokens_ - first);
     std::vector<int32_t> ids(static_cast<size_t>(count));
-    if (type_ == h5::Type::u16)
-        copy<uint16_t>(chunk, 0, count, ids.data());
-    else
-        copy<uint32_t>(chunk, 0, count, ids.data());
+    read_chunk(chunk, 0, count, ids.data());
     for (int64_t i = 0; i < count; ++i) {
         // uint32 ids above INT32_MAX read as negative: out of range as well.
         if (ids[static_cast<size_t>(i)] < 0 || ids[static_cast<size_t>(i)] >= vocab_limit_)
@@ -153,14 +195,12 @@ void TokenStore::read(int64_t offset, int64_t count, int32_t* out) {
         const int64_t first = offset - chunk * chunk_elements_;
         const int64_t length = std::min(count, chunk_elements_ - first);
         check_chunk(chunk);
-        if (type_ == h5::Type::u16)
-            copy<uint16_t>(chunk, first, length, out);
-        else
-            copy<uint32_t>(chunk, first, length, out);
+        read_chunk(chunk, first, length, out);
         offset += length;
         count -= length;
         out += length;
     }
+    check_unchanged();
 }
 
 }  // namespace mixgpt

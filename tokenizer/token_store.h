@@ -3,9 +3,15 @@
 //
 // At open, the dataset's layout is checked (chunked or contiguous,
 // uncompressed, native byte order) and the file address of each chunk is
-// looked up; the file is then memory-mapped and tokens are copied straight
-// from the mapping. Token ids are checked against the vocabulary limit chunk
-// by chunk, the first time a chunk is read (no full scan at open).
+// looked up; tokens are then read with pread() from a descriptor held open.
+// Token ids are checked against the vocabulary limit chunk by chunk, the
+// first time a chunk is read (no full scan at open).
+//
+// A file replaced, truncated or rewritten while a run reads it (`cp other.h5
+// dataset.h5`) is an Error naming it, never garbage or a crash: after every
+// read the path's identity (device, inode, size, modification and change
+// times) is compared with the one at open, and a short read fails. Nothing
+// is memory-mapped, so a truncated file cannot raise SIGBUS.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +21,13 @@
 #include "core/h5.h"
 
 namespace mixgpt {
+
+// What tells a file from its replacement or a rewrite of it.
+struct FileIdentity {
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t modified_ns = 0, changed_ns = 0;
+    bool operator==(const FileIdentity& other) const;
+};
 
 class TokenStore {
 public:
@@ -30,8 +43,9 @@ public:
 
 private:
     void check_chunk(int64_t chunk);
-    template <typename T>
-    void copy(int64_t chunk, int64_t first, int64_t count, int32_t* out) const;
+    // Tokens [first, first + count) of `chunk` into out.
+    void read_chunk(int64_t chunk, int64_t first, int64_t count, int32_t* out);
+    void check_unchanged() const;
 
     std::string path_;
     std::string dataset_;  // "/train/tokens"
@@ -41,8 +55,9 @@ private:
     int64_t chunk_elements_ = 0;
     std::vector<uint64_t> chunk_offsets_;  // (chunks,) byte offset of each chunk in the file
     std::vector<uint8_t> chunk_checked_;   // (chunks,) 1 once its ids were checked
-    const unsigned char* mapping_ = nullptr;
-    size_t mapping_bytes_ = 0;
+    int descriptor_ = -1;
+    FileIdentity identity_;
+    std::vector<unsigned char> scratch_;  // raw bytes of one read
 };
 
 }  // namespace mixgpt

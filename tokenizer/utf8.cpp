@@ -62,6 +62,18 @@ size_t valid_prefix_length(const char* text, size_t size) {
     return position;
 }
 
+size_t invalid_byte_count(const char* text, size_t size) {
+    size_t invalid = 0;
+    for (size_t position = 0; position < size;) {
+        position += valid_prefix_length(text + position, size - position);
+        if (position < size) {
+            ++invalid;
+            ++position;
+        }
+    }
+    return invalid;
+}
+
 size_t character_boundary_at_or_before(const char* text, size_t position) {
     for (size_t back = 0; back < 4 && back <= position; ++back) {
         if (!is_continuation(static_cast<unsigned char>(text[position - back]))) return position - back;

@@ -17,6 +17,10 @@ size_t decode_character(const char* text, size_t available, char32_t& code_point
 // Length of the longest prefix of [text, text + size) that is valid UTF-8.
 size_t valid_prefix_length(const char* text, size_t size);
 
+// Bytes of [text, text + size) that are not part of a valid UTF-8 character
+// (what the tokenizer turns into byte-fallback tokens).
+size_t invalid_byte_count(const char* text, size_t size);
+
 // Start of the last character that begins at or before `position` (a byte
 // that is not a continuation byte 10xxxxxx, or `position` when none is within
 // three bytes), so that cutting there does not split a character.

@@ -1,6 +1,8 @@
 #include "train/train_options.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -119,6 +121,70 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     return plan;
 }
 
+namespace {
+
+// "PATH:WEIGHT": the weight when the text after the last ':' is a number, else -1.
+double weight_suffix(const std::string& argument, std::string& path) {
+    const size_t colon = argument.rfind(':');
+    path = argument;
+    if (colon == std::string::npos) return -1;
+    const std::string number = argument.substr(colon + 1);
+    char* end = nullptr;
+    const double weight = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size()) return -1;
+    path = argument.substr(0, colon);
+    return weight;
+}
+
+double parse_weight(const std::string& text, const std::string& where) {
+    char* end = nullptr;
+    const double weight = std::strtod(text.c_str(), &end);
+    MIXGPT_REQUIRE(!text.empty() && end == text.c_str() + text.size() && std::isfinite(weight) && weight > 0,
+                   where + ": '" + text + "' is not a positive weight");
+    return weight;
+}
+
+std::string describe_mixture(const std::vector<DatasetSource>& mixture) {
+    std::string text;
+    for (const DatasetSource& source : mixture)
+        text += (text.empty() ? "" : ",") + source.path + ":" + format("%.17g", source.weight);
+    return text;
+}
+
+}  // namespace
+
+void set_datasets(TrainOptions& options, const std::vector<std::string>& datasets,
+                  const std::string& weights) {
+    options.mixture.clear();
+    if (datasets.empty()) return;
+    std::vector<DatasetSource> sources;
+    bool any_suffix = false;
+    for (const std::string& argument : datasets) {
+        DatasetSource source;
+        const double suffix = weight_suffix(argument, source.path);
+        any_suffix = any_suffix || suffix >= 0;
+        source.weight =
+            suffix >= 0 ? parse_weight(argument.substr(source.path.size() + 1), "--dataset " + argument) : 1;
+        sources.push_back(source);
+    }
+    if (!weights.empty()) {
+        MIXGPT_REQUIRE(!any_suffix,
+                       "--weights: give the weights either with --weights or as --dataset PATH:WEIGHT");
+        std::vector<std::string> parts;
+        std::stringstream stream(weights);
+        for (std::string part; std::getline(stream, part, ',');) parts.push_back(part);
+        MIXGPT_REQUIRE(parts.size() == sources.size(),
+                       format("--weights: %zu weights for %zu datasets", parts.size(), sources.size()));
+        for (size_t k = 0; k < parts.size(); ++k) sources[k].weight = parse_weight(parts[k], "--weights");
+    }
+    options.dataset = sources.front().path;
+    if (sources.size() > 1)
+        options.mixture = sources;
+    else
+        MIXGPT_REQUIRE(weights.empty() && !any_suffix,
+                       "--weights: a weight means something only with two datasets or more");
+}
+
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options) {
     const auto number = [](double value) { return format("%.17g", value); };
     const auto integer = [](int64_t value) { return std::to_string(value); };
@@ -128,6 +194,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"n_head", integer(options.n_head)},
         {"n_embd", integer(options.n_embd)},
         {"dataset", options.dataset},
+        {"mixture", describe_mixture(options.mixture)},
         {"batch_size", integer(options.batch_size)},
         {"seq_len", integer(options.seq_len)},
         {"total_batch_tokens", integer(options.total_batch_tokens)},

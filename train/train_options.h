@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/precision.h"
 #include "model/config.h"
+#include "tokenizer/loader.h"
 #include "train/loss_scaling.h"
 #include "train/lr_schedule.h"
 
@@ -22,11 +23,12 @@ struct TrainOptions {
     int n_layer = 0, n_head = 0, n_embd = 0;
 
     // data and batch
-    std::string dataset;             // a prepared dataset (.h5)
-    int batch_size = 4;              // B: sequences per micro-step on each rank
-    int seq_len = 256;               // T (also the model's max_seq_len)
-    int64_t total_batch_tokens = 0;  // tokens per optimizer step over all ranks; 0: B*T*ranks
-    int64_t steps = 0;               // optimizer steps; 0: token_budget / total batch
+    std::string dataset;                 // a prepared dataset (a folder or a .h5 file); a mixture's first
+    std::vector<DatasetSource> mixture;  // two or more datasets with weights (train/README.md), or empty
+    int batch_size = 4;                  // B: sequences per micro-step on each rank
+    int seq_len = 256;                   // T (also the model's max_seq_len)
+    int64_t total_batch_tokens = 0;      // tokens per optimizer step over all ranks; 0: B*T*ranks
+    int64_t steps = 0;                   // optimizer steps; 0: token_budget / total batch
     int64_t token_budget = 0;
 
     // learning-rate schedule
@@ -100,6 +102,11 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
 int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_len, int world_size);
 
 GPTConfig model_config_for(const TrainOptions& options, int vocab_size);
+
+// `--dataset` given once or more (each "PATH" or "PATH:WEIGHT") and `--weights W1,W2,...`
+// onto options.dataset and options.mixture; throws Error naming the bad part.
+void set_datasets(TrainOptions& options, const std::vector<std::string>& datasets,
+                  const std::string& weights);
 
 // The options as (name, value) text pairs, recorded in checkpoints.
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options);

@@ -170,16 +170,19 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 
-    evaluation_possible_ = dataset_.val.tokens >= options.seq_len + 1;
+    evaluation_possible_ =
+        std::any_of(dataset_.shards.begin(), dataset_.shards.end(),
+                    [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
     if (!evaluation_possible_)
-        log_warning(format("the validation split has %lld tokens, fewer than seq-len + 1 = %d: no evaluation",
-                           static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+        log_warning(
+            format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
+                   "no evaluation",
+                   static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
     MIXGPT_REQUIRE(options.task_eval_interval >= 0, "task-eval-interval: must not be negative");
     if (!options.task_evals.empty()) {
-        const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path);
-        MIXGPT_REQUIRE(
-            tokenizer.sha256() == dataset_.tokenizer_sha256,
-            dataset_.tokenizer_path + ": not the tokenizer of " + dataset_.path + " (SHA-256 differs)");
+        const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path());
+        MIXGPT_REQUIRE(tokenizer.sha256() == dataset_.tokenizer.sha256,
+                       dataset_.tokenizer_path() + ": not the tokenizer of " + dataset_.path + " (SHA-256 differs)");
         task_evals_ = std::make_unique<TrainingTaskEvals>(options.task_evals, options.task_eval_limit,
                                                           tokenizer, options.seq_len);
     }
@@ -277,7 +280,7 @@ void Trainer::resume_from(const std::string& path) {
         communicator(),
         [&] {
             Checkpoint read = read_checkpoint(path);
-            require_compatible(read, path, plan_.model, dataset_.tokenizer_sha256);
+            require_compatible(read, path, plan_.model, dataset_.tokenizer.sha256);
             if (!options_.allow_nonfinite) require_finite_checkpoint(read, path);
             return read;
         },
@@ -334,8 +337,8 @@ void Trainer::save_checkpoint() {
         return;
     }
     checkpoint.config = plan_.model;
-    checkpoint.tokenizer_path = dataset_.tokenizer_path;
-    checkpoint.tokenizer_sha256 = dataset_.tokenizer_sha256;
+    checkpoint.tokenizer_path = dataset_.tokenizer_path();
+    checkpoint.tokenizer_sha256 = dataset_.tokenizer.sha256;
     checkpoint.precision = options_.precision;
     checkpoint.step = step_;
     checkpoint.seed = options_.seed;
@@ -378,7 +381,8 @@ LoaderOptions Trainer::loader_options(const char* split, LoaderMode mode) const 
     options.mode = mode;
     options.rank = communicator().rank();
     options.world_size = communicator().world_size();
-    options.expected_tokenizer_sha256 = dataset_.tokenizer_sha256;
+    options.mixture = options_.mixture;
+    options.expected_tokenizer_sha256 = dataset_.tokenizer.sha256;
     options.vocab_limit = plan_.model.vocab_size;
     return options;
 }
@@ -453,7 +457,14 @@ TrainMetrics Trainer::run_step() {
     train_step_->begin();
     Batch batch;
     for (int micro = 0; micro < plan_.accumulation_steps; ++micro) {
-        loader_->next(batch);
+        try {
+            loader_->next(batch);
+        } catch (const Error& error) {  // e.g. the dataset changed under the run
+            throw Error(std::string(error.what()) + "; stopped at step " + std::to_string(step_) +
+                        (result_.last_checkpoint.empty()
+                             ? ", no checkpoint written yet"
+                             : ", the last checkpoint " + result_.last_checkpoint + " is intact"));
+        }
         train_step_->micro_step(batch.tokens);
     }
     train_step_->finish(hyper);

@@ -143,7 +143,8 @@ def run_preflight(context, say):
         figures["compute_sanitizer"] = last_line(text)
     say(f"compute-sanitizer: {figures.get('compute_sanitizer', '') + ' at ' + facts.sanitizer if facts.sanitizer else 'not found'}"
         + (" (the simulator runs its own checks instead)" if context.simulator else ""))
-    dataset = os.path.join(context.bundle, "data", "kjv", "dataset.h5")
-    facts.dataset = dataset if os.path.isfile(dataset) else ""
+    dataset = os.path.join(context.bundle, "data", "kjv")  # a dataset folder, or one of before shards
+    facts.dataset = dataset if any(os.path.isfile(os.path.join(dataset, name))
+                                   for name in ("index.json", "dataset.h5")) else ""
     context.figures["preflight"] = figures
     return ""

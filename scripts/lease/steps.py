@@ -224,6 +224,6 @@ def unmet_need(context, step):
         "torch": "" if facts.torch else "no python3 with PyTorch",
         "torch_cuda": "" if facts.torch_cuda else "no PyTorch with CUDA" + (" (the simulator has none)" if context.simulator else ""),
         "sanitizer": "" if facts.sanitizer or context.simulator else "no compute-sanitizer",
-        "dataset": "" if facts.dataset else "no KJV dataset in the bundle (data/kjv/dataset.h5)",
+        "dataset": "" if facts.dataset else "no KJV dataset in the bundle (data/kjv)",
     }
     return ", ".join(reasons[need] for need in step.needs if reasons[need])

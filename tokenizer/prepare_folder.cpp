@@ -1,0 +1,171 @@
+#include "tokenizer/prepare_folder.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/h5.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "tokenizer/prepare.h"
+
+namespace mixgpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool process_gone(const std::string& digits) {
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// Sibling folders "<name>.tmp-PID" (a --force run's new dataset) and "<name>.old-PID" (the
+// dataset it replaced) whose process is gone.
+void remove_stale_siblings(const fs::path& directory, std::vector<std::string>& removed) {
+    const fs::path parent = directory.parent_path().empty() ? fs::path(".") : directory.parent_path();
+    const std::string name = directory.filename().string();
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(parent, error)) {
+        const std::string sibling = entry.path().filename().string();
+        for (const std::string marker : {".tmp-", ".old-"}) {
+            const std::string prefix = name + marker;
+            if (sibling.rfind(prefix, 0) != 0 || !process_gone(sibling.substr(prefix.size()))) continue;
+            std::error_code ignored;
+            if (fs::remove_all(entry.path(), ignored) > 0) removed.push_back(entry.path().string());
+        }
+    }
+}
+
+// A single-file dataset (format version 1) as the first shard of a folder index.
+DatasetIndex index_of_single_file(const std::string& path, const PrepareOptions& options) {
+    const DatasetInfo info = read_dataset_info(path);
+    const h5::File file = h5::File::open_read(path);
+    DatasetIndex index;
+    index.tokenizer = info.tokenizer;
+    index.vocab_size = info.vocab_size;
+    index.eot_id = info.eot_id;
+    index.unk_id = info.unk_id;
+    index.seed = static_cast<uint64_t>(file.attribute_int("/", "seed"));
+    index.val_fraction = file.attribute_double("/", "val_fraction");
+    index.shard_tokens = options.shard_tokens;
+    index.commands = {info.command};
+    ShardRecord shard;
+    shard.file = fs::path(path).filename().string();
+    shard.bytes = info.shards.front().bytes;
+    shard.sha256 = sha256_file_hex(path);
+    shard.train = info.train;
+    shard.val = info.val;
+    shard.invalid_utf8_bytes = info.invalid_utf8_bytes;
+    shard.skipped_lines = file.attribute_int("/", "skipped_lines");
+    index.shards.push_back(shard);
+    return index;
+}
+
+}  // namespace
+
+std::string PrepareFolder::index_path() const { return (fs::path(work) / kIndexFileName).string(); }
+std::string PrepareFolder::journal_path() const { return (fs::path(work) / kJournalFileName).string(); }
+
+PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory) {
+    PrepareFolder folder;
+    folder.directory = folder.work = directory;
+    const bool exists = fs::is_directory(directory);
+    MIXGPT_REQUIRE(exists || !fs::exists(directory), directory + ": exists and is not a folder");
+    remove_stale_siblings(fs::path(directory), folder.removed);
+    if (exists)
+        for (const std::string& path : remove_stale_temporaries(directory)) folder.removed.push_back(path);
+    const bool has_index = fs::exists(folder.index_path()), has_journal = fs::exists(folder.journal_path());
+    const std::string single_file = (fs::path(directory) / kDatasetFileName).string();
+    const bool has_single_file = !has_index && fs::exists(single_file);
+    const bool has_dataset = has_index || has_single_file;
+
+    if (options.resume) {
+        if (has_journal) {
+            folder.start = PrepareStart::resume;
+            folder.journal = read_journal(folder.journal_path());
+            return folder;
+        }
+        if (has_dataset) {
+            folder.start = PrepareStart::complete;
+            return folder;
+        }
+        log_info(directory +
+                 ": no unfinished prepare to resume (no progress.json): starting from the beginning");
+    }
+    if (options.append) {
+        MIXGPT_REQUIRE(!has_journal, directory +
+                                         ": holds an unfinished prepare or append (progress.json); "
+                                         "finish it first with --resume");
+        MIXGPT_REQUIRE(has_dataset, directory + ": no dataset to append to (no index.json nor dataset.h5)");
+        folder.start = PrepareStart::append;
+        folder.base =
+            has_index ? read_index(folder.index_path()) : index_of_single_file(single_file, options);
+        return folder;
+    }
+    MIXGPT_REQUIRE(!has_journal || options.force,
+                   directory +
+                       ": holds an unfinished prepare (progress.json); --resume continues it, --force "
+                       "starts over");
+    MIXGPT_REQUIRE(!has_dataset || options.force,
+                   directory +
+                       ": already exists and holds a dataset (--force replaces it once the new one is "
+                       "complete, --append adds documents to it)");
+    if (has_dataset || has_journal) {
+        folder.start = PrepareStart::replace;
+        folder.work = directory + ".tmp-" + std::to_string(::getpid());
+        folder.created_directory = true;
+        make_directories(folder.work);
+        return folder;
+    }
+    folder.start = PrepareStart::fresh;
+    folder.created_directory = !exists;
+    make_directories(directory);
+    return folder;
+}
+
+void finish_prepare_folder(const PrepareFolder& folder) {
+    if (folder.start != PrepareStart::replace) return;
+    const std::string old = folder.directory + ".old-" + std::to_string(::getpid());
+    std::error_code error;
+    fs::rename(folder.directory, old, error);
+    if (error)
+        throw Error(folder.directory + ": cannot move the old dataset aside (" + error.message() + ")");
+    fs::rename(folder.work, folder.directory, error);
+    if (error) {
+        std::error_code ignored;
+        fs::rename(old, folder.directory, ignored);
+        throw Error(folder.directory + ": cannot move the new dataset into place (" + error.message() + ")");
+    }
+    fs::remove_all(old, error);
+    if (error) log_warning(old + ": the replaced dataset could not be removed (" + error.message() + ")");
+}
+
+void undo_prepare_folder(const PrepareFolder& folder,
+                         const std::vector<std::string>& tokenizer_files_written) {
+    std::error_code ignored;
+    switch (folder.start) {
+        case PrepareStart::replace:
+            fs::remove_all(folder.work, ignored);
+            return;
+        case PrepareStart::fresh:
+            fs::remove(folder.journal_path(), ignored);
+            for (const std::string& name : tokenizer_files_written)
+                fs::remove(fs::path(folder.work) / name, ignored);
+            if (folder.created_directory) fs::remove(folder.work, ignored);  // only when empty
+            return;
+        case PrepareStart::append:
+            fs::remove(folder.journal_path(), ignored);
+            return;
+        case PrepareStart::resume:
+        case PrepareStart::complete:
+            return;
+    }
+}
+
+}  // namespace mixgpt

@@ -100,7 +100,14 @@ TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
     }
     EXPECT_EQ(chosen[0].head_dim, 64);
     EXPECT_EQ(chosen[1].head_dim, 128);
-    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 4u);
+    // Per head dimension: T 64 and 150, and the grouped RoPE shape at T 150.
+    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 6u);
+    // The grouped shape comes with its own length only.
+    const std::vector<AttentionShape> at_2048 = attention_shapes(LabSizes::production, {2048});
+    ASSERT_EQ(at_2048.size(), 4u);
+    EXPECT_EQ(at_2048[0].kv_heads, at_2048[0].heads);
+    EXPECT_LT(at_2048[1].kv_heads, at_2048[1].heads);
+    EXPECT_GT(at_2048[1].rope_theta, 0.f);
     EXPECT_THROW(attention_shapes(LabSizes::smoke, {1024}), Error);
 }
 

@@ -36,6 +36,13 @@ inline const std::string& shared_tiny_dataset_path() {
     return path;
 }
 
+// tiny_dataset()'s tokenizer model, made with it by rank 0. Collective on first use.
+inline const std::string& shared_tiny_tokenizer_path() {
+    static const std::string path =
+        broadcast_from_rank0(world_rank() == 0 ? tiny_dataset().tokenizer_path : std::string());
+    return path;
+}
+
 // A directory every rank knows, made by rank 0 and removed by it once every rank is done.
 // Construction and destruction are collective.
 class SharedTempDirectory {

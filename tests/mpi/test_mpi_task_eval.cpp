@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
 
 #include "eval/multiple_choice_scoring.h"
 #include "tests/mpi/mpi_test_support.h"
@@ -26,8 +25,7 @@ std::string fixture_task(const std::string& name) {
 }
 
 TEST(MpiTaskEval, TwoRanksGiveTheSingleProcessResult) {
-    const Tokenizer tokenizer = Tokenizer::load(
-        (std::filesystem::path(shared_tiny_dataset_path()).parent_path() / "tokenizer.model").string());
+    const Tokenizer tokenizer = Tokenizer::load(shared_tiny_tokenizer_path());
     GPTConfig config = tiny_config();
     config.vocab_size = tokenizer.vocab_size();
     config.max_seq_len = kWindow;

@@ -90,6 +90,10 @@ fi
 
 src="$root/src/mixgpt"
 mkdir -p "$src" "$logs"
+# A mirror of the working tree: what an earlier run copied is removed first (a file deleted or
+# moved since would otherwise be compiled beside its successor), keeping only the kept root's
+# build outputs (build/) and setup's unpacked packages (.deps/).
+find "$src" -mindepth 1 -maxdepth 1 ! -name build ! -name .deps -exec rm -rf {} +
 # The working tree without build outputs: tracked files that still exist, and untracked ones git does not ignore.
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
   [[ -e "$file" ]] && printf '%s\0' "$file"

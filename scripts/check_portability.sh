@@ -90,14 +90,25 @@ fi
 
 src="$root/src/mixgpt"
 mkdir -p "$src" "$logs"
-# A mirror of the working tree: what an earlier run copied is removed first (a file deleted or
-# moved since would otherwise be compiled beside its successor), keeping only the kept root's
-# build outputs (build/) and setup's unpacked packages (.deps/).
-find "$src" -mindepth 1 -maxdepth 1 ! -name build ! -name .deps -exec rm -rf {} +
-# The working tree without build outputs: tracked files that still exist, and untracked ones git does not ignore.
+# A mirror of the working tree (tracked files that still exist, untracked ones git does not ignore),
+# updated by content so the kept root's build/ rebuilds exactly what changed: a changed file gets
+# a new time stamp, an unchanged one keeps its old one, and a file deleted or moved since the
+# last run is removed (it would otherwise be compiled beside its successor). build/ and .deps/
+# (setup's unpacked packages) are kept.
+staging="$root/src/incoming"
+rm -rf "$staging" && mkdir -p "$staging"
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
   [[ -e "$file" ]] && printf '%s\0' "$file"
-done | tar --null -T - -cf - | tar -xf - -C "$src"
+done | tar --null -T - -cf - | tar -xf - -C "$staging"
+(cd "$staging" && find . -type f -print0) | while IFS= read -r -d '' file; do
+  if ! cmp -s "$staging/$file" "$src/$file"; then
+    mkdir -p "$(dirname "$src/$file")" && cp --preserve=mode "$staging/$file" "$src/$file"
+  fi
+done
+(cd "$src" && find . \( -path ./build -o -path ./.deps \) -prune -o -type f -print0) | while IFS= read -r -d '' file; do
+  [[ -e "$staging/$file" ]] || rm -f "$src/$file"
+done
+rm -rf "$staging"
 commit="$(git describe --always --dirty 2>/dev/null || echo unknown)"
 host_bundle=""
 if [[ -f build/bundle.tar.xz ]]; then

@@ -3,7 +3,7 @@
 // memory, dispatch on a TensorView's dtype and every kernel launch.
 //
 // Built with MIXGPT_CUDA_SIM, the same sources run on the CPU simulator
-// (kernels/cuda_sim/): launches and dynamic shared memory go through it.
+// (tests/cuda_sim/): launches and dynamic shared memory go through it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,9 +19,9 @@
 #include <tuple>
 #include <type_traits>
 
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/runtime.h"
-#include "kernels/cuda_sim/shared_pointer.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/runtime.h"
+#include "tests/cuda_sim/shared_pointer.h"
 #endif
 
 #include "core/cuda_check.h"
@@ -104,7 +104,7 @@ __device__ __forceinline__ float warp_max(float value) {
 // ---- shared memory ----
 // Kernels read and write shared memory through SharedPointer<T>: `T*` under nvcc; on the
 // simulator a pointer whose loads and stores it sees, to count their bank conflicts
-// (kernels/cuda_sim/shared_pointer.h). shared_pointer(p) views a __shared__ array, or a raw
+// (tests/cuda_sim/shared_pointer.h). shared_pointer(p) views a __shared__ array, or a raw
 // address into shared memory, that way; ldmatrix and cp.async take raw addresses.
 #ifdef MIXGPT_CUDA_SIM
 template <typename T>

@@ -19,7 +19,7 @@
 #include <type_traits>
 
 #ifdef MIXGPT_CUDA_SIM
-#include "kernels/cuda_sim/warp_matrix.h"
+#include "tests/cuda_sim/warp_matrix.h"
 #endif
 
 // Each instruction below has its simulator emulation beside it (MIXGPT_CUDA_SIM).

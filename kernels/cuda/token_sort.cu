@@ -1,7 +1,7 @@
 // The embedding backward's sort of (token, position) pairs: CUB's stable radix sort over all
 // 32 bits of the keys (kernels/cuda/token_sort.h).
 #ifdef MIXGPT_CUDA_SIM
-#include "kernels/cuda_sim/radix_sort.h"
+#include "tests/cuda_sim/radix_sort.h"
 #else
 #include <cub/device/device_radix_sort.cuh>
 #endif

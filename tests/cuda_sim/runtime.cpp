@@ -7,7 +7,7 @@
 // Copies follow CUDA's rules for host memory: a pageable source is read when the copy is
 // issued, a pageable destination is written before it returns (the stream's earlier work run
 // first); pinned memory (cudaMallocHost) is read and written when the stream gets there.
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 
 #include <cuda_runtime.h>
 
@@ -24,9 +24,9 @@
 #include <set>
 #include <vector>
 
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/device_limits.h"
-#include "kernels/cuda_sim/function_names.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/function_names.h"
 
 struct CUstream_st {
     std::deque<std::function<void()>> pending;

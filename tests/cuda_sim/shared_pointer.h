@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt::cuda_sim {
 

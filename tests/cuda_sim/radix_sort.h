@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 
 namespace cub {
 

@@ -12,8 +12,8 @@
 
 #include <algorithm>
 
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/device_functions.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/device_functions.h"
 
 #undef __shared__
 #define __shared__ static __attribute__((section("mixgpt_sim_shared")))

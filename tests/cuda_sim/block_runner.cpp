@@ -1,4 +1,4 @@
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/block_runner.h"
 
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/device_limits.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

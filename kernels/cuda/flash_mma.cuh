@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #ifdef MIXGPT_CUDA_SIM
+#include "tests/cuda_sim/async_copy.h"
 #include "tests/cuda_sim/warp_matrix.h"
 #endif
 

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "tests/cuda_sim/bank_conflicts.h"
 #include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt::cuda_sim {

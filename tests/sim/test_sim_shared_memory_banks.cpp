@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/backend_factory.h"
+#include "tests/cuda_sim/bank_conflicts.h"
 #include "tests/cuda_sim/block_runner.h"
 #include "tests/cuda_sim/shared_pointer.h"
 #include "tests/cuda_sim/warp_matrix.h"

@@ -236,7 +236,8 @@ $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	@echo "PTX  $<"
 	$(QUIET)$(NVCC) $(PTX_NVCCFLAGS) -ptx $< -o $@
 
-# The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude, its own sources as C++.
+# The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude and its stand-ins for
+# CUDA library headers (tests/cuda_sim/include/), its own sources as C++.
 # nvcc contracts a * b + c into one FMA; on a host with FMA instructions the kernels' g++ build
 # does too, so the simulated arithmetic rounds as the GPU's does there.
 SIM_CXXFLAGS := $(CXXFLAGS) -DMIXGPT_CUDA_SIM -Wno-unknown-pragmas
@@ -244,7 +245,7 @@ SIM_KERNEL_FLAGS := $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo 
 $(BUILD)/sim/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "SIM  $<"
-	$(QUIET)$(CXX) $(SIM_CXXFLAGS) $(SIM_KERNEL_FLAGS) -include tests/cuda_sim/prelude.h -x c++ -c $< -o $@
+	$(QUIET)$(CXX) $(SIM_CXXFLAGS) $(SIM_KERNEL_FLAGS) -Itests/cuda_sim/include -include tests/cuda_sim/prelude.h -x c++ -c $< -o $@
 
 $(BUILD)/sim/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

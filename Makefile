@@ -70,7 +70,7 @@ CXXFLAGS := -std=c++17 $(OPT_FLAGS) -fno-math-errno -fno-trapping-math $(SANITIZ
 # -ldl: before glibc 2.34 (Debian 11 has 2.31) dlopen and dlsym live in libdl, not libc.
 LDLIBS := $(SANITIZE_FLAGS) -fopenmp -lsentencepiece -lsentencepiece_train $(HDF5_LIBS) \
           -Wl,-rpath,$(OPENBLAS_LIB) -lcrypto -lz -lzstd -llzma $(MPI_LIBS) -lpthread -ldl
-# The CUDA simulator's test binary links no CUDA library: kernels/cuda_sim/ stands in for them.
+# The CUDA simulator's test binary links no CUDA library: tests/cuda_sim/ stands in for them.
 SIM_LDLIBS := $(LDLIBS)
 
 NVCC_ARCH_FLAGS := $(foreach arch,$(GPU_ARCHS),-gencode arch=compute_$(arch),code=sm_$(arch))
@@ -98,10 +98,10 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 SIM_MPI_TEST_SRCS := $(wildcard tests/mpi/sim/*.cpp)
 BENCH_SRCS := $(wildcard bench/*.cpp)
 KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
-# The CUDA simulator (kernels/cuda_sim/, CUDA builds only): kernels/cuda/*.cu compiled by g++ and
-# run on the CPU, so the GPU tests (tests/gpu/) run without a GPU. See kernels/cuda_sim/README.md.
+# The CUDA simulator (tests/cuda_sim/, CUDA builds only): kernels/cuda/*.cu compiled by g++ and
+# run on the CPU, so the GPU tests (tests/gpu/) run without a GPU. See tests/cuda_sim/README.md.
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
-SIM_SRCS := $(wildcard kernels/cuda_sim/*.cpp)
+SIM_SRCS := $(wildcard tests/cuda_sim/*.cpp)
 PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
 SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
@@ -178,7 +178,7 @@ ptx: $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
 	@echo "make test       install what is missing, build, run the whole test suite"
-	@echo "make sim        build the GPU tests and the kernel lab on the CUDA simulator (kernels/cuda_sim; make test runs them)"
+	@echo "make sim        build the GPU tests and the kernel lab on the CUDA simulator (tests/cuda_sim; make test runs them)"
 	@echo "make ptx        the kernels' PTX, and a check of their tensor-core and 16-byte instructions (make test runs it)"
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
@@ -236,7 +236,8 @@ $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	@echo "PTX  $<"
 	$(QUIET)$(NVCC) $(PTX_NVCCFLAGS) -ptx $< -o $@
 
-# The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude, its own sources as C++.
+# The simulator build: kernels/cuda/*.cu as C++ with the simulator's prelude and its stand-ins for
+# CUDA library headers (tests/cuda_sim/include/), its own sources as C++.
 # nvcc contracts a * b + c into one FMA; on a host with FMA instructions the kernels' g++ build
 # does too, so the simulated arithmetic rounds as the GPU's does there.
 SIM_CXXFLAGS := $(CXXFLAGS) -DMIXGPT_CUDA_SIM -Wno-unknown-pragmas
@@ -244,7 +245,7 @@ SIM_KERNEL_FLAGS := $(if $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo 
 $(BUILD)/sim/obj/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "SIM  $<"
-	$(QUIET)$(CXX) $(SIM_CXXFLAGS) $(SIM_KERNEL_FLAGS) -include kernels/cuda_sim/prelude.h -x c++ -c $< -o $@
+	$(QUIET)$(CXX) $(SIM_CXXFLAGS) $(SIM_KERNEL_FLAGS) -Itests/cuda_sim/include -include tests/cuda_sim/prelude.h -x c++ -c $< -o $@
 
 $(BUILD)/sim/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

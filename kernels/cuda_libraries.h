@@ -1,7 +1,7 @@
 // The CUDA libraries mixgpt loads on first use rather than links (core/cuda_library_search.h):
 // cuBLASLt and NCCL. What `mixgpt info` says of each: its version and the file it would load, or
 // the one-line reason there is none. Defined in kernels/cuda/{cublaslt,nccl}_library.cpp, by the
-// simulator's stand-ins (kernels/cuda_sim/) and in kernels/no_cuda/.
+// simulator's stand-ins (tests/cuda_sim/) and in kernels/no_cuda/.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: the unit tests (GPU tests skip without a GPU), the
 # data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
-# simulator (kernels/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
+# simulator (tests/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
 # CUDA/NCCL tests, the kernel lab's command at its smoke sizes and the GPU lease script
 # (scripts/lease/test_gpu_lease.py); and the check of the
 # kernels' PTX (scripts/check_kernel_instructions.sh); a 3-trial crash campaign

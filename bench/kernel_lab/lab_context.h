@@ -17,7 +17,7 @@ namespace mixgpt::lab {
 // The problem sizes of a run. production: the shapes the issue names (GPT-2 124M, B·T = 16K
 // tokens) with inputs rotated past the real L2. smoke: small shapes that take every path of the
 // lab (validation, rotation, timing, the report) in a minute on the CUDA simulator
-// (kernels/cuda_sim/); its times and rates mean nothing.
+// (tests/cuda_sim/); its times and rates mean nothing.
 enum class LabSizes { production, smoke };
 
 // The ceilings' problem sizes per LabSizes.

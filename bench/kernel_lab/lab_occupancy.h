@@ -2,7 +2,7 @@
 // (registers, static shared memory) and cudaOccupancyMaxActiveBlocksPerMultiprocessor for the
 // launch's threads and dynamic shared memory. On the CUDA simulator the answers come from the
 // sm_90 limits (sm_80 with MIXGPT_CUDA_SIM_ARCH=80), without registers or static shared memory,
-// which only ptxas knows (kernels/cuda_sim/device_limits.h).
+// which only ptxas knows (tests/cuda_sim/device_limits.h).
 #pragma once
 
 #include <cstddef>

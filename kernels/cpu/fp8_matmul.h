@@ -14,7 +14,7 @@
 //   4. accumulate: v = fl32(out[m,n] + v) (out as fp32); bias: v = fl32(v + bias[n]);
 //   5. out[m,n] = v rounded to out's dtype (nearest even).
 // Steps 3-4 are the epilogue of cuBLASLt's D = scale_A·scale_B·(A·B) + C, bias, in the order
-// kernels/cuda_sim/cublaslt.cpp applies them; a GPU's order inside the epilogue is not documented.
+// tests/cuda_sim/cublaslt.cpp applies them; a GPU's order inside the epilogue is not documented.
 //
 // Type combinations are cuBLASLt's FP8 table's (its cublasLtMatmul documentation): A and B E4M3 or
 // E5M2 but not both E5M2; out bf16 with a bf16 bias, fp16 with an fp16 bias, or fp32 with a bf16

@@ -1,9 +1,7 @@
 // Device-side building blocks shared by the CUDA op files: storage conversions
-// for the three activation types, 16-byte packs, warp reductions, dynamic shared
-// memory, dispatch on a TensorView's dtype and every kernel launch.
-//
-// Built with MIXGPT_CUDA_SIM, the same sources run on the CPU simulator
-// (kernels/cuda_sim/): launches and dynamic shared memory go through it.
+// for the three activation types, 16-byte packs, warp reductions, dispatch on a
+// TensorView's dtype and every kernel launch. Shared memory and the instructions
+// only a GPU runs as written: device_primitives.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,19 +13,16 @@
 #include <string>
 #include <utility>
 
-#ifdef MIXGPT_CUDA_SIM
-#include <tuple>
-#include <type_traits>
-
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/runtime.h"
-#include "kernels/cuda_sim/shared_pointer.h"
-#endif
-
 #include "core/cuda_check.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "kernels/cuda/launch_recorder.h"
+
+// The one place the CUDA simulator's build (tests/cuda_sim/README.md) differs: it leaves out
+// the GPU's primitives, which its force-included prelude defines for the CPU under the same names.
+#ifndef MIXGPT_CUDA_SIM
+#include "kernels/cuda/device_primitives.cuh"
+#endif
 
 namespace mixgpt::cuda {
 
@@ -101,52 +96,6 @@ __device__ __forceinline__ float warp_max(float value) {
     return value;
 }
 
-// ---- shared memory ----
-// Kernels read and write shared memory through SharedPointer<T>: `T*` under nvcc; on the
-// simulator a pointer whose loads and stores it sees, to count their bank conflicts
-// (kernels/cuda_sim/shared_pointer.h). shared_pointer(p) views a __shared__ array, or a raw
-// address into shared memory, that way; ldmatrix and cp.async take raw addresses.
-#ifdef MIXGPT_CUDA_SIM
-template <typename T>
-using SharedPointer = cuda_sim::SharedPointer<T>;
-
-template <typename T>
-SharedPointer<T> shared_pointer(T* address, const char* owner = __builtin_FUNCTION()) {
-    return {address, owner};
-}
-
-// The block's dynamic shared memory (the launch's shared_bytes), 16-byte aligned.
-template <typename T>
-SharedPointer<T> dynamic_shared_memory(const char* owner = __builtin_FUNCTION()) {
-    return {reinterpret_cast<T*>(cuda_sim::dynamic_shared_memory()), owner};
-}
-
-// Its raw address, for ldmatrix and cp.async (whose simulations check and count their accesses).
-template <typename T>
-T* dynamic_shared_address() {
-    return reinterpret_cast<T*>(cuda_sim::dynamic_shared_memory());
-}
-#else
-template <typename T>
-using SharedPointer = T*;
-
-template <typename T>
-__device__ __forceinline__ T* shared_pointer(T* address) {
-    return address;
-}
-
-template <typename T>
-__device__ __forceinline__ T* dynamic_shared_memory() {
-    extern __shared__ __align__(16) unsigned char dynamic_shared[];
-    return reinterpret_cast<T*>(dynamic_shared);
-}
-
-template <typename T>
-__device__ __forceinline__ T* dynamic_shared_address() {
-    return dynamic_shared_memory<T>();
-}
-#endif
-
 // ---- host helpers ----
 
 // Calls f(T{}) with T the CUDA storage type of `dtype` (a float format); throws Error for
@@ -195,23 +144,12 @@ inline void check_launch(cudaStream_t stream) {
 }
 
 // kernel<<<grid, block, shared_bytes, stream>>>(arguments...), then check_launch; a live
-// LaunchRecorder notes the launch. The simulator
-// keeps the arguments, as a launch does, and runs the grid when the stream gets there.
+// LaunchRecorder notes the launch.
 template <typename... Parameters, typename... Arguments>
 void launch_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
                    cudaStream_t stream, Arguments&&... arguments) {
     note_launch(reinterpret_cast<const void*>(kernel), block, shared_bytes);
-#ifdef MIXGPT_CUDA_SIM
-    cuda_sim::enqueue_launch(
-        stream, reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
-        [kernel, parameters = std::tuple<std::decay_t<Parameters>...>(
-                     std::forward<Arguments>(arguments)...)] { std::apply(kernel, parameters); });
-#else
-    // clang-format 14 splits a launch's closing chevrons in .cuh files.
-    // clang-format off
-    kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Arguments>(arguments)...);
-    // clang-format on
-#endif
+    enqueue_kernel(kernel, grid, block, shared_bytes, stream, std::forward<Arguments>(arguments)...);
     check_launch(stream);
 }
 

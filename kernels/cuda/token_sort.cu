@@ -1,10 +1,6 @@
 // The embedding backward's sort of (token, position) pairs: CUB's stable radix sort over all
 // 32 bits of the keys (kernels/cuda/token_sort.h).
-#ifdef MIXGPT_CUDA_SIM
-#include "kernels/cuda_sim/radix_sort.h"
-#else
 #include <cub/device/device_radix_sort.cuh>
-#endif
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/token_sort.h"

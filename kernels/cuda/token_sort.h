@@ -1,7 +1,8 @@
 // (token, position) pairs sorted by token, stably: CUB's radix sort (on the simulator, its
-// stand-in kernels/cuda_sim/radix_sort.h). Its own translation unit, holding no kernel of ours,
-// so that the Makefile can build CUB's kernels with flags of their own: CUDA 12's CUB spills
-// registers in an sm_90 kernel, which the spill warning of our kernels must not fail on.
+// stand-in tests/cuda_sim/include/cub/device/device_radix_sort.cuh). Its own translation unit,
+// holding no kernel of ours, so that the Makefile can build CUB's kernels with flags of their
+// own: CUDA 12's CUB spills registers in an sm_90 kernel, which the spill warning of our kernels
+// must not fail on.
 #pragma once
 
 #include <cuda_runtime.h>

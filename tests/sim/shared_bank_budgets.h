@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/bank_conflicts.h"
 
 namespace mixgpt::test {
 

@@ -1,4 +1,4 @@
-// How the simulator runs a launch's blocks (kernels/cuda_sim/block_runner.h), under both
+// How the simulator runs a launch's blocks (tests/cuda_sim/block_runner.h), under both
 // schedules (scripts/run_tests.sh):
 //   - in ascending order under the forward schedule, descending under the backward one, so a
 //     block that reads what another block of the same launch writes, with nothing on a GPU to
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt {
 namespace {
@@ -36,7 +36,7 @@ TEST(SimBlocks, RunAscendingForwardAndDescendingBackward) {
     for (unsigned k = 0; k < blocks; ++k) EXPECT_EQ(order[k], backward_schedule() ? blocks - 1 - k : k);
 }
 
-// A __shared__ variable as kernels/cuda_sim/prelude.h declares one for the simulator's build of
+// A __shared__ variable as tests/cuda_sim/prelude.h declares one for the simulator's build of
 // the kernels (a function-local static in the section the simulator poisons).
 uint32_t& shared_word() {
     static __attribute__((section("mixgpt_sim_shared"))) uint32_t word;

@@ -1,7 +1,7 @@
 // The FP8 path waits for nothing on the host: two steps of a forward FP8 product (quantize both
 // operands with the device's scales while recording their amax, the product with the scale
 // inverses, the delayed-scaling update) enqueued back to back are one run of computations on the
-// simulator (kernels/cuda_sim/runtime.h: a host wait in between would make two), and allocate
+// simulator (tests/cuda_sim/runtime.h: a host wait in between would make two), and allocate
 // nothing once the buffers and the cuBLASLt workspace exist.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/fp8_cast.h"
 #include "kernels/cuda/fp8_scaling.h"
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 #include "kernels/fp8_scaling.h"
 
 namespace mixgpt {

@@ -1,4 +1,4 @@
-// The simulator's cuBLASLt accumulates in fp32, as a GPU's GEMM does (kernels/cuda_sim/
+// The simulator's cuBLASLt accumulates in fp32, as a GPU's GEMM does (tests/cuda_sim/
 // cublaslt.cpp), so the fp32 and tf32 GPU tests meet a GPU-sized rounding error, not the error
 // of a sum in double. Checked on dot products of K = 4096 positive terms (no cancellation, so
 // the relative error is that of the summation): it must exceed what one final rounding gives

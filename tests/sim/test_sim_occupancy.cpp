@@ -1,7 +1,7 @@
 // Occupancy as the kernel lab reports it (bench/kernel_lab/lab_occupancy.h): the kernels an op
 // launches, recorded by cuda::LaunchRecorder, their names from cudaFuncGetName, and their blocks
 // per SM from the simulated cudaOccupancyMaxActiveBlocksPerMultiprocessor, which answers from the
-// device's limits (kernels/cuda_sim/device_limits.h). The flash forward at head dim 128 must fit
+// device's limits (tests/cuda_sim/device_limits.h). The flash forward at head dim 128 must fit
 // at least two blocks per SM on sm_80 and sm_90, registers included (ptxas -v: 126 per thread on
 // both, which the simulator cannot know and the test states).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "bench/kernel_lab/lab_occupancy.h"
 #include "kernels/backend_factory.h"
 #include "kernels/cuda/launch_recorder.h"
-#include "kernels/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/device_limits.h"
 
 namespace mixgpt {
 namespace {

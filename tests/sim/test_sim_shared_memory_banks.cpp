@@ -1,4 +1,4 @@
-// Shared-memory bank conflicts counted by the CUDA simulator (kernels/cuda_sim/), which sees every
+// Shared-memory bank conflicts counted by the CUDA simulator (tests/cuda_sim/), which sees every
 // lane's address of an ldmatrix and of each load and store through SharedPointer. The counters
 // are checked on accesses whose conflicts are known: ldmatrix rows 64 bytes apart (4 rows per
 // bank group: 3 extra wavefronts a phase) and 80 bytes apart (none); 4-, 8- and 16-byte accesses
@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "kernels/backend_factory.h"
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/shared_pointer.h"
-#include "kernels/cuda_sim/warp_matrix.h"
+#include "tests/cuda_sim/bank_conflicts.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/shared_pointer.h"
+#include "tests/cuda_sim/warp_matrix.h"
 #include "tests/sim/shared_bank_budgets.h"
 #include "tests/test_cpu_support.h"
 

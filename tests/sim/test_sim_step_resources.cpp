@@ -1,5 +1,5 @@
 // What a warm training step on the CUDA backend asks of the CUDA libraries, read from the
-// simulator's counters (kernels/cuda_sim/runtime.h). The CUDA backend issue asks for no device
+// simulator's counters (tests/cuda_sim/runtime.h). The CUDA backend issue asks for no device
 // allocation inside the step loop, matmul descriptors and algorithms cached per shape, and no
 // host synchronization inside a step except where a number is printed. Checked per step after
 // the first (which sizes the scratch buffers and plans each product shape):
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "train/device_communicator.h"

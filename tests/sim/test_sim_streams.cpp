@@ -1,4 +1,4 @@
-// The simulator's streams run their work lazily (kernels/cuda_sim/runtime.h): only when the host
+// The simulator's streams run their work lazily (tests/cuda_sim/runtime.h): only when the host
 // waits for it, directly or through an event. These tests pin that down with the runtime calls
 // themselves, since the races they expose depend on it: a pinned upload reads its source when the
 // stream runs it, a pageable one when it is issued, and a stream waiting for another's event

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <map>
 
-#include "kernels/cuda_sim/nccl_log.h"
+#include "tests/cuda_sim/nccl_log.h"
 #include "tests/mpi/mpi_test_support.h"
 #include "train/device_communicator.h"
 #include "train/loss_scaling.h"

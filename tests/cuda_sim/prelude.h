@@ -1,5 +1,7 @@
 // Force-included (g++ -include) before every kernels/cuda/*.cu of the simulator build, which
-// compiles them as C++: the CUDA headers for the types, then what nvcc would otherwise provide.
+// compiles them as C++: the CUDA headers for the types, then what nvcc would otherwise provide
+// (device_functions.h), and the kernels' own GPU-only primitives for the CPU (device_primitives.h,
+// in place of kernels/cuda/device_primitives.cuh).
 // __shared__ variables become function-local statics, one per kernel, which is right because
 // the simulator runs one block at a time. They all live in one section, mixgpt_sim_shared,
 // which the simulator poisons before every block (block_runner.cpp), as it does dynamic shared
@@ -12,8 +14,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/device_functions.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/device_functions.h"
+#include "tests/cuda_sim/device_primitives.h"
 
 #undef __shared__
 #define __shared__ static __attribute__((section("mixgpt_sim_shared")))

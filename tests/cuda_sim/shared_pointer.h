@@ -1,5 +1,5 @@
 // SharedPointer<T>: a pointer into shared memory whose every load and store the simulator sees,
-// so that it can count the bank conflicts of a warp's accesses (block_runner.h: Counters). Under
+// so that it can count the bank conflicts of a warp's accesses (bank_conflicts.h: Counters). Under
 // nvcc `SharedPointer<T>` is `T*` (kernels/cuda/common.cuh), so the kernels read the same and
 // compile to the same instructions; here each access through it is recorded with its size and the
 // address of the kernel instruction that makes it (the operators are always inlined into the
@@ -12,7 +12,8 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/bank_conflicts.h"
+#include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt::cuda_sim {
 

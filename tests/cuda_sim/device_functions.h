@@ -8,7 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt::cuda_sim {
 

@@ -1,5 +1,5 @@
-// The sm_80 warp-level matrix instructions of flash_mma.cuh, emulated from their definitions in
-// the PTX ISA (not from the kernels' use of them):
+// The sm_80 warp-level matrix instructions of kernels/cuda/device_primitives.cuh, emulated from
+// their definitions in the PTX ISA (not from the kernels' use of them):
 //   ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lane 8i + r gives the address of row r of
 //     8x8 matrix i (16 bytes, 16-byte aligned, in shared memory); register i of lane l receives
 //     row l/4, elements 2(l%4) and 2(l%4)+1 of matrix i, or of its transpose with .trans. All
@@ -22,7 +22,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/bank_conflicts.h"
+#include "tests/cuda_sim/block_runner.h"
 
 namespace mixgpt::cuda_sim {
 

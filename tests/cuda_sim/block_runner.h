@@ -4,9 +4,12 @@
 // schedule some GPU could run, and the faults a GPU would show (or hide) are reported:
 //   - a deadlock: a __syncthreads that not every live thread reaches, warp lanes at different
 //     collectives, a collective whose lanes have exited;
-//   - a launch the device would refuse: grid or block out of range, too much shared memory;
+//   - a launch the device would refuse (launch_checks.h);
 //   - an ldmatrix or cp.async outside the block's dynamic shared memory, or misaligned.
 // A fault ends the launch, prints what happened to stderr and becomes the launch's error.
+// This is the scheduler; beside it: fiber.h (the threads' contexts and stacks), bank_conflicts.h
+// (what a launch counts), async_copy.h (cp.async), launch_checks.h, simulated_block.h (the state
+// of the block in flight that they share).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,7 +17,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 
 namespace mixgpt::cuda_sim {
@@ -44,53 +46,10 @@ int lane();  // threadIdx's linear index % 32
 // environment selects the second for the process.
 enum class Schedule { forward, backward };
 
-// cudaSuccess, or the error a GPU gives a launch of this configuration (printed to stderr).
-cudaError_t check_configuration(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
-
 // Runs `body` (one thread's work) for every thread of the grid, now. Returns cudaSuccess, a
 // launch configuration error (nothing ran), or cudaErrorLaunchFailure after a fault.
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
                    const std::function<void()>& body);
-
-// The error of the last failed launch or runtime call, which cudaGetLastError returns and
-// resets; record_error sets it (cudaSuccess leaves it).
-cudaError_t take_last_error();
-void record_error(cudaError_t status);
-
-// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), up to the
-// device's opt-in limit.
-cudaError_t set_max_dynamic_shared_bytes(const void* kernel, int bytes);
-
-// The dynamic shared memory the kernel may use: cudaFuncSetAttribute's, or 48 KiB.
-int max_dynamic_shared_bytes(const void* kernel);
-
-// Shared memory a block may use without opt-in (with it: device_limits.h).
-constexpr size_t kSharedBytesDefault = 48 * 1024;
-
-// Shared-memory accesses of one owner (shared_pointer.h), counted the way the hardware serves
-// them: each warp-wide load or store instruction is one request, split into phases (every lane
-// for accesses of up to 4 bytes, half-warps for 8, quarter-warps for 16); a phase takes one
-// wavefront per distinct 4-byte word on its busiest bank (32 banks, 4 bytes wide; lanes reading
-// one word share it), so a phase whose lanes touch n words of one bank costs n - 1 extra.
-struct SharedAccessCounts {
-    uint64_t requests = 0;          // warp-wide instructions
-    uint64_t phases = 0;            // phases with at least one active lane
-    uint64_t extra_wavefronts = 0;  // wavefronts beyond one per phase
-    int worst_phase = 0;            // the most wavefronts one phase took (1: no conflict)
-};
-
-// What the simulator counted since the last reset: shared-memory traffic whose lanes' addresses
-// it sees at once. An ldmatrix.x4 reads 4 matrices, each in one phase of 8 16-byte rows; a phase
-// whose rows share a bank (4 bytes wide, 32 of them) takes one more wavefront per repeat. Loads
-// and stores through SharedPointer and cp.async's stores are counted per owner: the function
-// that took the pointer, or "cp.async".
-struct Counters {
-    uint64_t ldmatrix_phases = 0;
-    uint64_t ldmatrix_extra_wavefronts = 0;
-    std::map<std::string, SharedAccessCounts> shared_accesses;  // by owner
-};
-Counters counters();
-void reset_counters();
 
 // ---- for the device functions (device_functions.h, warp_matrix.h) ----
 
@@ -118,20 +77,5 @@ const LaneSlot& warp_collective(const char* instruction, unsigned mask, const vo
 // Checks that [address, address + bytes) lies in the dynamic shared memory and is aligned to
 // `alignment`; faults naming `instruction` otherwise.
 void expect_shared(const char* instruction, const void* address, size_t bytes, size_t alignment);
-
-// Counts one ldmatrix phase that needed `extra_wavefronts` beyond the first.
-void count_ldmatrix_phase(int extra_wavefronts);
-
-// Records the running lane's access of `bytes` of shared memory at `address`, made by the kernel
-// instruction this function returns to. The lanes of a warp that run the same instruction for the
-// same time since the warp last stopped are one request; they are counted under `owner` when the
-// warp stops (a collective, a barrier, exit).
-__attribute__((noinline)) void record_shared_access(const char* owner, const void* address, size_t bytes);
-
-// cp.async for the running thread: a copy of `bytes` from `global` (zeros when !valid) that lands
-// in shared memory when the schedule says (see Schedule).
-void copy_async(void* shared, const void* global, size_t bytes, bool valid);
-void copy_async_commit();
-void copy_async_wait(int pending_groups);
 
 }  // namespace mixgpt::cuda_sim

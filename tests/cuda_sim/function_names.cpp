@@ -1,4 +1,4 @@
-#include "kernels/cuda_sim/function_names.h"
+#include "tests/cuda_sim/function_names.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -30,8 +30,8 @@
 
 #include "core/fp8.h"
 #include "kernels/cuda_libraries.h"
-#include "kernels/cuda_sim/device_limits.h"
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/runtime.h"
 
 namespace {
 
@@ -296,7 +296,7 @@ cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) 
 namespace mixgpt {
 
 std::string cublaslt_library_status() {
-    return "the CUDA simulator's stand-in (kernels/cuda_sim/cublaslt.cpp)";
+    return "the CUDA simulator's stand-in (tests/cuda_sim/cublaslt.cpp)";
 }
 
 }  // namespace mixgpt

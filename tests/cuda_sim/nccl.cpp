@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "kernels/cuda_libraries.h"
-#include "kernels/cuda_sim/nccl_log.h"
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/nccl_log.h"
+#include "tests/cuda_sim/runtime.h"
 
 struct ncclComm {
     int rank;
@@ -136,7 +136,7 @@ bool same_call_everywhere(ncclComm_t comm, const char* name, size_t count, ncclD
 namespace mixgpt {
 
 std::string nccl_library_status() {
-    return "the CUDA simulator's stand-in (kernels/cuda_sim/nccl.cpp, over MPI)";
+    return "the CUDA simulator's stand-in (tests/cuda_sim/nccl.cpp, over MPI)";
 }
 
 }  // namespace mixgpt

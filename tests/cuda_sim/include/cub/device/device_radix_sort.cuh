@@ -1,4 +1,6 @@
-// cub::DeviceRadixSort::SortPairs for the simulator: CUB's device code only compiles with nvcc.
+// cub::DeviceRadixSort::SortPairs for the simulator, under CUB's own header name: the simulator's
+// kernel build puts tests/cuda_sim/include/ ahead of the CUDA toolkit's headers, whose CUB
+// device code only nvcc compiles.
 // Same contract as CUB's: a first call with null storage asks for the temporary storage size;
 // the sort runs on the stream (runtime.h), is stable and orders the keys by bits
 // [begin_bit, end_bit) as CUB orders signed integers (the sign bit flipped, negative keys first).
@@ -12,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 
 namespace cub {
 

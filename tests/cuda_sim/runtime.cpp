@@ -7,7 +7,7 @@
 // Copies follow CUDA's rules for host memory: a pageable source is read when the copy is
 // issued, a pageable destination is written before it returns (the stream's earlier work run
 // first); pinned memory (cudaMallocHost) is read and written when the stream gets there.
-#include "kernels/cuda_sim/runtime.h"
+#include "tests/cuda_sim/runtime.h"
 
 #include <cuda_runtime.h>
 
@@ -24,9 +24,10 @@
 #include <set>
 #include <vector>
 
-#include "kernels/cuda_sim/block_runner.h"
-#include "kernels/cuda_sim/device_limits.h"
-#include "kernels/cuda_sim/function_names.h"
+#include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/function_names.h"
+#include "tests/cuda_sim/launch_checks.h"
 
 struct CUstream_st {
     std::deque<std::function<void()>> pending;
@@ -44,6 +45,20 @@ struct CUevent_st {
 };
 
 namespace {
+
+// The error of the last failed launch or runtime call of this host thread, which cudaGetLastError
+// returns and resets; record_error sets it (cudaSuccess leaves it).
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+void record_error(cudaError_t status) {
+    if (status != cudaSuccess) t_last_error = status;
+}
+
+cudaError_t take_last_error() {
+    const cudaError_t status = t_last_error;
+    t_last_error = cudaSuccess;
+    return status;
+}
 
 struct AtomicCounters {
     std::atomic<uint64_t> device_allocations{0}, device_frees{0}, kernel_launches{0}, compute_runs{0},
@@ -137,13 +152,13 @@ cudaError_t take_async_error() {
     std::lock_guard<std::recursive_mutex> lock(streams().mutex);
     const cudaError_t status = streams().async_error;
     streams().async_error = cudaSuccess;
-    mixgpt::cuda_sim::record_error(status);
+    record_error(status);
     return status;
 }
 
 cudaError_t fail(cudaError_t status, const char* call, const char* why) {
     std::fprintf(stderr, "cuda_sim: %s: %s\n", call, why);
-    mixgpt::cuda_sim::record_error(status);
+    record_error(status);
     return status;
 }
 
@@ -197,7 +212,7 @@ cudaError_t mixgpt::cuda_sim::enqueue_launch(cudaStream_t stream, const void* ke
 
 extern "C" {
 
-cudaError_t cudaGetLastError(void) { return mixgpt::cuda_sim::take_last_error(); }
+cudaError_t cudaGetLastError(void) { return take_last_error(); }
 
 const char* cudaGetErrorString(cudaError_t error) {
     switch (error) {

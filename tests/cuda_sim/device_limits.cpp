@@ -1,4 +1,4 @@
-#include "kernels/cuda_sim/device_limits.h"
+#include "tests/cuda_sim/device_limits.h"
 
 #include <algorithm>
 #include <cstdlib>

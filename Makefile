@@ -88,7 +88,7 @@ PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDE
 CUDA_LDLIBS := -L$(CUDA_LIB) -lcudart_static -ldl -lrt
 
 # ---- sources ----
-LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
+LIB_DIRS := core kernels kernels/cpu model tokenizer dist train eval study interop cli
 LIB_SRCS := $(filter-out cli/main.cpp,$(wildcard $(addsuffix /*.cpp,$(LIB_DIRS))))
 CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
 NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)

@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "kernels/device_choice.h"
-#include "train/benchmark.h"
+#include "study/benchmark.h"
 
 namespace mixgpt::cli {
 namespace {

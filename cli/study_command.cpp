@@ -6,7 +6,7 @@
 #include "cli/device_option.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
-#include "train/precision_study.h"
+#include "study/precision_study.h"
 
 namespace mixgpt::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/log.h"
-#include "eval/checkpoint_model.h"
+#include "model/checkpoint_model.h"
 #include "kernels/precision.h"
 
 namespace mixgpt::interop {

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "model/parameters.h"
-#include "train/benchmark.h"
-#include "train/flops.h"
+#include "study/benchmark.h"
+#include "study/flops.h"
 
 namespace mixgpt {
 namespace {

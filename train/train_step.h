@@ -38,12 +38,12 @@
 #include <vector>
 
 #include "core/memory.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "kernels/ops.h"
 #include "model/gpt.h"
-#include "train/communicator.h"
-#include "train/gradient_buckets.h"
-#include "train/shard_layout.h"
+#include "dist/communicator.h"
+#include "dist/gradient_buckets.h"
+#include "dist/shard_layout.h"
 
 namespace mixgpt {
 

@@ -10,8 +10,8 @@
 
 #include "model/config.h"
 #include "tests/gpu/gpu_test_support.h"
-#include "train/benchmark.h"
-#include "train/flops.h"
+#include "study/benchmark.h"
+#include "study/flops.h"
 
 namespace mixgpt {
 namespace {

@@ -20,9 +20,9 @@
 #include <limits>
 
 #include "tests/mpi/mpi_test_support.h"
-#include "train/device_communicator.h"
+#include "dist/device_communicator.h"
 #include "train/loss_scaling.h"
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 #include "train/train_step.h"
 
 namespace mixgpt {

@@ -18,7 +18,7 @@
 #include "model/parameters.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/shard_layout.h"
+#include "dist/shard_layout.h"
 #include "train/trainer.h"
 
 namespace mixgpt {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "kernels/ops.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 

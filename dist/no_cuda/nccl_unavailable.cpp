@@ -1,5 +1,5 @@
 #include "core/error.h"
-#include "train/device_communicator.h"
+#include "dist/device_communicator.h"
 
 namespace mixgpt {
 

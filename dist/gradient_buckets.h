@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/parameters.h"
-#include "train/shard_layout.h"
+#include "dist/shard_layout.h"
 
 namespace mixgpt {
 

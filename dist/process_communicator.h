@@ -13,8 +13,8 @@
 #include <string>
 
 #include "kernels/ops.h"
-#include "train/communicator.h"
-#include "train/mpi_launch.h"
+#include "dist/communicator.h"
+#include "dist/mpi_launch.h"
 
 namespace mixgpt {
 

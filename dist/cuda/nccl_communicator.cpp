@@ -1,9 +1,9 @@
-#include "train/cuda/nccl_communicator.h"
+#include "dist/cuda/nccl_communicator.h"
 
 #include "core/cuda_check.h"
 #include "core/log.h"
-#include "train/device_communicator.h"
-#include "train/mpi_launch.h"
+#include "dist/device_communicator.h"
+#include "dist/mpi_launch.h"
 
 namespace mixgpt {
 namespace {

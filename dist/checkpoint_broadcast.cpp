@@ -1,4 +1,4 @@
-#include "train/checkpoint_broadcast.h"
+#include "dist/checkpoint_broadcast.h"
 
 #include <cstdint>
 #include <type_traits>

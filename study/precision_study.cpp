@@ -1,4 +1,4 @@
-#include "train/precision_study.h"
+#include "study/precision_study.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,12 +9,12 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/dataset_path.h"
+#include "tokenizer/dataset_path.h"
 #include "kernels/device_choice.h"
 #include "tokenizer/dataset.h"
-#include "train/benchmark.h"
-#include "train/mpi_launch.h"
-#include "train/study_report.h"
+#include "study/benchmark.h"
+#include "dist/mpi_launch.h"
+#include "study/study_report.h"
 #include "train/trainer.h"
 
 namespace mixgpt {

@@ -1,9 +1,9 @@
-#include "train/process_communicator.h"
+#include "dist/process_communicator.h"
 
 #include <algorithm>
 
-#include "train/device_communicator.h"
-#include "train/mpi_communicator.h"
+#include "dist/device_communicator.h"
+#include "dist/mpi_communicator.h"
 
 namespace mixgpt {
 

@@ -1,4 +1,4 @@
-#include "train/benchmark.h"
+#include "study/benchmark.h"
 
 #include <chrono>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include "core/log.h"
 #include "model/gpt.h"
 #include "model/parameters.h"
-#include "train/communicator.h"
-#include "train/device_communicator.h"
-#include "train/flops.h"
+#include "dist/communicator.h"
+#include "dist/device_communicator.h"
+#include "study/flops.h"
 #include "train/loss_scaling.h"
 #include "train/memory_check.h"
 #include "train/train_step.h"

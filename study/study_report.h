@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/precision_study.h"
+#include "study/precision_study.h"
 
 namespace mixgpt {
 

@@ -1,11 +1,11 @@
-#include "train/mpi_launch.h"
+#include "dist/mpi_launch.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 
 #include "core/mpi_check.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 namespace {

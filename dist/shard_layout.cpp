@@ -1,4 +1,4 @@
-#include "train/shard_layout.h"
+#include "dist/shard_layout.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 
 #include <algorithm>
 

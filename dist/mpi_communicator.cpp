@@ -1,4 +1,4 @@
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,7 +7,7 @@
 
 #include "core/log.h"
 #include "core/mpi_check.h"
-#include "train/mpi_launch.h"
+#include "dist/mpi_launch.h"
 
 namespace mixgpt {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/study_report.h"
+#include "study/study_report.h"
 
 #include <algorithm>
 #include <cmath>

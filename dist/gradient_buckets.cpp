@@ -1,4 +1,4 @@
-#include "train/gradient_buckets.h"
+#include "dist/gradient_buckets.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "train/collective_watchdog.h"
+#include "dist/collective_watchdog.h"
 
 #include "core/log.h"
 

@@ -1,4 +1,4 @@
-#include "train/flops.h"
+#include "study/flops.h"
 
 namespace mixgpt {
 

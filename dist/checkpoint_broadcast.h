@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/checkpoint.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 

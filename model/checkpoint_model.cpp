@@ -1,4 +1,4 @@
-#include "eval/checkpoint_model.h"
+#include "model/checkpoint_model.h"
 
 #include <filesystem>
 
@@ -50,15 +50,6 @@ void CheckpointModel::instantiate(const DeviceOptions& device, int batch_size, i
     if (working.dtype != DType::f32 && activation_dtype(checkpoint.precision) == working.dtype &&
         !checkpoint.working_bits.empty())
         backend->copy_to_backend(working.data, checkpoint.working_bits.data(), working.bytes());
-}
-
-Tokenizer load_checkpoint_tokenizer(const CheckpointModel& model, const std::string& override_path) {
-    const std::string path = override_path.empty() ? model.checkpoint.tokenizer_path : override_path;
-    Tokenizer tokenizer = Tokenizer::load(path);
-    MIXGPT_REQUIRE(tokenizer.sha256() == model.checkpoint.tokenizer_sha256,
-                   path + ": tokenizer_sha256 is " + tokenizer.sha256() + ", the checkpoint " + model.path +
-                       " was trained with " + model.checkpoint.tokenizer_sha256);
-    return tokenizer;
 }
 
 }  // namespace mixgpt

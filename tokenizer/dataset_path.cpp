@@ -1,4 +1,4 @@
-#include "eval/dataset_path.h"
+#include "tokenizer/dataset_path.h"
 
 #include <filesystem>
 

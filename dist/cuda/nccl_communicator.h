@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "train/collective_watchdog.h"
-#include "train/communicator.h"
+#include "dist/collective_watchdog.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "train/collective_watchdog.h"
-#include "train/communicator.h"
+#include "dist/collective_watchdog.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 

@@ -1,4 +1,4 @@
-#include "train/communicator.h"
+#include "dist/communicator.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
-// A trained model ready for inference: a checkpoint's weights on a fresh backend, and the
-// tokenizer the checkpoint was trained with. Shared by `mixgpt eval` and `mixgpt sample`.
+// A trained model ready for inference: a checkpoint's weights on a fresh backend. Shared by
+// `mixgpt eval`, `mixgpt sample` and the exports (the tokenizer that goes with it:
+// eval/checkpoint_tokenizer.h).
 #pragma once
 
 #include <memory>
@@ -8,7 +9,6 @@
 #include "kernels/ops.h"
 #include "model/checkpoint.h"
 #include "model/gpt.h"
-#include "tokenizer/tokenizer.h"
 
 namespace mixgpt {
 
@@ -39,8 +39,5 @@ std::string resolve_checkpoint(const std::string& file_or_directory);
 
 // The training option `name` recorded in the checkpoint ("" if absent).
 std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& name);
-
-// The checkpoint's tokenizer (`override_path` instead when given); its SHA-256 must match.
-Tokenizer load_checkpoint_tokenizer(const CheckpointModel& model, const std::string& override_path);
 
 }  // namespace mixgpt

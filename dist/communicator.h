@@ -11,12 +11,12 @@
 //
 // Blocks: reduce_scatter_mean and all_gather cut their 1-D view into W equal blocks, block r
 // being rank r's, as ncclReduceScatter and ncclAllGather do in place (ZeRO-1 pads its arena so
-// that every collective splits evenly: train/shard_layout.h).
+// that every collective splits evenly: dist/shard_layout.h).
 //
-// Implementations: SingleProcessCommunicator (here), MpiCommunicator (train/mpi_communicator.h:
+// Implementations: SingleProcessCommunicator (here), MpiCommunicator (dist/mpi_communicator.h:
 // host-memory buffers, so the CPU backend) and NcclCommunicator (train/cuda/: device buffers).
 // Every blocking wait of the multi-process ones is bounded by the collective timeout
-// (train/collective_watchdog.h).
+// (dist/collective_watchdog.h).
 #pragma once
 
 #include <cstddef>

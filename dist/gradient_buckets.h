@@ -29,7 +29,7 @@ std::vector<std::vector<ElementRange>> stage_ranges(const ParameterLayout& layou
                                                     const std::vector<std::vector<size_t>>& stages);
 
 // The stages on a grid of `granule` elements, for collectives of equal pieces (ZeRO-1,
-// train/shard_layout.h): each granule of [0, arena_elements) belongs to the last stage that
+// dist/shard_layout.h): each granule of [0, arena_elements) belongs to the last stage that
 // completes any of its elements, so it is final when that stage is; within a stage, the high end
 // first. Every granule must hold an element of some stage.
 std::vector<std::vector<ElementRange>> align_stage_ranges(

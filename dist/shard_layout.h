@@ -1,6 +1,6 @@
 // How ZeRO-1 cuts the parameter arena between W ranks, the way FSDP shards its flat parameters:
 // the arena is padded to a multiple of W * kAlignment elements and tiled by units, the ranges its
-// collectives run on (the gradient buckets, train/gradient_buckets.h), each a multiple of
+// collectives run on (the gradient buckets, dist/gradient_buckets.h), each a multiple of
 // W * kAlignment long. ncclReduceScatter and ncclAllGather cut a unit into W equal pieces, and
 // rank r owns the r-th piece of every unit. Its shard is those pieces in arena order, one after
 // another: the layout of the fp32 masters, AdamW moments and mean gradients it keeps. Every

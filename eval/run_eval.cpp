@@ -8,10 +8,10 @@
 #include "core/h5.h"
 #include "core/log.h"
 #include "eval/checkpoint_tokenizer.h"
-#include "tokenizer/dataset_path.h"
 #include "eval/evaluate.h"
 #include "tokenizer/corpus.h"
 #include "tokenizer/dataset.h"
+#include "tokenizer/dataset_path.h"
 #include "tokenizer/loader.h"
 #include "tokenizer/split_windows.h"
 

@@ -62,6 +62,9 @@ ExportResult export_hf(const ExportOptions& options) {
     const ExportDtype dtype = parse_export_dtype(options.dtype);
     const CheckpointModel loaded = CheckpointModel::read(options.source, options.allow_nonfinite);
     const Checkpoint& checkpoint = loaded.checkpoint;
+    MIXGPT_REQUIRE(checkpoint.config.arch == Arch::gpt2,
+                   loaded.path + ": a model of architecture " + arch_name(checkpoint.config.arch) +
+                       "; export writes GPT2LMHeadModel folders only");
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
     stop_if_signalled(signals, options.output);
     MIXGPT_REQUIRE(

@@ -21,12 +21,7 @@ namespace mixgpt {
 namespace {
 
 GPTConfig bench_config(const BenchOptions& options) {
-    GPTConfig config = GPTConfig::preset(options.model, options.vocab_size, options.seq_len);
-    if (options.n_layer > 0) config.n_layer = options.n_layer;
-    if (options.n_head > 0) config.n_head = options.n_head;
-    if (options.n_embd > 0) config.n_embd = options.n_embd;
-    config.validate();
-    return config;
+    return model_config(options.model, options.vocab_size, options.seq_len);
 }
 
 constexpr double kCollectiveTimeoutSeconds = 600;
@@ -61,7 +56,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     }
     require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, nullptr);
     GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
-    const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), options.seed);
+    const std::vector<float> initial = init_parameters(config, model.layout(), options.seed);
     model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     const LossScalePolicy loss_scale = parse_loss_scale("auto", precision);
     std::unique_ptr<Communicator> communicator = std::make_unique<SingleProcessCommunicator>();
@@ -178,8 +173,8 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
     std::string text =
-        format("model %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
-               options.model.c_str(), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
+        format("model %s %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
+               options.model.preset.c_str(), arch_name(config.arch), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
                options.seq_len, recompute_name(options.recompute), attention_description(options),
                training_flops_per_token(config, options.seq_len) / 1e9);
     if (options.exchange != GradientExchange::none)
@@ -234,10 +229,14 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
         }
     }
     const nlohmann::ordered_json json = {
-        {"model", options.model},
+        {"model", options.model.preset},
+        {"arch", arch_name(config.arch)},
         {"n_layer", config.n_layer},
         {"n_head", config.n_head},
+        {"n_kv_head", config.kv_heads()},
         {"n_embd", config.n_embd},
+        {"ffn_hidden", config.mlp_hidden()},
+        {"tie_embeddings", config.tie_embeddings},
         {"vocab_size", config.vocab_size},
         {"parameters", config.num_parameters()},
         {"batch_size", options.batch_size},

@@ -14,6 +14,7 @@
 #include "kernels/op_profiler.h"
 #include "kernels/precision.h"
 #include "model/config.h"
+#include "model/model_options.h"
 
 namespace mixgpt {
 
@@ -24,8 +25,11 @@ GradientExchange parse_gradient_exchange(const std::string& text);  // "none", "
 const char* gradient_exchange_name(GradientExchange exchange);
 
 struct BenchOptions {
-    std::string model = "d12";
-    int n_layer = 0, n_head = 0, n_embd = 0;  // override the preset when > 0
+    ModelOptions model = [] {
+        ModelOptions d12;
+        d12.preset = "d12";
+        return d12;
+    }();
     int vocab_size = 50257;
     int batch_size = 4;
     int seq_len = 1024;
@@ -50,7 +54,7 @@ struct BenchResult {
     bool emulated = false;  // CPU backend: reduced precisions are emulated
     double ms_per_step = 0;
     double tokens_per_second = 0;
-    double achieved_tflops = 0;  // model FLOPs (train/flops.h) per second
+    double achieved_tflops = 0;  // model FLOPs (study/flops.h) per second
     double peak_tflops = 0;      // 0: unknown
     double mfu = 0;              // achieved / peak; NaN when the peak is unknown
     size_t peak_memory_bytes = 0;

@@ -2,9 +2,17 @@
 
 namespace mixgpt {
 
+double matmul_weights_per_token(const GPTConfig& config) {
+    const double C = config.n_embd;
+    const double per_block = C * static_cast<double>(config.size_of(Dim::qkv)) + C * C +
+                             C * static_cast<double>(config.size_of(Dim::mlp_input)) +
+                             static_cast<double>(config.size_of(Dim::mlp_hidden)) * C;
+    return config.n_layer * per_block + static_cast<double>(config.vocab_size) * C;
+}
+
 double training_flops_per_token(const GPTConfig& config, int seq_len) {
-    const double n = static_cast<double>(config.num_parameters());
-    return 6.0 * n + 6.0 * config.n_layer * static_cast<double>(seq_len) * config.n_embd;
+    return 6.0 * matmul_weights_per_token(config) +
+           6.0 * config.n_layer * static_cast<double>(seq_len) * config.n_embd;
 }
 
 double peak_tflops(const std::string& device_name, Precision precision) {

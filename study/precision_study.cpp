@@ -47,9 +47,6 @@ StudyBench bench_precision(const StudyOptions& options, Precision precision, int
     const TrainOptions& train = options.train;
     BenchOptions bench;
     bench.model = train.model;
-    bench.n_layer = train.n_layer;
-    bench.n_head = train.n_head;
-    bench.n_embd = train.n_embd;
     bench.vocab_size = vocab_size;
     bench.batch_size = train.batch_size;
     bench.seq_len = train.seq_len;
@@ -176,7 +173,8 @@ bool run_study(const StudyOptions& asked) {
 
     StudyReport report;
     report.dataset = dataset.path;
-    report.model = options.train.model;
+    report.model = options.train.model.preset;
+    report.arch = arch_name(plan.model.arch);
     report.n_layer = plan.model.n_layer;
     report.n_head = plan.model.n_head;
     report.n_embd = plan.model.n_embd;

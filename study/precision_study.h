@@ -6,7 +6,7 @@
 //   <study>/<variant>/metrics.jsonl, checkpoints/   the run (train/trainer.h)
 //   <study>/<variant>/study_run.json                written when the run is complete, with the
 //                                                   bench figure of its precision
-//   <study>/report.json, report.md                   train/study_report.h
+//   <study>/report.json, report.md                   study/study_report.h
 //
 // A study that is started again skips the complete runs and resumes the others from their
 // newest checkpoint, so an interrupted study continues where it stopped.

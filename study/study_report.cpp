@@ -197,6 +197,7 @@ std::string study_report_json(const StudyReport& report) {
     const Json json = {{"dataset", report.dataset},
                        {"model",
                         {{"preset", report.model},
+                         {"arch", report.arch},
                          {"n_layer", report.n_layer},
                          {"n_head", report.n_head},
                          {"n_embd", report.n_embd}}},
@@ -215,10 +216,10 @@ std::string study_report_markdown(const StudyReport& report) {
     bool any_emulated = false;
     for (const StudyRunSummary& run : report.runs) any_emulated = any_emulated || run.bench.emulated;
     std::string text = format(
-        "# Precision study: %s (%d layers, %d heads, width %d)\n\n"
+        "# Precision study: %s %s (%d layers, %d heads, width %d)\n\n"
         "Dataset `%s`; every run the same seed (%llu), data order and budget: %lld steps, %lld tokens, "
         "B=%d, T=%d. Device: %s.\n",
-        report.model.c_str(), report.n_layer, report.n_head, report.n_embd, report.dataset.c_str(),
+        report.model.c_str(), report.arch.c_str(), report.n_layer, report.n_head, report.n_embd, report.dataset.c_str(),
         static_cast<unsigned long long>(report.seed), static_cast<long long>(report.steps),
         static_cast<long long>(report.tokens_per_run), report.batch_size, report.seq_len,
         report.runs.empty() ? "none" : report.runs.front().bench.device.c_str());

@@ -1,4 +1,4 @@
-// The precision study's report (train/precision_study.h): one summary per run, read from the
+// The precision study's report (study/precision_study.h): one summary per run, read from the
 // run's metrics.jsonl and study_run.json, compared with the fp32 run; written as JSON (for
 // scripts/plot_study.py and other readers) and as Markdown (for people).
 #pragma once
@@ -45,7 +45,7 @@ struct StudyRunSummary {
 };
 
 struct StudyReport {
-    std::string dataset, model;
+    std::string dataset, model, arch;
     int n_layer = 0, n_head = 0, n_embd = 0, batch_size = 0, seq_len = 0;
     int64_t steps = 0, tokens_per_run = 0;
     uint64_t seed = 0;

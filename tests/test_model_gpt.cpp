@@ -22,7 +22,7 @@ ModelRun make_run(Precision precision, Recompute recompute, const GPTConfig& con
                   int batch = kBatch, int length = kLength) {
     ModelRun run{make_backend({"cpu", 0, precision, 0}), nullptr};
     run.model = std::make_unique<GPT>(*run.backend, config, batch, length, recompute);
-    const std::vector<float> values = test::spread_parameters(config, run.model->layout(), 7);
+    const std::vector<float> values = test::spread_parameters(run.model->layout(), 7);
     run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
     return run;
 }
@@ -112,7 +112,7 @@ TEST_P(ModelPrecisions, KeepsTheMastersOfItsPiecesOnly) {
     const int64_t n = all.model->layout().total();
     const ParameterSharding sharding{n + 64, {{1000, 1500}, {3000, n + 48}}};
     GPT part(*all.backend, config, kBatch, kLength, Recompute::none, sharding);
-    const std::vector<float> values = test::spread_parameters(config, part.layout(), 7);
+    const std::vector<float> values = test::spread_parameters(part.layout(), 7);
     part.load_master_parameters(values.data(), n);
 
     EXPECT_FALSE(part.keeps_all_masters());
@@ -244,7 +244,7 @@ TEST(ModelInput, BadShapesAndParametersAreRefused) {
     const test::HostTensor float_tokens(DType::f32, {1, 2});  // not DType::i32
     EXPECT_THROW(run.model->forward(float_tokens.view(), float_tokens.view()), Error);
     EXPECT_THROW(run.model->forward_cached(float_tokens.view(), 0), Error);
-    std::vector<float> values = test::spread_parameters(config, run.model->layout(), 1);
+    std::vector<float> values = test::spread_parameters(run.model->layout(), 1);
     values[static_cast<size_t>(run.model->layout().find("wte").offset +
                                int64_t{config.vocab_size} * config.n_embd)] = 1.f;
     EXPECT_THROW(run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size())),

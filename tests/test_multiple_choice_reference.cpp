@@ -21,7 +21,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "eval/checkpoint_tokenizer.h"
 #include "core/h5.h"
 #include "core/log.h"
 #include "eval/checkpoint_tokenizer.h"

@@ -3,7 +3,7 @@
 // which also carries NCCL's unique id from rank 0 to the others.
 //
 // ZeRO-1's collectives are ncclReduceScatter (ncclAvg) and ncclAllGather, in place, on W equal
-// blocks (train/shard_layout.h pads the arena so that every bucket splits evenly). Means use
+// blocks (dist/shard_layout.h pads the arena so that every bucket splits evenly). Means use
 // ncclAvg.
 //
 // Ordering with the backend's compute stream, by events, never by blocking the host: each

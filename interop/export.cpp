@@ -11,7 +11,7 @@
 #include "core/log.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "model/checkpoint_model.h"
-#include "interop/gpt2_layout.h"
+#include "interop/hf_layout.h"
 #include "interop/hf_config.h"
 #include "interop/hf_tokenizer.h"
 #include "interop/model_card.h"
@@ -62,9 +62,6 @@ ExportResult export_hf(const ExportOptions& options) {
     const ExportDtype dtype = parse_export_dtype(options.dtype);
     const CheckpointModel loaded = CheckpointModel::read(options.source, options.allow_nonfinite);
     const Checkpoint& checkpoint = loaded.checkpoint;
-    MIXGPT_REQUIRE(checkpoint.config.arch == Arch::gpt2,
-                   loaded.path + ": a model of architecture " + arch_name(checkpoint.config.arch) +
-                       "; export writes GPT2LMHeadModel folders only");
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
     stop_if_signalled(signals, options.output);
     MIXGPT_REQUIRE(
@@ -78,9 +75,9 @@ ExportResult export_hf(const ExportOptions& options) {
     const fs::path folder(staging.path());
     const ParameterLayout layout(checkpoint.config);
     std::vector<TensorToWrite> tensors;
-    for (const Gpt2Tensor& tensor : gpt2_tensors(checkpoint.config, layout))
+    for (const HfTensor& tensor : hf_tensors(checkpoint.config, layout))
         tensors.push_back({tensor.hf_name, dtype.safetensors_name, tensor.hf_shape,
-                           encode(to_gpt2(tensor, checkpoint.parameters.data()), dtype.dtype)});
+                           encode(to_hf(tensor, checkpoint.parameters.data()), dtype.dtype)});
     stop_if_signalled(signals, options.output);
     const std::map<std::string, std::string> metadata = {
         {"format", "pt"},  // transformers refuses safetensors files without it

@@ -14,6 +14,16 @@ GPTConfig tiny_config() {
     return config;
 }
 
+GPTConfig tiny_llama_config() {
+    GPTConfig config = tiny_config();
+    config.arch = Arch::llama;
+    config.n_kv_head = 1;
+    config.ffn_hidden = 48;
+    config.tie_embeddings = false;
+    config.rope_theta = 1000.f;
+    return config;
+}
+
 std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed) {
     std::mt19937 generator(seed);
     std::normal_distribution<float> normal(0.f, 1.f);

@@ -308,6 +308,7 @@ setup:
 test: setup
 	@start=$$(date +%s); $(SUBMAKE) all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES)) && \
 	  echo "make test: build $$(( $$(date +%s) - start )) s"
+	@/usr/bin/python3 scripts/check_structure.py
 	@scripts/run_tests.sh $(BUILD)
 	@start=$$(date +%s); $(SUBMAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) && \
 	  echo "make test: fuzz targets built and run $$(( $$(date +%s) - start )) s"

@@ -88,7 +88,7 @@ PTX_NVCCFLAGS := -std=c++17 -O3 -arch=compute_$(PTX_ARCH) -I. $(EXTERNAL_INCLUDE
 CUDA_LDLIBS := -L$(CUDA_LIB) -lcudart_static -ldl -lrt
 
 # ---- sources ----
-LIB_DIRS := core kernels kernels/cpu model tokenizer train eval interop cli
+LIB_DIRS := core kernels kernels/cpu model tokenizer dist train eval study interop cli
 LIB_SRCS := $(filter-out cli/main.cpp,$(wildcard $(addsuffix /*.cpp,$(LIB_DIRS))))
 CUDA_ONLY_SRCS := $(wildcard */cuda/*.cu */cuda/*.cpp)
 NO_CUDA_SRCS := $(wildcard */no_cuda/*.cpp)
@@ -309,6 +309,7 @@ setup:
 test: setup
 	@start=$$(date +%s); $(SUBMAKE) all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES)) && \
 	  echo "make test: build $$(( $$(date +%s) - start )) s"
+	@/usr/bin/python3 scripts/check_structure.py
 	@scripts/run_tests.sh $(BUILD)
 	@start=$$(date +%s); $(SUBMAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) && \
 	  echo "make test: fuzz targets built and run $$(( $$(date +%s) - start )) s"

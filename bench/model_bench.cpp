@@ -21,7 +21,7 @@ void BM_GptForwardBackward(benchmark::State& state) {
     const GPTConfig config = GPTConfig::preset("d6", 50257, length);
     auto backend = make_backend({"cpu", 0, precision, 0});
     GPT model(*backend, config, batch, length, recompute);
-    const std::vector<float> initial = init_gpt2_parameters(config, model.layout(), 1);
+    const std::vector<float> initial = init_parameters(config, model.layout(), 1);
     model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     std::mt19937 generator(1);
     std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);

@@ -4,12 +4,13 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "kernels/device_choice.h"
-#include "train/benchmark.h"
+#include "study/benchmark.h"
 
 namespace mixgpt::cli {
 namespace {
@@ -39,10 +40,7 @@ void add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand(
         "bench", "training throughput per precision on random tokens: tokens/s, ms/step, MFU, peak memory");
     add_config_option(*command);
-    command->add_option("--model", o.model, "model preset d2, d6, d12, ...")->capture_default_str();
-    command->add_option("--n-layer", o.n_layer, "override the preset's layer count");
-    command->add_option("--n-head", o.n_head, "override the preset's head count");
-    command->add_option("--n-embd", o.n_embd, "override the preset's width");
+    add_model_options(*command, o.model);
     command->add_option("--vocab-size", o.vocab_size, "vocabulary size")->capture_default_str();
     command->add_option("--batch-size,-b", o.batch_size, "B")->capture_default_str();
     command->add_option("--seq-len,-t", o.seq_len, "T")->capture_default_str();

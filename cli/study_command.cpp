@@ -1,12 +1,13 @@
 // `mixgpt study`: flags (or a TOML file) onto StudyOptions; runs what is missing and writes the
-// report (train/precision_study.h).
+// report (study/precision_study.h).
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
-#include "train/precision_study.h"
+#include "study/precision_study.h"
 
 namespace mixgpt::cli {
 namespace {
@@ -41,10 +42,7 @@ void add_study_command(CLI::App& app) {
     command->add_option("--bench-steps", study.bench_steps, "timed steps of `mixgpt bench` per precision")
         ->capture_default_str();
     command->add_option("--dataset", o.dataset, "prepared dataset (.h5 from `mixgpt prepare`)")->required();
-    command->add_option("--model", o.model, "model preset d2, d6, d12, ...")->capture_default_str();
-    command->add_option("--n-layer", o.n_layer, "override the preset's layer count");
-    command->add_option("--n-head", o.n_head, "override the preset's head count");
-    command->add_option("--n-embd", o.n_embd, "override the preset's width");
+    add_model_options(*command, o.model);
     command->add_option("--batch-size,-b", o.batch_size, "B: sequences per micro-step")
         ->capture_default_str();
     command->add_option("--seq-len,-t", o.seq_len, "T: tokens per sequence")->capture_default_str();

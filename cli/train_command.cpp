@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
@@ -60,15 +61,10 @@ void run(TrainArguments& arguments) {
 void add_train_command(CLI::App& app) {
     auto arguments = std::make_shared<TrainArguments>();
     TrainOptions& o = arguments->options;
-    CLI::App* command = app.add_subcommand("train", "train a GPT on a prepared dataset");
+    CLI::App* command = app.add_subcommand("train", "train a model (GPT-2 or Llama-style) on a prepared dataset");
     add_config_option(*command);
 
-    command->add_option("--model", o.model, "model preset d2, d6, d12, d24, d36, d48 (width 64*depth)")
-        ->capture_default_str()
-        ->group("Model");
-    command->add_option("--n-layer", o.n_layer, "override the preset's layer count")->group("Model");
-    command->add_option("--n-head", o.n_head, "override the preset's head count")->group("Model");
-    command->add_option("--n-embd", o.n_embd, "override the preset's width")->group("Model");
+    add_model_options(*command, o.model);
 
     command
         ->add_option(

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "eval/windows.h"
 
 namespace mixgpt {

@@ -7,10 +7,11 @@
 #include "core/error.h"
 #include "core/h5.h"
 #include "core/log.h"
-#include "eval/dataset_path.h"
+#include "eval/checkpoint_tokenizer.h"
 #include "eval/evaluate.h"
 #include "tokenizer/corpus.h"
 #include "tokenizer/dataset.h"
+#include "tokenizer/dataset_path.h"
 #include "tokenizer/loader.h"
 #include "tokenizer/split_windows.h"
 

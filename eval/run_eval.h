@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/checkpoint_model.h"
+#include "model/checkpoint_model.h"
 #include "eval/loss_totals.h"
 
 namespace mixgpt {

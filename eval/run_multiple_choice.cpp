@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "eval/checkpoint_tokenizer.h"
 #include "kernels/precision.h"
 
 namespace mixgpt {

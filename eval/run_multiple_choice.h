@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "eval/checkpoint_model.h"
+#include "model/checkpoint_model.h"
 #include "eval/multiple_choice_scoring.h"
 
 namespace mixgpt {

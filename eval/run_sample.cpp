@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "eval/checkpoint_tokenizer.h"
 #include "eval/generate.h"
 
 namespace mixgpt {

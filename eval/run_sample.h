@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/checkpoint_model.h"
+#include "model/checkpoint_model.h"
 #include "eval/token_choice.h"
 
 namespace mixgpt {

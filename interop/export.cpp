@@ -9,8 +9,9 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "eval/checkpoint_model.h"
-#include "interop/gpt2_layout.h"
+#include "eval/checkpoint_tokenizer.h"
+#include "model/checkpoint_model.h"
+#include "interop/hf_layout.h"
 #include "interop/hf_config.h"
 #include "interop/hf_tokenizer.h"
 #include "interop/model_card.h"
@@ -74,9 +75,9 @@ ExportResult export_hf(const ExportOptions& options) {
     const fs::path folder(staging.path());
     const ParameterLayout layout(checkpoint.config);
     std::vector<TensorToWrite> tensors;
-    for (const Gpt2Tensor& tensor : gpt2_tensors(checkpoint.config, layout))
+    for (const HfTensor& tensor : hf_tensors(checkpoint.config, layout))
         tensors.push_back({tensor.hf_name, dtype.safetensors_name, tensor.hf_shape,
-                           encode(to_gpt2(tensor, checkpoint.parameters.data()), dtype.dtype)});
+                           encode(to_hf(tensor, checkpoint.parameters.data()), dtype.dtype)});
     stop_if_signalled(signals, options.output);
     const std::map<std::string, std::string> metadata = {
         {"format", "pt"},  // transformers refuses safetensors files without it

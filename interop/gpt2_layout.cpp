@@ -1,25 +1,73 @@
 #include "interop/gpt2_layout.h"
 
-#include <algorithm>
+#include "core/error.h"
 
 namespace mixgpt::interop {
 namespace {
 
-bool is_conv1d_weight(const ParameterView& view) {
-    return view.shape.size() == 2 && view.name != "wte" && view.name != "wpe";
+// GPT-2's Conv1D weights, stored (in, out).
+bool is_conv1d_weight(Role role) {
+    return role == Role::qkv_weight || role == Role::attention_output_weight || role == Role::mlp_input_weight ||
+           role == Role::mlp_output_weight;
+}
+
+const char* gpt2_suffix(Role role) {
+    switch (role) {
+        case Role::token_embedding:
+            return "wte.weight";
+        case Role::position_embedding:
+            return "wpe.weight";
+        case Role::final_norm_weight:
+            return "ln_f.weight";
+        case Role::final_norm_bias:
+            return "ln_f.bias";
+        case Role::attention_norm_weight:
+            return "ln_1.weight";
+        case Role::attention_norm_bias:
+            return "ln_1.bias";
+        case Role::qkv_weight:
+            return "attn.c_attn.weight";
+        case Role::qkv_bias:
+            return "attn.c_attn.bias";
+        case Role::attention_output_weight:
+            return "attn.c_proj.weight";
+        case Role::attention_output_bias:
+            return "attn.c_proj.bias";
+        case Role::mlp_norm_weight:
+            return "ln_2.weight";
+        case Role::mlp_norm_bias:
+            return "ln_2.bias";
+        case Role::mlp_input_weight:
+            return "mlp.c_fc.weight";
+        case Role::mlp_input_bias:
+            return "mlp.c_fc.bias";
+        case Role::mlp_output_weight:
+            return "mlp.c_proj.weight";
+        case Role::mlp_output_bias:
+            return "mlp.c_proj.bias";
+        case Role::output_head:
+            break;
+    }
+    throw Error("GPT-2 has no tensor of this role (an untied output head)");
 }
 
 }  // namespace
 
-std::vector<Gpt2Tensor> gpt2_tensors(const GPTConfig& config, const ParameterLayout& layout) {
-    std::vector<Gpt2Tensor> tensors;
+std::string gpt2_name(const ParameterView& view) {
+    const std::string block = view.layer >= 0 ? "h." + std::to_string(view.layer) + "." : std::string();
+    return "transformer." + block + gpt2_suffix(view.role);
+}
+
+std::vector<HfTensor> gpt2_tensors(const GPTConfig& config, const ParameterLayout& layout) {
+    MIXGPT_REQUIRE(config.arch == Arch::gpt2, std::string("a GPT-2 folder holds gpt2-family models only, not ") +
+                                                  arch_name(config.arch));
+    std::vector<HfTensor> tensors;
     for (const ParameterView& view : layout.views()) {
-        Gpt2Tensor tensor;
+        HfTensor tensor;
         tensor.view = &view;
-        tensor.rows = view.name == "wte" ? config.vocab_size : view.shape[0];
-        const bool embedding = view.name == "wte" || view.name == "wpe";
-        tensor.hf_name = "transformer." + view.name + (embedding ? ".weight" : "");
-        tensor.transposed = is_conv1d_weight(view);
+        tensor.rows = view.real_rows;
+        tensor.hf_name = gpt2_name(view);
+        tensor.transposed = is_conv1d_weight(view.role);
         if (tensor.transposed) {
             tensor.hf_shape = {view.shape[1], view.shape[0]};
         } else if (view.shape.size() == 2) {
@@ -30,33 +78,6 @@ std::vector<Gpt2Tensor> gpt2_tensors(const GPTConfig& config, const ParameterLay
         tensors.push_back(tensor);
     }
     return tensors;
-}
-
-std::vector<float> to_gpt2(const Gpt2Tensor& tensor, const float* parameters) {
-    const float* source = parameters + tensor.view->offset;
-    if (!tensor.transposed) {
-        const int64_t count =
-            tensor.view->shape.size() == 2 ? tensor.rows * tensor.view->shape[1] : tensor.view->numel;
-        return std::vector<float>(source, source + count);
-    }
-    const int64_t out = tensor.view->shape[0], in = tensor.view->shape[1];
-    std::vector<float> values(static_cast<size_t>(out * in));  // (in, out)
-    for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < in; ++i) values[static_cast<size_t>(i * out + o)] = source[o * in + i];
-    return values;
-}
-
-void from_gpt2(const Gpt2Tensor& tensor, const float* values, float* parameters) {
-    float* destination = parameters + tensor.view->offset;
-    if (!tensor.transposed) {
-        const int64_t count =
-            tensor.view->shape.size() == 2 ? tensor.rows * tensor.view->shape[1] : tensor.view->numel;
-        std::copy(values, values + count, destination);
-        return;
-    }
-    const int64_t out = tensor.view->shape[0], in = tensor.view->shape[1];
-    for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < in; ++i) destination[o * in + i] = values[i * out + o];
 }
 
 }  // namespace mixgpt::interop

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace mixgpt::interop {
 namespace {
@@ -30,9 +31,89 @@ void require_default(const Json& config, const char* field, const Json& expected
     throw Error(path + ": " + field + ": " + config[field].dump() + " is not supported (" + reason + ")");
 }
 
+// A positive finite number.
+double required_number(const Json& config, const char* field, const std::string& path) {
+    MIXGPT_REQUIRE(config.contains(field), path + ": " + field + ": missing");
+    const Json& value = config[field];
+    MIXGPT_REQUIRE(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0,
+                   path + ": " + field + ": expected a positive number, found " + value.dump());
+    return value.get<double>();
+}
+
+std::string llama_config_json(const HfModelConfig& config) {
+    const GPTConfig& model = config.model;
+    const Json json = {{"architectures", {"LlamaForCausalLM"}},
+                       {"model_type", "llama"},
+                       {"vocab_size", model.vocab_size},
+                       {"hidden_size", model.n_embd},
+                       {"intermediate_size", model.mlp_hidden()},
+                       {"num_hidden_layers", model.n_layer},
+                       {"num_attention_heads", model.n_head},
+                       {"num_key_value_heads", model.kv_heads()},
+                       {"head_dim", model.head_dim()},
+                       {"hidden_act", "silu"},
+                       {"max_position_embeddings", model.max_seq_len},
+                       {"rms_norm_eps", static_cast<double>(model.norm_epsilon)},
+                       {"rope_theta", static_cast<double>(model.rope_theta)},
+                       {"rope_scaling", nullptr},
+                       {"attention_bias", false},
+                       {"mlp_bias", false},
+                       {"attention_dropout", 0.0},
+                       {"pretraining_tp", 1},
+                       {"initializer_range", 0.02},
+                       {"tie_word_embeddings", model.tie_embeddings},
+                       {"use_cache", true},
+                       {"bos_token_id", config.eos_token_id},
+                       {"eos_token_id", config.eos_token_id},
+                       {"torch_dtype", "float32"}};
+    return json.dump(2) + "\n";
+}
+
+// LlamaForCausalLM's config.json; refuses, in one line, what mixgpt's llama family does not model.
+HfModelConfig parse_llama_config(const Json& config, const std::string& path) {
+    HfModelConfig result;
+    GPTConfig& model = result.model;
+    model.arch = Arch::llama;
+    model.n_layer = required_int(config, "num_hidden_layers", 1024, path);
+    model.n_head = required_int(config, "num_attention_heads", 1024, path);
+    model.n_embd = required_int(config, "hidden_size", 65536, path);
+    model.vocab_size = required_int(config, "vocab_size", 1 << 24, path);
+    model.max_seq_len = required_int(config, "max_position_embeddings", 1 << 20, path);
+    model.ffn_hidden = required_int(config, "intermediate_size", 1 << 20, path);
+    model.n_kv_head = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()
+                          ? required_int(config, "num_key_value_heads", 1024, path)
+                          : model.n_head;
+    model.norm_epsilon = static_cast<float>(required_number(config, "rms_norm_eps", path));
+    model.rope_theta = config.contains("rope_theta") ? static_cast<float>(required_number(config, "rope_theta", path))
+                                                     : 10000.f;
+    model.tie_embeddings = config.contains("tie_word_embeddings") && config["tie_word_embeddings"].is_boolean()
+                               ? config["tie_word_embeddings"].get<bool>()
+                               : false;  // LlamaConfig's default
+    MIXGPT_REQUIRE(model.n_embd % model.n_head == 0 && model.n_head % model.n_kv_head == 0,
+                   path + ": hidden_size, num_attention_heads, num_key_value_heads: " +
+                       format("%d, %d, %d", model.n_embd, model.n_head, model.n_kv_head) +
+                       " (heads must divide hidden_size, key/value heads the heads)");
+    require_default(config, "rope_scaling", nullptr, path, "mixgpt's RoPE has no scaling");
+    require_default(config, "hidden_act", "silu", path, "mixgpt's gated MLP is SwiGLU");
+    require_default(config, "attention_bias", false, path, "mixgpt's llama family has no biases");
+    require_default(config, "mlp_bias", false, path, "mixgpt's llama family has no biases");
+    require_default(config, "pretraining_tp", 1, path, "tensor-parallel slicing of the MLP is not modelled");
+    require_default(config, "head_dim", model.n_embd / model.n_head, path, "mixgpt's head_dim is hidden_size / heads");
+    require_default(config, "sliding_window", nullptr, path, "mixgpt's attention is full causal");
+    if (config.contains("eos_token_id") && config["eos_token_id"].is_number_integer())
+        result.eos_token_id = config["eos_token_id"].get<int>();
+    try {
+        model.validate();
+    } catch (const Error& error) {
+        throw Error(path + ": " + error.what());
+    }
+    return result;
+}
+
 }  // namespace
 
 std::string hf_config_json(const HfModelConfig& config) {
+    if (config.model.arch == Arch::llama) return llama_config_json(config);
     const GPTConfig& model = config.model;
     const Json json = {{"architectures", {"GPT2LMHeadModel"}},
                        {"model_type", "gpt2"},
@@ -72,10 +153,11 @@ std::string hf_generation_config_json(const HfModelConfig& config) {
 HfModelConfig parse_hf_config(const std::string& text, const std::string& path) {
     const Json config = Json::parse(text, nullptr, false);
     MIXGPT_REQUIRE(!config.is_discarded() && config.is_object(), path + ": not a JSON object");
+    if (config.contains("model_type") && config["model_type"] == "llama") return parse_llama_config(config, path);
     MIXGPT_REQUIRE(
         config.contains("model_type") && config["model_type"] == "gpt2",
         path + ": model_type: " + (config.contains("model_type") ? config["model_type"].dump() : "missing") +
-            ", mixgpt imports only \"gpt2\" (GPT2LMHeadModel)");
+            ", mixgpt imports \"gpt2\" (GPT2LMHeadModel) and \"llama\" (LlamaForCausalLM)");
     HfModelConfig result;
     result.model.n_layer = required_int(config, "n_layer", 1024, path);
     result.model.n_head = required_int(config, "n_head", 1024, path);

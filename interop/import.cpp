@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "interop/export.h"
-#include "interop/gpt2_layout.h"
+#include "interop/hf_layout.h"
 #include "interop/hf_config.h"
 #include "interop/hf_tokenizer.h"
 #include "interop/safetensors_file.h"
@@ -60,7 +60,9 @@ std::vector<float> float_values(const SafetensorsFile& file, const SafetensorsTe
 // GPT2LMHeadModel.save_pretrained writes "transformer.h.0...."; the original GPT-2 files omit the prefix.
 const SafetensorsTensor* find_tensor(const SafetensorsHeader& header, const std::string& hf_name) {
     if (const SafetensorsTensor* found = header.find(hf_name)) return found;
-    return header.find(hf_name.substr(std::strlen("transformer.")));
+    const std::string prefix = "transformer.";
+    if (hf_name.compare(0, prefix.size(), prefix) != 0) return nullptr;
+    return header.find(hf_name.substr(prefix.size()));
 }
 
 bool is_attention_mask_buffer(const std::string& name) {
@@ -89,15 +91,26 @@ std::string metadata_text(const SafetensorsFile& file, const char* key) {
     return found == file.header.metadata.end() ? "" : found->second;
 }
 
-// Fills `parameters` from the file; every tensor of the file must be used, be a mask buffer, or be
-// an lm_head identical to wte; and every value be finite, unless allow_nonfinite.
+// Buffers that older transformers versions saved beside the weights: GPT-2's attention masks,
+// Llama's RoPE frequencies; recomputed, never read.
+bool is_buffer(const std::string& name) {
+    const auto ends_with = [&](const std::string& suffix) {
+        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return is_attention_mask_buffer(name) || ends_with(".rotary_emb.inv_freq");
+}
+
+// Fills `parameters` from the file; every tensor of the file must be used, be a buffer, or be an
+// lm_head identical to the token embedding it is tied to; and every value be finite, unless
+// allow_nonfinite.
 void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool allow_nonfinite,
                      std::vector<float>& parameters) {
     const ParameterLayout layout(config);
     parameters.assign(static_cast<size_t>(layout.total()), 0.f);
     std::set<std::string> used;
-    std::vector<float> wte;
-    for (const Gpt2Tensor& tensor : gpt2_tensors(config, layout)) {
+    std::vector<float> embedding;
+    const char* architecture = config.arch == Arch::llama ? "LlamaForCausalLM" : "GPT2LMHeadModel";
+    for (const HfTensor& tensor : hf_tensors(config, layout)) {
         const SafetensorsTensor* found = find_tensor(file.header, tensor.hf_name);
         MIXGPT_REQUIRE(found != nullptr, file.path + ": missing tensor '" + tensor.hf_name + "'");
         const std::vector<float> values = float_values(file, *found, tensor.hf_shape);
@@ -108,17 +121,17 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool 
                    "imports it anyway)",
                    file.path.c_str(), found->name.c_str(), static_cast<long long>(nonfinite),
                    nonfinite == 1 ? "" : "s", kAllowNonfiniteOption));
-        from_gpt2(tensor, values.data(), parameters.data());
+        from_hf(tensor, values.data(), parameters.data());
         used.insert(found->name);
-        if (tensor.view->name == "wte") wte = values;
+        if (tensor.view->role == Role::token_embedding) embedding = values;
     }
     for (const SafetensorsTensor& tensor : file.header.tensors) {
-        if (used.count(tensor.name) || is_attention_mask_buffer(tensor.name)) continue;
-        MIXGPT_REQUIRE(tensor.name == "lm_head.weight",
-                       file.path + ": unexpected tensor '" + tensor.name + "' (not part of GPT2LMHeadModel)");
+        if (used.count(tensor.name) || is_buffer(tensor.name)) continue;
+        MIXGPT_REQUIRE(tensor.name == "lm_head.weight", file.path + ": unexpected tensor '" + tensor.name +
+                                                            "' (not part of " + architecture + ")");
         const std::vector<float> head = float_values(file, tensor, {config.vocab_size, config.n_embd});
-        MIXGPT_REQUIRE(std::memcmp(head.data(), wte.data(), head.size() * sizeof(float)) == 0,
-                       file.path + ": lm_head.weight differs from wte (mixgpt ties them)");
+        MIXGPT_REQUIRE(std::memcmp(head.data(), embedding.data(), head.size() * sizeof(float)) == 0,
+                       file.path + ": lm_head.weight differs from the token embedding, and config.json ties them");
     }
 }
 

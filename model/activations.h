@@ -1,29 +1,30 @@
-// The activation buffers a GPT keeps for batch B, sequence T, a precision and a
-// recompute policy: one arena of named buffers, each `copies` tensors of one
-// shape (copies == n_layer: one per layer; 1: shared scratch that the backward
-// pass refills by recomputation). plan_memory and the GPT use this same list.
+// The activation buffers a model keeps for batch B, sequence T, a precision and a recompute
+// policy: one arena of buffers, each `copies` tensors of one shape (copies == n_layer: one per
+// layer; 1: shared scratch that the backward pass refills by recomputation; 0: a buffer the
+// family does not use). plan_memory and the GPT use this same list.
 //
-// N = B * T, act = activation_dtype(precision), L = n_layer
-//   buffer         shape        copies: none / selective / full
-//   residual       (N, C)       L+1 (x_0 = embeddings, x_l = input of block l, x_L)
-//   ln1            (N, C)       L / 1 / 1
-//   ln1_mean/rstd  (N) f32      L / L / 1
-//   qkv            (N, 3C)      L / L / 1
-//   attention      (N, C)       L / L / 1
-//   lse            (B, H, T) f32 L / L / 1
-//   residual2      (N, C)       L / L / 1   (x_l + attention branch)
-//   ln2            (N, C)       L / 1 / 1
-//   ln2_mean/rstd  (N) f32      L / L / 1
-//   fc             (N, 4C)      L / L / 1   (pre-GELU)
-//   fc_gelu        (N, 4C)      L / 1 / 1
-//   lnf            (N, C), lnf_mean/rstd (N) f32, logits (N, Vp), losses (N) f32      1
-//   branch (N, C), grad_residual (N, C), grad_narrow (N, C), grad_wide (N, 4C)        1 (scratch)
+// N = B * T, act = activation_dtype(precision), L = n_layer; Q = (H + 2 Hkv) hd, M = the MLP's
+// input width (4C, or 2F for SwiGLU), D = its hidden width (4C, or F)
+//   buffer                     shape         copies: none / selective / full
+//   residual                   (N, C)        L+1 (x_0 = embeddings, x_l = input of block l, x_L)
+//   attention_norm             (N, C)        L / 1 / 1
+//   attention_norm_mean, _rstd (N) f32       L / L / 1   (mean: LayerNorm only)
+//   qkv                        (N, Q)        L / L / 1
+//   attention                  (N, C)        L / L / 1
+//   lse                        (B, H, T) f32 L / L / 1
+//   attention_residual         (N, C)        L / L / 1   (x_l + attention branch)
+//   mlp_norm                   (N, C)        L / 1 / 1
+//   mlp_norm_mean, _rstd       (N) f32       L / L / 1   (mean: LayerNorm only)
+//   mlp_input                  (N, M)        L / L / 1   (before the activation)
+//   mlp_hidden                 (N, D)        L / 1 / 1   (after it)
+//   final_norm (N, C), final_norm_mean/rstd (N) f32, logits (N, Vp), losses (N) f32         1
+//   branch (N, C), grad_residual (N, C), grad_narrow (N, C), grad_wide (N, max(Q, M))     1 (scratch)
+//   grad_hidden (N, D)                                                    1 (SwiGLU only; GELU works in place)
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "core/dtype.h"
 #include "kernels/precision.h"
@@ -31,10 +32,38 @@
 
 namespace mixgpt {
 
+enum class Activation {
+    residual,
+    attention_norm,
+    attention_norm_mean,
+    attention_norm_rstd,
+    qkv,
+    attention,
+    lse,
+    attention_residual,
+    mlp_norm,
+    mlp_norm_mean,
+    mlp_norm_rstd,
+    mlp_input,
+    mlp_hidden,
+    final_norm,
+    final_norm_mean,
+    final_norm_rstd,
+    logits,
+    losses,
+    branch,
+    grad_residual,
+    grad_narrow,
+    grad_wide,
+    grad_hidden,
+};
+constexpr int kActivationCount = static_cast<int>(Activation::grad_hidden) + 1;
+
+const char* activation_name(Activation activation);
+
 struct ActivationBuffer {
-    std::string name;
     DType dtype = DType::f32;
-    int copies = 1;
+    int copies = 0;
     int64_t elements = 0;   // per copy
     size_t offset = 0;      // bytes from the start of the arena (64-byte aligned)
     size_t copy_bytes = 0;  // bytes per copy, rounded up to 64
@@ -47,14 +76,15 @@ public:
     ActivationLayout(const GPTConfig& config, int batch_size, int seq_len, Precision precision,
                      Recompute recompute);
 
-    const std::vector<ActivationBuffer>& buffers() const { return buffers_; }
-    const ActivationBuffer& find(const std::string& name) const;  // throws Error for an unknown name
+    const ActivationBuffer& operator[](Activation activation) const {
+        return buffers_[static_cast<size_t>(activation)];
+    }
     size_t total_bytes() const { return total_bytes_; }
 
 private:
-    void add(const std::string& name, DType dtype, int copies, int64_t elements);
+    void add(Activation activation, DType dtype, int copies, int64_t elements);
 
-    std::vector<ActivationBuffer> buffers_;
+    std::array<ActivationBuffer, kActivationCount> buffers_;
     size_t total_bytes_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -103,15 +104,41 @@ std::vector<std::pair<std::string, std::string>> read_options(const h5::File& fi
     return options;
 }
 
+// The settings the model's family reads (model/family.h), each an attribute of its own name.
+void write_family_settings(h5::File& file, const GPTConfig& config) {
+    for (Setting setting : config.family().settings) {
+        const std::string name = setting_name(setting);
+        switch (setting) {
+            case Setting::n_kv_head:
+                file.set_attribute("/", name, static_cast<int64_t>(config.kv_heads()));
+                break;
+            case Setting::ffn_hidden:
+                file.set_attribute("/", name, static_cast<int64_t>(config.mlp_hidden()));
+                break;
+            case Setting::norm_epsilon:
+                file.set_attribute("/", name, static_cast<double>(config.norm_epsilon));
+                break;
+            case Setting::rope_theta:
+                file.set_attribute("/", name, static_cast<double>(config.rope_theta));
+                break;
+            case Setting::tie_embeddings:
+                file.set_attribute("/", name, int64_t{config.tie_embeddings ? 1 : 0});
+                break;
+        }
+    }
+}
+
 void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     const int64_t n = static_cast<int64_t>(checkpoint.parameters.size());
     const GPTConfig& config = checkpoint.config;
     file.set_attribute("/", "format_version", kCheckpointFormatVersion);
+    file.set_attribute("/", "arch", std::string(arch_name(config.arch)));
     file.set_attribute("/", "n_layer", static_cast<int64_t>(config.n_layer));
     file.set_attribute("/", "n_head", static_cast<int64_t>(config.n_head));
     file.set_attribute("/", "n_embd", static_cast<int64_t>(config.n_embd));
     file.set_attribute("/", "vocab_size", static_cast<int64_t>(config.vocab_size));
     file.set_attribute("/", "max_seq_len", static_cast<int64_t>(config.max_seq_len));
+    write_family_settings(file, config);
     file.set_attribute("/", "tokenizer_path", checkpoint.tokenizer_path);
     file.set_attribute("/", "tokenizer_sha256", checkpoint.tokenizer_sha256);
     file.set_attribute("/", "precision", std::string(precision_name(checkpoint.precision)));
@@ -155,8 +182,35 @@ int attribute_count32(const h5::File& file, const char* name) {
     return attribute_int32(file, name);
 }
 
+// The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
+// settings it reads; every setting the family reads must be there.
+void read_family(const h5::File& file, GPTConfig& config) {
+    config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
+    for (Setting setting : config.family().settings) {
+        const char* name = setting_name(setting);
+        switch (setting) {
+            case Setting::n_kv_head:
+                config.n_kv_head = attribute_int32(file, name);
+                break;
+            case Setting::ffn_hidden:
+                config.ffn_hidden = attribute_int32(file, name);
+                break;
+            case Setting::norm_epsilon:
+                config.norm_epsilon = static_cast<float>(file.attribute_double("/", name));
+                break;
+            case Setting::rope_theta:
+                config.rope_theta = static_cast<float>(file.attribute_double("/", name));
+                break;
+            case Setting::tie_embeddings:
+                config.tie_embeddings = file.attribute_int("/", name) != 0;
+                break;
+        }
+    }
+}
+
 Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     Checkpoint checkpoint;
+    read_family(file, checkpoint.config);
     checkpoint.config.n_layer = attribute_int32(file, "n_layer");
     checkpoint.config.n_head = attribute_int32(file, "n_head");
     checkpoint.config.n_embd = attribute_int32(file, "n_embd");
@@ -269,15 +323,26 @@ Checkpoint read_checkpoint(const std::string& path, CheckpointContent content) {
 
 void require_compatible(const Checkpoint& checkpoint, const std::string& checkpoint_path,
                         const GPTConfig& config, const std::string& tokenizer_sha256) {
-    const auto require_same = [&](const char* field, int stored, int wanted) {
-        MIXGPT_REQUIRE(stored == wanted, format("%s: refusing checkpoint: %s is %d there, %d in this run",
-                                                checkpoint_path.c_str(), field, stored, wanted));
+    const auto require_same = [&](const char* field, const std::string& stored, const std::string& wanted) {
+        MIXGPT_REQUIRE(stored == wanted, format("%s: refusing checkpoint: %s is %s there, %s in this run",
+                                                checkpoint_path.c_str(), field, stored.c_str(), wanted.c_str()));
     };
-    require_same("n_layer", checkpoint.config.n_layer, config.n_layer);
-    require_same("n_head", checkpoint.config.n_head, config.n_head);
-    require_same("n_embd", checkpoint.config.n_embd, config.n_embd);
-    require_same("vocab_size", checkpoint.config.vocab_size, config.vocab_size);
-    require_same("max_seq_len", checkpoint.config.max_seq_len, config.max_seq_len);
+    const GPTConfig& saved = checkpoint.config;
+    require_same("arch", arch_name(saved.arch), arch_name(config.arch));
+    for (const auto& [field, stored, wanted] : {std::make_tuple("n_layer", saved.n_layer, config.n_layer),
+                                                std::make_tuple("n_head", saved.n_head, config.n_head),
+                                                std::make_tuple("n_embd", saved.n_embd, config.n_embd),
+                                                std::make_tuple("vocab_size", saved.vocab_size, config.vocab_size),
+                                                std::make_tuple("max_seq_len", saved.max_seq_len, config.max_seq_len),
+                                                std::make_tuple("n_kv_head", saved.kv_heads(), config.kv_heads()),
+                                                std::make_tuple("ffn_hidden", saved.mlp_hidden(), config.mlp_hidden())})
+        require_same(field, std::to_string(stored), std::to_string(wanted));
+    require_same("norm_epsilon", format("%g", static_cast<double>(saved.norm_epsilon)),
+                 format("%g", static_cast<double>(config.norm_epsilon)));
+    if (saved.family().positions == PositionKind::rotary)
+        require_same("rope_theta", format("%g", static_cast<double>(saved.rope_theta)),
+                     format("%g", static_cast<double>(config.rope_theta)));
+    require_same("tie_embeddings", saved.tie_embeddings ? "true" : "false", config.tie_embeddings ? "true" : "false");
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

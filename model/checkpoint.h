@@ -9,7 +9,10 @@
 //   /adam_m, /adam_v  (n) f32   AdamW moments
 //   /loader_state     (k) i64   the data loader's state (LoaderState::to_vector)
 //   /options          group whose string attributes are the training options as given
-//   attributes of /   model shape (n_layer, n_head, n_embd, vocab_size, max_seq_len), tokenizer_path,
+//   attributes of /   arch (the model family, model/family.h; absent: gpt2, as in files written
+//                     before families existed), model shape (n_layer, n_head, n_embd, vocab_size,
+//                     max_seq_len), the settings the family reads (Family::settings: n_kv_head,
+//                     ffn_hidden, norm_epsilon, rope_theta, tie_embeddings for llama), tokenizer_path,
 //                     tokenizer_sha256, precision, step, seed, tokens_seen, and the StepStatus fields
 //                     (loss_scale, clean_steps, skipped_steps, optimizer_steps)
 //
@@ -68,7 +71,8 @@ std::string checkpoint_run_id(const std::string& path);
 // A new run id: 32 hex digits from the system's random source.
 std::string new_run_id();
 
-// Throws Error naming the first field in which the checkpoint differs from this run.
+// Throws Error naming the first field (arch, shape, family setting, tokenizer) in which the
+// checkpoint differs from this run, in one line.
 void require_compatible(const Checkpoint& checkpoint, const std::string& checkpoint_path,
                         const GPTConfig& config, const std::string& tokenizer_sha256);
 

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/log.h"
 
@@ -9,10 +11,37 @@ int GPTConfig::padded_vocab_size() const { return (vocab_size + 127) / 128 * 128
 
 int GPTConfig::head_dim() const { return n_embd / n_head; }
 
-GPTConfig GPTConfig::preset(const std::string& name, int vocab_size, int max_seq_len) {
+int GPTConfig::kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+
+int GPTConfig::mlp_hidden() const {
+    return ffn_hidden > 0 ? ffn_hidden : family().default_ffn_hidden(n_embd, 1.0);
+}
+
+int64_t GPTConfig::size_of(Dim dim) const {
+    switch (dim) {
+        case Dim::none:
+            return 1;
+        case Dim::embd:
+            return n_embd;
+        case Dim::padded_vocab:
+            return padded_vocab_size();
+        case Dim::positions:
+            return max_seq_len;
+        case Dim::qkv:
+            return int64_t{n_head + 2 * kv_heads()} * head_dim();
+        case Dim::mlp_input:
+            return (family().mlp == MlpKind::swiglu ? 2 : 1) * int64_t{mlp_hidden()};
+        case Dim::mlp_hidden:
+            return mlp_hidden();
+    }
+    return 0;
+}
+
+GPTConfig GPTConfig::preset(const std::string& name, int vocab_size, int max_seq_len, Arch arch) {
     for (int depth : {2, 6, 12, 24, 36, 48}) {
         if (name != "d" + std::to_string(depth)) continue;
         GPTConfig config;
+        config.arch = arch;
         config.n_layer = depth;
         config.n_head = depth;
         config.n_embd = 64 * depth;
@@ -35,12 +64,44 @@ void GPTConfig::validate() const {
     MIXGPT_REQUIRE(n_embd % n_head == 0,
                    format("model config: n_embd %d is not a multiple of n_head %d", n_embd, n_head));
     MIXGPT_REQUIRE(vocab_size <= (1 << 30), format("model config: vocab_size %d is too large", vocab_size));
+    MIXGPT_REQUIRE(n_kv_head >= 0 && n_head % kv_heads() == 0,
+                   format("model config: n_kv_head %d does not divide n_head %d", n_kv_head, n_head));
+    MIXGPT_REQUIRE(ffn_hidden >= 0, format("model config: ffn_hidden is %d, expected >= 0", ffn_hidden));
+    const Family& own = family();
+    const auto refuse_unless_read = [&](Setting setting, bool neutral, const std::string& value) {
+        MIXGPT_REQUIRE(neutral || reads_setting(own, setting),
+                       format("model config: %s is %s; architecture %s has no such setting", setting_name(setting),
+                              value.c_str(), own.name));
+    };
+    refuse_unless_read(Setting::n_kv_head, kv_heads() == n_head, std::to_string(n_kv_head));
+    refuse_unless_read(Setting::ffn_hidden, ffn_hidden == 0 || ffn_hidden == 4 * n_embd,
+                       std::to_string(ffn_hidden));
+    refuse_unless_read(Setting::norm_epsilon, norm_epsilon == 1e-5f, format("%g", static_cast<double>(norm_epsilon)));
+    refuse_unless_read(Setting::tie_embeddings, tie_embeddings, "false");
+    if (own.norm == NormKind::rmsnorm)
+        MIXGPT_REQUIRE(std::isfinite(norm_epsilon) && norm_epsilon > 0,
+                       format("model config: norm_epsilon is %g, expected a positive number",
+                              static_cast<double>(norm_epsilon)));
+    if (own.positions == PositionKind::rotary) {
+        MIXGPT_REQUIRE(std::isfinite(rope_theta) && rope_theta > 1,
+                       format("model config: rope_theta is %g, expected a number above 1",
+                              static_cast<double>(rope_theta)));
+        MIXGPT_REQUIRE(head_dim() % 2 == 0,
+                       format("model config: head_dim %d (n_embd / n_head) is odd; RoPE rotates pairs", head_dim()));
+    }
 }
 
 int64_t GPTConfig::num_parameters() const {
-    const int64_t C = n_embd;
-    const int64_t per_layer = 12 * C * C + 13 * C;  // ln_1, c_attn, attn c_proj, ln_2, c_fc, mlp c_proj
-    return int64_t{vocab_size} * C + int64_t{max_seq_len} * C + n_layer * per_layer + 2 * C;
+    const Family& own = family();
+    const auto real_count = [&](const TensorSpec& spec) {
+        const int64_t rows = spec.rows == Dim::padded_vocab ? vocab_size : size_of(spec.rows);
+        return rows * size_of(spec.cols);
+    };
+    int64_t count = 0;
+    for (const TensorSpec& spec : own.model_tensors)
+        if (spec.presence == Presence::always || !tie_embeddings) count += real_count(spec);
+    for (const TensorSpec& spec : own.block_tensors) count += n_layer * real_count(spec);
+    return count;
 }
 
 Recompute parse_recompute(const std::string& name) {

@@ -1,24 +1,39 @@
-// The GPT's shape and the activation-recomputation policy.
+// A model's shape and family, and the activation-recomputation policy.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "model/family.h"
+
 namespace mixgpt {
 
 struct GPTConfig {
+    Arch arch = Arch::gpt2;
     int n_layer = 2;
     int n_head = 2;
     int n_embd = 128;
     int vocab_size = 256;
     int max_seq_len = 256;
+    // The settings a family may read (model/family.h, Family::settings); the neutral value, which
+    // a family that does not read one must keep, in brackets.
+    int n_kv_head = 0;             // key/value heads, dividing n_head; 0: n_head [0 or n_head]
+    int ffn_hidden = 0;            // the MLP's hidden width F; 0: the family's rule [0 or 4 n_embd]
+    float norm_epsilon = 1e-5f;    // RMSNorm's epsilon [1e-5, LayerNorm's]
+    float rope_theta = 10000.f;    // RoPE's base; read by rotary families only [any]
+    bool tie_embeddings = true;    // output head = token embedding [true]
 
-    // vocab_size rounded up to a multiple of 128: the rows of wte and the logit columns.
+    const Family& family() const { return family_of(arch); }
+    // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.
     int padded_vocab_size() const;
-    int head_dim() const;
+    int head_dim() const;       // n_embd / n_head
+    int kv_heads() const;       // Hkv
+    int mlp_hidden() const;     // F (4C for gpt2)
+    int64_t size_of(Dim dim) const;
     // "d<depth>" for depth 2, 6, 12, 24, 36, 48: n_layer = n_head = depth, n_embd = 64 * depth
-    // (d12 is GPT-2 124M's shape). Throws Error naming the known presets otherwise.
-    static GPTConfig preset(const std::string& name, int vocab_size, int max_seq_len);
+    // (d12 is GPT-2 124M's shape), in family `arch` with its default settings. Throws Error naming
+    // the known presets otherwise.
+    static GPTConfig preset(const std::string& name, int vocab_size, int max_seq_len, Arch arch = Arch::gpt2);
     // Throws Error naming the first bad field.
     void validate() const;
     // Real parameters, without the vocabulary padding.
@@ -27,7 +42,7 @@ struct GPTConfig {
 
 // What the backward pass recomputes instead of storing (see model/README.md):
 //   none       every activation is kept from the forward pass
-//   selective  GELU and LayerNorm outputs are recomputed from stored inputs and statistics
+//   selective  the norms' outputs and the MLP's activation are recomputed from stored inputs
 //   full       only each block's input residual is kept; the block's forward is rerun in backward
 enum class Recompute { none, selective, full };
 

@@ -14,6 +14,7 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
          ParameterSharding sharding)
     : backend_(backend),
       config_(config),
+      family_(config.family()),
       layout_(config),
       batch_size_(batch_size),
       seq_len_(seq_len),
@@ -47,8 +48,8 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
         backend_.fill_zero(working_.data(), working_.bytes());  // the padding stays zero
     }
     activations_ = backend_.allocate(activation_layout_.total_bytes());
-    weights_ = tensor_views(layout_, config_.n_layer, working_parameters().data, act_);
-    grads_ = tensor_views(layout_, config_.n_layer, gradients_.data(), DType::f32);
+    weights_ = ModelTensors(layout_, config_.n_layer, working_parameters().data, act_);
+    grads_ = ModelTensors(layout_, config_.n_layer, gradients_.data(), DType::f32);
 }
 
 TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::f32, {masters_count_}); }
@@ -71,10 +72,11 @@ void GPT::load_master_parameters(const float* host_values, int64_t count) {
     MIXGPT_REQUIRE(count == layout_.total(),
                    format("load_master_parameters: %lld values, the model has %lld",
                           static_cast<long long>(count), static_cast<long long>(layout_.total())));
-    const ParameterView& wte = layout_.find("wte");
-    for (int64_t i = int64_t{config_.vocab_size} * config_.n_embd; i < wte.numel; ++i)
-        MIXGPT_REQUIRE(host_values[wte.offset + i] == 0.f,
-                       "load_master_parameters: wte's padding rows (vocab_size and above) must be zero");
+    for (const ParameterView& view : layout_.views())
+        for (int64_t i = view.real_rows * (view.numel / view.shape[0]); i < view.numel; ++i)
+            MIXGPT_REQUIRE(host_values[view.offset + i] == 0.f,
+                           "load_master_parameters: the padding rows (vocab_size and above) of " + view.name +
+                               " must be zero");
     if (keeps_all_masters()) {
         backend_.copy_to_backend(masters_.data(), host_values, static_cast<size_t>(count) * sizeof(float));
         refresh_working_copy();
@@ -116,49 +118,61 @@ void GPT::zero_gradients() { backend_.fill_zero(gradients_.data(), gradients_.by
 
 TensorView GPT::logits() {
     MIXGPT_REQUIRE(last_rows_ > 0, "logits: no forward pass has run yet");
-    return activation("logits", 0, {last_rows_, last_length_, config_.padded_vocab_size()});
+    return activation(Activation::logits, 0, {last_rows_, last_length_, config_.padded_vocab_size()});
 }
 
-TensorView GPT::activation(const char* name, int layer, std::initializer_list<int64_t> dims) const {
-    const ActivationBuffer& buffer = activation_layout_.find(name);
+TensorView GPT::activation(Activation name, int layer, std::initializer_list<int64_t> dims) const {
+    const ActivationBuffer& buffer = activation_layout_[name];
+    MIXGPT_REQUIRE(buffer.copies > 0, std::string("activation ") + activation_name(name) +
+                                          " is not kept for architecture " + family_.name);
     const int copy = buffer.copies == 1 ? 0 : layer;
     auto* data = static_cast<char*>(activations_.data()) + buffer.offset +
                  buffer.copy_bytes * static_cast<size_t>(copy);
     TensorView view(data, buffer.dtype, dims);
     MIXGPT_REQUIRE(view.numel() <= buffer.elements,
-                   std::string("activation view larger than buffer ") + name);
+                   std::string("activation view larger than buffer ") + activation_name(name));
     return view;
 }
 
 GPT::BlockActivations GPT::block_activations(int layer, int64_t b, int64_t t) const {
     const int64_t N = b * t, C = config_.n_embd;
+    const bool has_mean = family_.norm == NormKind::layernorm;
+    const auto norm_views = [&](Activation out, Activation mean, Activation rstd, int copy) {
+        return NormViews{activation(out, copy, {N, C}), has_mean ? activation(mean, copy, {N}) : TensorView(),
+                         activation(rstd, copy, {N})};
+    };
     BlockActivations a;
-    a.residual_in = activation("residual", layer, {N, C});
-    a.ln1 = activation("ln1", layer, {N, C});
-    a.ln1_mean = activation("ln1_mean", layer, {N});
-    a.ln1_rstd = activation("ln1_rstd", layer, {N});
-    a.qkv = activation("qkv", layer, {b, t, 3 * C});
-    a.attention = activation("attention", layer, {b, t, C});
-    a.lse = activation("lse", layer, {b, config_.n_head, t});
-    a.residual2 = activation("residual2", layer, {N, C});
-    a.ln2 = activation("ln2", layer, {N, C});
-    a.ln2_mean = activation("ln2_mean", layer, {N});
-    a.ln2_rstd = activation("ln2_rstd", layer, {N});
-    a.fc = activation("fc", layer, {N, 4 * C});
-    a.fc_gelu = activation("fc_gelu", layer, {N, 4 * C});
-    a.residual_out = activation("residual", layer + 1, {N, C});
+    a.residual_in = activation(Activation::residual, layer, {N, C});
+    a.attention_norm = norm_views(Activation::attention_norm, Activation::attention_norm_mean,
+                                  Activation::attention_norm_rstd, layer);
+    a.qkv = activation(Activation::qkv, layer, {b, t, config_.size_of(Dim::qkv)});
+    a.attention = activation(Activation::attention, layer, {b, t, C});
+    a.lse = activation(Activation::lse, layer, {b, config_.n_head, t});
+    a.attention_residual = activation(Activation::attention_residual, layer, {N, C});
+    a.mlp_norm = norm_views(Activation::mlp_norm, Activation::mlp_norm_mean, Activation::mlp_norm_rstd, layer);
+    a.mlp_input = activation(Activation::mlp_input, layer, {N, config_.size_of(Dim::mlp_input)});
+    a.mlp_hidden = activation(Activation::mlp_hidden, layer, {N, config_.size_of(Dim::mlp_hidden)});
+    a.residual_out = activation(Activation::residual, layer + 1, {N, C});
     return a;
 }
 
 GPT::NextNorm GPT::next_norm(int layer, int64_t b, int64_t t) const {
-    const int64_t N = b * t, C = config_.n_embd;
-    if (layer + 1 < config_.n_layer) {
-        const BlockTensors& next = weights_.blocks[static_cast<size_t>(layer + 1)];
-        return {activation("ln1", layer + 1, {N, C}), activation("ln1_mean", layer + 1, {N}),
-                activation("ln1_rstd", layer + 1, {N}), next.ln_1_weight, next.ln_1_bias};
-    }
-    return {activation("lnf", 0, {N, C}), activation("lnf_mean", 0, {N}), activation("lnf_rstd", 0, {N}),
-            weights_.ln_f_weight, weights_.ln_f_bias};
+    if (layer + 1 < config_.n_layer)
+        return {block_activations(layer + 1, b, t).attention_norm,
+                weights_.block(layer + 1, Role::attention_norm_weight),
+                weights_.block(layer + 1, Role::attention_norm_bias)};
+    const int64_t N = b * t;
+    const bool has_mean = family_.norm == NormKind::layernorm;
+    return {{activation(Activation::final_norm, 0, {N, config_.n_embd}),
+             has_mean ? activation(Activation::final_norm_mean, 0, {N}) : TensorView(),
+             activation(Activation::final_norm_rstd, 0, {N})},
+            weights_[Role::final_norm_weight],
+            weights_[Role::final_norm_bias]};
+}
+
+AttentionParams GPT::attention_params() const {
+    return {config_.n_head, config_.kv_heads(),
+            family_.positions == PositionKind::rotary ? config_.rope_theta : 0.f};
 }
 
 void GPT::check_batch(const TensorView& tokens, const char* what) const {

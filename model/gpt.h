@@ -1,7 +1,7 @@
-// The GPT-2 model written once against the op interface (kernels/ops.h): token
-// and position embeddings, pre-LayerNorm blocks (causal self-attention, 4x MLP
-// with tanh-GELU), final LayerNorm, output projection tied to wte, biases.
-// Owns its parameters, gradients, working copy and activations in backend memory.
+// The model, written once against the op interface (kernels/ops.h) and read from its family's
+// description (model/family.h): embeddings, pre-norm blocks (causal self-attention, MLP), final
+// norm, output head. The same code runs GPT-2 and the Llama-style family on every backend and
+// precision. Owns its parameters, gradients, working copy and activations in backend memory.
 #pragma once
 
 #include <initializer_list>
@@ -11,13 +11,14 @@
 #include "kernels/ops.h"
 #include "model/activations.h"
 #include "model/config.h"
+#include "model/family.h"
 #include "model/gradient_stages.h"
 #include "model/parameters.h"
 #include "model/weights.h"
 
 namespace mixgpt {
 
-// How the parameter memory is laid out for ZeRO-1 (train/shard_layout.h plans it). Default: the
+// How the parameter memory is laid out for ZeRO-1 (dist/shard_layout.h plans it). Default: the
 // arenas hold the n parameters, and every fp32 master is kept (in fp32/tf32 the masters are the
 // working copy).
 // - arena_elements (0: n): the size of the gradient and working-copy arenas; the elements past n
@@ -56,7 +57,7 @@ public:
     TensorView gradient_arena();
     TensorView working_arena();
     // Takes `count` (== layout().total()) fp32 values: the masters kept, and the whole working copy.
-    // Throws Error when wte's padding rows are not zero.
+    // Throws Error when the padding rows of a vocabulary-sized tensor are not zero.
     void load_master_parameters(const float* host_values, int64_t count);
     void refresh_working_copy();  // the masters kept -> their part of the working copy (cast)
     void zero_gradients();
@@ -79,43 +80,61 @@ public:
     TensorView forward_cached(TensorView tokens, int position);
 
 private:
+    // A norm's output and statistics (mean: LayerNorm only, else invalid).
+    struct NormViews {
+        TensorView out, mean, rstd;
+    };
     // Views of the activations one block reads and writes, for a batch of (b, t).
     struct BlockActivations {
-        TensorView residual_in;              // (N, C) x_l
-        TensorView ln1, ln1_mean, ln1_rstd;  // (N, C), (N), (N)
-        TensorView qkv;                      // (b, t, 3C)
-        TensorView attention;                // (b, t, C)
-        TensorView lse;                      // (b, H, t)
-        TensorView residual2;                // (N, C) x_l + attention branch
-        TensorView ln2, ln2_mean, ln2_rstd;  // (N, C), (N), (N)
-        TensorView fc, fc_gelu;              // (N, 4C) before and after GELU
-        TensorView residual_out;             // (N, C) x_{l+1}
+        TensorView residual_in;     // (N, C) x_l
+        NormViews attention_norm;   // (N, C), (N), (N)
+        TensorView qkv;             // (b, t, Q)
+        TensorView attention;       // (b, t, C)
+        TensorView lse;             // (b, H, t)
+        TensorView attention_residual;  // (N, C) x_l + attention branch
+        NormViews mlp_norm;         // (N, C), (N), (N)
+        TensorView mlp_input;       // (N, M) before the MLP's activation
+        TensorView mlp_hidden;      // (N, D) after it
+        TensorView residual_out;    // (N, C) x_{l+1}
     };
-    // The LayerNorm that follows a block: ln_1 of the next block, or ln_f after the last.
+    // The norm that follows a block: the next block's attention norm, or the final norm.
     struct NextNorm {
-        TensorView out, mean, rstd, weight, bias;
+        NormViews views;
+        TensorView weight, bias;
     };
 
-    TensorView activation(const char* name, int layer, std::initializer_list<int64_t> dims) const;
+    TensorView activation(Activation name, int layer, std::initializer_list<int64_t> dims) const;
     BlockActivations block_activations(int layer, int64_t b, int64_t t) const;
     NextNorm next_norm(int layer, int64_t b, int64_t t) const;
     void check_batch(const TensorView& tokens, const char* what) const;
+    AttentionParams attention_params() const;
 
-    // Embeddings and every block for tokens (b, t), up to the final norm's output "lnf" (b*t, C).
+    // The family's norm (LayerNorm or RMSNorm) forward, fused residual forward and backward.
+    void norm_forward(const NormViews& out, TensorView inp, TensorView weight, TensorView bias);
+    void residual_norm_forward(TensorView residual_out, const NormViews& out, TensorView residual_in,
+                               TensorView branch, TensorView weight, TensorView bias);
+    void norm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout, TensorView inp,
+                       TensorView weight, const NormViews& statistics);
+    // out (N, D) = the MLP's activation of its input product (N, M): GELU or SwiGLU.
+    void mlp_activation_forward(TensorView out, TensorView inp);
+
+    // Embeddings and every block for tokens (b, t), up to the final norm's output (b*t, C).
     // cache_position >= 0: positions from there on, attending over the KV cache.
     void forward_blocks(TensorView tokens, int cache_position);
-    // Block l from its (already normalized) input a.ln1 up to the MLP's GELU: all that the
+    // Block l from its (already normalized) input up to the MLP's activation: all that the
     // backward pass needs of it. cache_position >= 0: cached attention at that position.
-    void block_forward_to_gelu(int layer, const BlockActivations& a, int cache_position);
-    // The MLP's projection, residual add and the next LayerNorm.
+    void block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int cache_position);
+    // The MLP's output projection, residual add and the next norm.
     void block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next);
     void forward_pass(TensorView tokens, TensorView targets, bool compute_gradient, float gradient_scale,
                       const StepStatus* status);
     void backward_pass(TensorView tokens, const GradientsReady& ready);
     void block_backward(int layer, const BlockActivations& a, int64_t b, int64_t t);
+    void mlp_backward(int layer, const BlockActivations& a, int64_t N);
 
     Backend& backend_;
     GPTConfig config_;
+    const Family& family_;
     ParameterLayout layout_;
     int batch_size_;
     int seq_len_;
@@ -125,10 +144,10 @@ private:
     int64_t arena_elements_ = 0, masters_count_ = 0;
     std::vector<ElementRange> master_pieces_;
     Buffer masters_, gradients_, working_, activations_;
-    GPTTensors weights_;                       // views of the working copy
-    GPTTensors grads_;                         // views of the gradients
+    ModelTensors weights_;                     // views of the working copy
+    ModelTensors grads_;                       // views of the gradients
     int64_t last_rows_ = 0, last_length_ = 0;  // (b, t) of the last forward
-    // forward_cached's state, allocated on first use: K and V caches (L, B, maxT, C) act,
+    // forward_cached's state, allocated on first use: K and V caches (L, B, maxT, Hkv hd) act,
     // the last positions' final-norm rows (B, C) and their logits (B, Vp).
     Buffer cache_;
     TensorView k_cache_, v_cache_, last_norm_, cached_logits_;

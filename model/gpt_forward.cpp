@@ -1,60 +1,102 @@
-// The forward pass and the loss; forward_backward hands over to gpt_backward.cpp.
+// The forward pass and the loss, the family's step variants (model/family.h) chosen in the
+// helpers at the top; forward_backward hands over to gpt_backward.cpp.
 #include "core/error.h"
 #include "model/gpt.h"
 
 namespace mixgpt {
+namespace {
+
+MatmulEpilogue bias_epilogue(const TensorView& bias) {
+    return bias.valid() ? MatmulEpilogue::bias : MatmulEpilogue::none;
+}
+
+}  // namespace
+
+void GPT::norm_forward(const NormViews& out, TensorView inp, TensorView weight, TensorView bias) {
+    if (family_.norm == NormKind::layernorm)
+        backend_.layernorm_forward(out.out, out.mean, out.rstd, inp, weight, bias);
+    else
+        backend_.rmsnorm_forward(out.out, out.rstd, inp, weight, config_.norm_epsilon);
+}
+
+void GPT::residual_norm_forward(TensorView residual_out, const NormViews& out, TensorView residual_in,
+                                TensorView branch, TensorView weight, TensorView bias) {
+    if (family_.norm == NormKind::layernorm)
+        backend_.residual_layernorm_forward(residual_out, out.out, out.mean, out.rstd, residual_in, branch,
+                                            weight, bias);
+    else
+        backend_.residual_rmsnorm_forward(residual_out, out.out, out.rstd, residual_in, branch, weight,
+                                          config_.norm_epsilon);
+}
+
+void GPT::mlp_activation_forward(TensorView out, TensorView inp) {
+    if (family_.mlp == MlpKind::gelu)
+        backend_.gelu_forward(out, inp);
+    else
+        backend_.swiglu_forward(out, inp);
+}
 
 void GPT::forward_blocks(TensorView tokens, int cache_position) {
     const int64_t b = tokens.dim(0), t = tokens.dim(1), C = config_.n_embd;
-    // wpe seen from row `position` on, so position t of the batch reads wpe[position + t].
-    const int64_t position = cache_position < 0 ? 0 : cache_position;
-    const TensorView wpe(
-        static_cast<char*>(weights_.wpe.data) + static_cast<size_t>(position * C) * dtype_size(act_), act_,
-        {config_.max_seq_len - position, C});
-    backend_.embedding_forward(activation("residual", 0, {b, t, C}), tokens, weights_.wte, wpe);
+    TensorView positions = weights_[Role::position_embedding];
+    if (positions.valid() && cache_position > 0) {
+        // The table seen from row `cache_position` on, so position t of the batch reads row
+        // cache_position + t.
+        const int64_t rows = config_.max_seq_len - cache_position;
+        positions = TensorView(static_cast<char*>(positions.data) +
+                                   static_cast<size_t>(cache_position * C) * dtype_size(act_),
+                               act_, {rows, C});
+    }
+    backend_.embedding_forward(activation(Activation::residual, 0, {b, t, C}), tokens,
+                               weights_[Role::token_embedding], positions);
     const BlockActivations first = block_activations(0, b, t);
-    const BlockTensors& w0 = weights_.blocks[0];
-    backend_.layernorm_forward(first.ln1, first.ln1_mean, first.ln1_rstd, first.residual_in, w0.ln_1_weight,
-                               w0.ln_1_bias);
+    norm_forward(first.attention_norm, first.residual_in, weights_.block(0, Role::attention_norm_weight),
+                 weights_.block(0, Role::attention_norm_bias));
     for (int l = 0; l < config_.n_layer; ++l) {
         const BlockActivations a = block_activations(l, b, t);
-        block_forward_to_gelu(l, a, cache_position);
+        block_forward_to_mlp_hidden(l, a, cache_position);
         block_forward_finish(l, a, next_norm(l, b, t));
     }
 }
 
-void GPT::block_forward_to_gelu(int layer, const BlockActivations& a, int cache_position) {
-    const BlockTensors& w = weights_.blocks[static_cast<size_t>(layer)];
+void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int cache_position) {
+    const auto w = [&](Role role) { return weights_.block(layer, role); };
     const int64_t b = a.qkv.dim(0), t = a.qkv.dim(1), N = b * t, C = config_.n_embd;
-    const TensorView qkv_rows(a.qkv.data, act_, {N, 3 * C});          // (N, 3C)
-    const TensorView attention_rows(a.attention.data, act_, {N, C});  // (N, C)
-    const TensorView branch = activation("branch", 0, {N, C});        // (N, C)
-    backend_.matmul_forward(qkv_rows, TensorView(), a.ln1, w.c_attn_weight, w.c_attn_bias,
-                            MatmulEpilogue::bias);
+    const TensorView qkv_rows(a.qkv.data, act_, {N, a.qkv.dim(2)});     // (N, Q)
+    const TensorView attention_rows(a.attention.data, act_, {N, C});     // (N, C)
+    const TensorView branch = activation(Activation::branch, 0, {N, C});  // (N, C)
+    backend_.matmul_forward(qkv_rows, TensorView(), a.attention_norm.out, w(Role::qkv_weight), w(Role::qkv_bias),
+                            bias_epilogue(w(Role::qkv_bias)));
     if (cache_position < 0) {
-        backend_.attention_forward(a.attention, a.lse, a.qkv, multi_head_attention(config_.n_head));
+        backend_.attention_forward(a.attention, a.lse, a.qkv, attention_params());
     } else {
-        const int64_t cache_layer = static_cast<int64_t>(layer) * batch_size_ * config_.max_seq_len * C;
+        const int64_t kv_width = int64_t{config_.kv_heads()} * config_.head_dim();
+        const int64_t cache_layer = static_cast<int64_t>(layer) * batch_size_ * config_.max_seq_len * kv_width;
         const size_t offset = static_cast<size_t>(cache_layer) * dtype_size(act_);
-        const TensorView k(static_cast<char*>(k_cache_.data) + offset, act_, {b, config_.max_seq_len, C});
-        const TensorView v(static_cast<char*>(v_cache_.data) + offset, act_, {b, config_.max_seq_len, C});
-        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position,
-                                          multi_head_attention(config_.n_head));
+        const TensorView k(static_cast<char*>(k_cache_.data) + offset, act_, {b, config_.max_seq_len, kv_width});
+        const TensorView v(static_cast<char*>(v_cache_.data) + offset, act_, {b, config_.max_seq_len, kv_width});
+        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position, attention_params());
     }
-    backend_.matmul_forward(branch, TensorView(), attention_rows, w.attn_proj_weight, w.attn_proj_bias,
-                            MatmulEpilogue::bias);
-    backend_.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual_in, branch,
-                                        w.ln_2_weight, w.ln_2_bias);
-    backend_.matmul_forward(a.fc_gelu, a.fc, a.ln2, w.c_fc_weight, w.c_fc_bias, MatmulEpilogue::bias_gelu);
+    backend_.matmul_forward(branch, TensorView(), attention_rows, w(Role::attention_output_weight),
+                            w(Role::attention_output_bias), bias_epilogue(w(Role::attention_output_bias)));
+    residual_norm_forward(a.attention_residual, a.mlp_norm, a.residual_in, branch, w(Role::mlp_norm_weight),
+                          w(Role::mlp_norm_bias));
+    if (family_.mlp == MlpKind::gelu) {
+        backend_.matmul_forward(a.mlp_hidden, a.mlp_input, a.mlp_norm.out, w(Role::mlp_input_weight),
+                                w(Role::mlp_input_bias), MatmulEpilogue::bias_gelu);
+    } else {
+        backend_.matmul_forward(a.mlp_input, TensorView(), a.mlp_norm.out, w(Role::mlp_input_weight),
+                                w(Role::mlp_input_bias), bias_epilogue(w(Role::mlp_input_bias)));
+        mlp_activation_forward(a.mlp_hidden, a.mlp_input);
+    }
 }
 
 void GPT::block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next) {
-    const BlockTensors& w = weights_.blocks[static_cast<size_t>(layer)];
-    const TensorView branch = activation("branch", 0, {a.residual2.dim(0), config_.n_embd});  // (N, C)
-    backend_.matmul_forward(branch, TensorView(), a.fc_gelu, w.mlp_proj_weight, w.mlp_proj_bias,
-                            MatmulEpilogue::bias);
-    backend_.residual_layernorm_forward(a.residual_out, next.out, next.mean, next.rstd, a.residual2, branch,
-                                        next.weight, next.bias);
+    const TensorView branch = activation(Activation::branch, 0, {a.attention_residual.dim(0), config_.n_embd});
+    const TensorView bias = weights_.block(layer, Role::mlp_output_bias);
+    backend_.matmul_forward(branch, TensorView(), a.mlp_hidden, weights_.block(layer, Role::mlp_output_weight),
+                            bias, bias_epilogue(bias));
+    residual_norm_forward(a.residual_out, next.views, a.attention_residual, branch, next.weight, next.bias);
 }
 
 void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradient, float gradient_scale,
@@ -69,24 +111,24 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
     last_length_ = t;
 
     forward_blocks(tokens, -1);
-    const TensorView logits = activation("logits", 0, {N, Vp});
-    backend_.matmul_forward(logits, TensorView(), activation("lnf", 0, {N, C}), weights_.wte, TensorView(),
-                            MatmulEpilogue::none);
+    const TensorView logits = activation(Activation::logits, 0, {N, Vp});
+    backend_.matmul_forward(logits, TensorView(), activation(Activation::final_norm, 0, {N, C}), weights_.head(),
+                            TensorView(), MatmulEpilogue::none);
     const TensorView target_rows(targets.data, targets.dtype, {N});
-    backend_.classifier(activation("losses", 0, {N}), logits, target_rows, config_.vocab_size,
+    backend_.classifier(activation(Activation::losses, 0, {N}), logits, target_rows, config_.vocab_size,
                         compute_gradient, gradient_scale, status);
 }
 
 TensorView GPT::forward(TensorView tokens, TensorView targets) {
     forward_pass(tokens, targets, false, 1.f, nullptr);
-    return activation("losses", 0, {tokens.dim(0), tokens.dim(1)});
+    return activation(Activation::losses, 0, {tokens.dim(0), tokens.dim(1)});
 }
 
 TensorView GPT::forward_backward(TensorView tokens, TensorView targets, float gradient_scale,
                                  const StepStatus* status, const GradientsReady& ready) {
     forward_pass(tokens, targets, true, gradient_scale, status);
     backward_pass(tokens, ready);
-    return activation("losses", 0, {tokens.dim(0), tokens.dim(1)});
+    return activation(Activation::losses, 0, {tokens.dim(0), tokens.dim(1)});
 }
 
 }  // namespace mixgpt

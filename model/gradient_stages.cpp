@@ -1,20 +1,18 @@
 #include "model/gradient_stages.h"
 
-#include <string>
-
 #include "core/error.h"
 
 namespace mixgpt {
 namespace {
 
-// The stage that completes a tensor's gradient, from its name.
-int stage_of(const std::string& name, int n_layer) {
-    if (name == "ln_f.weight" || name == "ln_f.bias") return 0;
-    if (name == "wte" || name == "wpe") return n_layer + 1;
-    MIXGPT_REQUIRE(name.rfind("h.", 0) == 0, "gradient_stages: unexpected parameter '" + name + "'");
-    const int layer = std::stoi(name.substr(2));
-    MIXGPT_REQUIRE(layer >= 0 && layer < n_layer, "gradient_stages: no block for parameter '" + name + "'");
-    return n_layer - layer;
+// The stage that completes a tensor's gradient.
+int stage_of(const ParameterView& view, int n_layer) {
+    if (view.layer >= 0) {
+        MIXGPT_REQUIRE(view.layer < n_layer, "gradient_stages: no block for parameter '" + view.name + "'");
+        return n_layer - view.layer;
+    }
+    const bool embedding = view.role == Role::token_embedding || view.role == Role::position_embedding;
+    return embedding ? n_layer + 1 : 0;
 }
 
 }  // namespace
@@ -23,7 +21,7 @@ std::vector<std::vector<size_t>> gradient_stages(const ParameterLayout& layout, 
     std::vector<std::vector<size_t>> stages(static_cast<size_t>(n_layer) + 2);
     const std::vector<ParameterView>& views = layout.views();
     for (size_t i = 0; i < views.size(); ++i)
-        stages[static_cast<size_t>(stage_of(views[i].name, n_layer))].push_back(i);
+        stages[static_cast<size_t>(stage_of(views[i], n_layer))].push_back(i);
     return stages;
 }
 

@@ -3,10 +3,11 @@
 //
 // The backward pass runs in stages and calls GradientsReady with a stage's index once the last
 // op adding to that stage's gradients is enqueued on the backend:
-//   stage 0          ln_f.weight, ln_f.bias
+//   stage 0          the final norm and an untied output head
 //   stage 1 + i      every tensor of block n_layer - 1 - i (the last block first)
-//   stage n_layer+1  wte and wpe (wte, tied to the output projection, also receives the
-//                    classifier's gradient at the very start of the backward pass)
+//   stage n_layer+1  the token and position embeddings (the token embedding, when tied to the
+//                    output head, also receives the classifier's gradient at the very start of
+//                    the backward pass)
 #pragma once
 
 #include <cstddef>

@@ -27,7 +27,7 @@ struct MemoryPlan {
     }
 };
 
-// One rank's ZeRO-1 sizes (train/shard_layout.h): its shard, whose fp32 masters and AdamW moments
+// One rank's ZeRO-1 sizes (dist/shard_layout.h): its shard, whose fp32 masters and AdamW moments
 // it keeps, and the arenas (gradients, working copy), both with their padding.
 struct ShardSizes {
     int64_t shard_elements = 0;

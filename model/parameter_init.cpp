@@ -1,4 +1,5 @@
-// init_gpt2_parameters (declared in model/parameters.h).
+// init_parameters (declared in model/parameters.h).
+#include <algorithm>
 #include <cmath>
 
 #include "model/parameters.h"
@@ -21,32 +22,21 @@ double normal(uint64_t stream, int64_t index) {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() &&
-           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
-std::vector<float> init_gpt2_parameters(const GPTConfig& config, const ParameterLayout& layout,
-                                        uint64_t seed) {
+std::vector<float> init_parameters(const GPTConfig& config, const ParameterLayout& layout, uint64_t seed) {
     constexpr double kStd = 0.02;
     const double residual_std = kStd / std::sqrt(2.0 * config.n_layer);
     std::vector<float> values(static_cast<size_t>(layout.total()));
     for (size_t tensor = 0; tensor < layout.views().size(); ++tensor) {
         const ParameterView& view = layout.views()[tensor];
         float* out = values.data() + view.offset;
-        if (!view.decay) {
-            const float constant = ends_with(view.name, "ln_1.weight") ||
-                                           ends_with(view.name, "ln_2.weight") || view.name == "ln_f.weight"
-                                       ? 1.f
-                                       : 0.f;
-            std::fill(out, out + view.numel, constant);
+        if (view.init == Init::zeros || view.init == Init::ones) {
+            std::fill(out, out + view.numel, view.init == Init::ones ? 1.f : 0.f);
             continue;
         }
-        const double std = ends_with(view.name, "c_proj.weight") ? residual_std : kStd;
-        // wte's padding rows stay zero.
-        const int64_t count = view.name == "wte" ? int64_t{config.vocab_size} * config.n_embd : view.numel;
+        const double std = view.init == Init::residual_normal ? residual_std : kStd;
+        const int64_t count = view.real_rows * (view.numel / view.shape[0]);  // the padding rows stay zero
         const uint64_t stream = splitmix64(seed ^ splitmix64(0x5eed0000ull + tensor));
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(std * normal(stream, i));

@@ -3,47 +3,58 @@
 #include "core/error.h"
 
 namespace mixgpt {
+namespace {
+
+bool present(const TensorSpec& spec, const GPTConfig& config) {
+    return spec.presence == Presence::always || !config.tie_embeddings;
+}
+
+}  // namespace
 
 ParameterLayout::ParameterLayout(const GPTConfig& config) {
     config.validate();
-    const int64_t C = config.n_embd;
-    add("wte", {config.padded_vocab_size(), C}, true);
-    add("wpe", {config.max_seq_len, C}, true);
-    for (int l = 0; l < config.n_layer; ++l) {
-        const std::string h = "h." + std::to_string(l) + ".";
-        add(h + "attn.c_attn.weight", {3 * C, C}, true);
-        add(h + "attn.c_proj.weight", {C, C}, true);
-        add(h + "mlp.c_fc.weight", {4 * C, C}, true);
-        add(h + "mlp.c_proj.weight", {C, 4 * C}, true);
+    const Family& family = config.family();
+    for (bool decayed : {true, false}) {
+        const auto add_model_tensors = [&] {
+            for (const TensorSpec& spec : family.model_tensors)
+                if (spec.decay == decayed && present(spec, config)) add(config, spec, -1);
+        };
+        if (decayed) add_model_tensors();
+        for (int l = 0; l < config.n_layer; ++l)
+            for (const TensorSpec& spec : family.block_tensors)
+                if (spec.decay == decayed) add(config, spec, l);
+        if (!decayed) add_model_tensors();
+        if (decayed) decay_count_ = total_;
     }
-    decay_count_ = total_;
-    for (int l = 0; l < config.n_layer; ++l) {
-        const std::string h = "h." + std::to_string(l) + ".";
-        add(h + "ln_1.weight", {C}, false);
-        add(h + "ln_1.bias", {C}, false);
-        add(h + "attn.c_attn.bias", {3 * C}, false);
-        add(h + "attn.c_proj.bias", {C}, false);
-        add(h + "ln_2.weight", {C}, false);
-        add(h + "ln_2.bias", {C}, false);
-        add(h + "mlp.c_fc.bias", {4 * C}, false);
-        add(h + "mlp.c_proj.bias", {C}, false);
-    }
-    add("ln_f.weight", {C}, false);
-    add("ln_f.bias", {C}, false);
 }
 
-void ParameterLayout::add(const std::string& name, std::vector<int64_t> shape, bool decay) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    index_[name] = views_.size();
-    views_.push_back({name, std::move(shape), total_, numel, decay});
-    total_ += numel;
+void ParameterLayout::add(const GPTConfig& config, const TensorSpec& spec, int layer) {
+    ParameterView view;
+    view.name = (layer >= 0 ? config.family().block_prefix + std::to_string(layer) + "." : std::string()) + spec.name;
+    view.shape = {config.size_of(spec.rows)};
+    if (spec.cols != Dim::none) view.shape.push_back(config.size_of(spec.cols));
+    view.offset = total_;
+    view.numel = config.size_of(spec.rows) * config.size_of(spec.cols);
+    view.decay = spec.decay;
+    view.role = spec.role;
+    view.layer = layer;
+    view.init = spec.init;
+    view.real_rows = spec.rows == Dim::padded_vocab ? config.vocab_size : view.shape[0];
+    index_[view.name] = views_.size();
+    views_.push_back(std::move(view));
+    total_ += views_.back().numel;
 }
 
 const ParameterView& ParameterLayout::find(const std::string& name) const {
     const auto found = index_.find(name);
     MIXGPT_REQUIRE(found != index_.end(), "no model parameter named '" + name + "'");
     return views_[found->second];
+}
+
+const ParameterView* ParameterLayout::find(Role role, int layer) const {
+    for (const ParameterView& view : views_)
+        if (view.role == role && view.layer == layer) return &view;
+    return nullptr;
 }
 
 }  // namespace mixgpt

@@ -1,35 +1,28 @@
 #include "model/weights.h"
 
-#include <string>
-
 namespace mixgpt {
-namespace {
 
-TensorView view_of(const ParameterLayout& layout, const std::string& name, void* arena, DType dtype) {
-    const ParameterView& parameter = layout.find(name);
-    void* data = static_cast<char*>(arena) + static_cast<size_t>(parameter.offset) * dtype_size(dtype);
-    if (parameter.shape.size() == 1) return TensorView(data, dtype, {parameter.shape[0]});
-    return TensorView(data, dtype, {parameter.shape[0], parameter.shape[1]});
+ModelTensors::ModelTensors(const ParameterLayout& layout, int n_layer, void* arena, DType dtype)
+    : blocks_(static_cast<size_t>(n_layer)) {
+    for (const ParameterView& parameter : layout.views()) {
+        void* data = static_cast<char*>(arena) + static_cast<size_t>(parameter.offset) * dtype_size(dtype);
+        const TensorView view = parameter.shape.size() == 1
+                                    ? TensorView(data, dtype, {parameter.shape[0]})
+                                    : TensorView(data, dtype, {parameter.shape[0], parameter.shape[1]});
+        RoleViews& views = parameter.layer < 0 ? model_ : blocks_[static_cast<size_t>(parameter.layer)];
+        views[static_cast<size_t>(parameter.role)] = view;
+    }
 }
 
-}  // namespace
+const TensorView& ModelTensors::operator[](Role role) const { return model_[static_cast<size_t>(role)]; }
 
-GPTTensors tensor_views(const ParameterLayout& layout, int n_layer, void* arena, DType dtype) {
-    auto view = [&](const std::string& name) { return view_of(layout, name, arena, dtype); };
-    GPTTensors tensors;
-    tensors.wte = view("wte");
-    tensors.wpe = view("wpe");
-    for (int l = 0; l < n_layer; ++l) {
-        const std::string h = "h." + std::to_string(l) + ".";
-        tensors.blocks.push_back(
-            {view(h + "ln_1.weight"), view(h + "ln_1.bias"), view(h + "attn.c_attn.weight"),
-             view(h + "attn.c_attn.bias"), view(h + "attn.c_proj.weight"), view(h + "attn.c_proj.bias"),
-             view(h + "ln_2.weight"), view(h + "ln_2.bias"), view(h + "mlp.c_fc.weight"),
-             view(h + "mlp.c_fc.bias"), view(h + "mlp.c_proj.weight"), view(h + "mlp.c_proj.bias")});
-    }
-    tensors.ln_f_weight = view("ln_f.weight");
-    tensors.ln_f_bias = view("ln_f.bias");
-    return tensors;
+const TensorView& ModelTensors::block(int layer, Role role) const {
+    return blocks_[static_cast<size_t>(layer)][static_cast<size_t>(role)];
+}
+
+const TensorView& ModelTensors::head() const {
+    const TensorView& head = (*this)[Role::output_head];
+    return head.valid() ? head : (*this)[Role::token_embedding];
 }
 
 }  // namespace mixgpt

@@ -1,7 +1,10 @@
-// Typed views of every GPT tensor inside an arena laid out by ParameterLayout:
-// the working weights (act dtype) and the gradients (fp32) are both seen this way.
+// Typed views of every tensor of an arena laid out by ParameterLayout, by role (model/family.h):
+// the working weights (act dtype) and the gradients (fp32) are both seen this way. A role the
+// family does not have (a bias of a family without biases, the output head when it is tied) is an
+// invalid TensorView, which the ops read as "none".
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/tensor.h"
@@ -9,23 +12,21 @@
 
 namespace mixgpt {
 
-struct BlockTensors {
-    TensorView ln_1_weight, ln_1_bias;            // (C)
-    TensorView c_attn_weight, c_attn_bias;        // (3C, C), (3C)
-    TensorView attn_proj_weight, attn_proj_bias;  // (C, C), (C)
-    TensorView ln_2_weight, ln_2_bias;            // (C)
-    TensorView c_fc_weight, c_fc_bias;            // (4C, C), (4C)
-    TensorView mlp_proj_weight, mlp_proj_bias;    // (C, 4C), (C)
-};
+class ModelTensors {
+public:
+    ModelTensors() = default;
+    // Views into `arena` (elements of `dtype`, laid out by `layout`).
+    ModelTensors(const ParameterLayout& layout, int n_layer, void* arena, DType dtype);
 
-struct GPTTensors {
-    TensorView wte;  // (Vp, C)
-    TensorView wpe;  // (maxT, C)
-    std::vector<BlockTensors> blocks;
-    TensorView ln_f_weight, ln_f_bias;  // (C)
-};
+    const TensorView& operator[](Role role) const;  // a model-level role
+    const TensorView& block(int layer, Role role) const;
+    // The matrix the logits are computed with: output_head, or token_embedding when tied.
+    const TensorView& head() const;
 
-// Views into `arena` (elements of `dtype`, laid out by `layout`).
-GPTTensors tensor_views(const ParameterLayout& layout, int n_layer, void* arena, DType dtype);
+private:
+    using RoleViews = std::array<TensorView, kRoleCount>;
+    RoleViews model_;
+    std::vector<RoleViews> blocks_;
+};
 
 }  // namespace mixgpt

@@ -5,13 +5,14 @@ mixgpt code.
 
 1. Parses model.safetensors by the format's specification (8-byte little-endian header length,
    JSON header, data offsets that tile the data area) and checks that it holds exactly the
-   tensors of GPT2LMHeadModel for config.json's shape, with GPT-2's names, shapes and one float
-   dtype (F32, BF16 or F16).
+   tensors of GPT2LMHeadModel (model_type gpt2) or LlamaForCausalLM (model_type llama) for
+   config.json's shape, with transformers' names, shapes and one float dtype (F32, BF16 or F16).
 2. Tokenizes a text file with the folder's tokenizer (one document: its tokens, then end of text, as
    `mixgpt eval --text` does) or reads a split of a prepared dataset (needs h5py), and computes
    the mean loss over the non-overlapping windows of n_positions + 1 tokens with its own float64
-   GPT-2 forward pass (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
-   embeddings).
+   forward pass: GPT-2's (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
+   embeddings) or Llama's (pre-RMSNorm, RoPE in transformers' rotate-half convention, grouped-query
+   attention, SwiGLU, no biases, lm_head or the tied embedding).
 3. Compares it with `mixgpt eval --json`'s mean_loss (and token count): exit 0 when the relative
    difference is at most --tolerance (1e-5), 1 otherwise.
 4. With --reference, checks the files of `mixgpt export --reference-out` (what
@@ -88,6 +89,8 @@ def read_safetensors(path):
 
 
 def expected_shapes(config):
+    if config.get("model_type") == "llama":
+        return llama_shapes(config)
     V, P, C, L = config["vocab_size"], config["n_positions"], config["n_embd"], config["n_layer"]
     shapes = {"transformer.wte.weight": (V, C), "transformer.wpe.weight": (P, C),
               "transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,)}
@@ -102,7 +105,34 @@ def expected_shapes(config):
     return shapes
 
 
+def llama_shapes(config):
+    V, C, L, F = config["vocab_size"], config["hidden_size"], config["num_hidden_layers"], config["intermediate_size"]
+    H, Hkv = config["num_attention_heads"], config.get("num_key_value_heads") or config["num_attention_heads"]
+    hd = C // H
+    shapes = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
+    if not config.get("tie_word_embeddings", False):
+        shapes["lm_head.weight"] = (V, C)
+    for layer in range(L):
+        h = f"model.layers.{layer}."
+        shapes.update({h + "input_layernorm.weight": (C,), h + "post_attention_layernorm.weight": (C,),
+                       h + "self_attn.q_proj.weight": (H * hd, C), h + "self_attn.k_proj.weight": (Hkv * hd, C),
+                       h + "self_attn.v_proj.weight": (Hkv * hd, C), h + "self_attn.o_proj.weight": (C, H * hd),
+                       h + "mlp.gate_proj.weight": (F, C), h + "mlp.up_proj.weight": (F, C),
+                       h + "mlp.down_proj.weight": (C, F)})
+    return shapes
+
+
+def context_length(config):
+    return config["max_position_embeddings"] if config.get("model_type") == "llama" else config["n_positions"]
+
+
 def check_config(config):
+    if config.get("model_type") == "llama":
+        wanted = {"hidden_act": "silu", "rope_scaling": None, "attention_bias": False, "mlp_bias": False}
+        for key, value in wanted.items():
+            if config.get(key, value) != value:
+                fail(f"config.json: {key} is {config.get(key)!r}, expected {value!r}")
+        return
     wanted = {"model_type": "gpt2", "activation_function": "gelu_new", "tie_word_embeddings": True}
     for key, value in wanted.items():
         if config.get(key) != value:
@@ -121,8 +151,50 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def rms_norm(x, weight, eps):
+    return x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True) + eps) * weight
+
+
+def rotate(x, theta):
+    """RoPE of x (B, heads, T, hd) at positions 0..T-1, transformers' rotate_half convention: the
+    pairs (i, i + hd/2) turned by t * theta^(-2i/hd)."""
+    T, hd = x.shape[2], x.shape[3]
+    angles = np.arange(T)[:, None] * theta ** (-np.arange(0, hd, 2) / hd)[None, :]  # (T, hd/2)
+    cos, sin = np.cos(np.concatenate([angles, angles], -1)), np.sin(np.concatenate([angles, angles], -1))
+    rotated_half = np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], axis=-1)
+    return x * cos + rotated_half * sin
+
+
+def llama_forward_logits(tensors, config, inputs):
+    """LlamaForCausalLM's logits (B, T, V) of inputs (B, T), float64."""
+    eps, theta = config["rms_norm_eps"], config.get("rope_theta", 10000.0)
+    H, C = config["num_attention_heads"], config["hidden_size"]
+    Hkv, hd = config.get("num_key_value_heads") or H, C // H
+    B, T = inputs.shape
+    x = tensors["model.embed_tokens.weight"][inputs]
+    mask = np.triu(np.full((T, T), -np.inf), k=1)
+    for layer in range(config["num_hidden_layers"]):
+        p = lambda name: tensors[f"model.layers.{layer}.{name}"]  # noqa: E731
+        a = rms_norm(x, p("input_layernorm.weight"), eps)
+        heads = lambda w, n: (a @ w.T).reshape(B, T, n, hd).transpose(0, 2, 1, 3)  # noqa: E731
+        q = rotate(heads(p("self_attn.q_proj.weight"), H), theta)
+        k = np.repeat(rotate(heads(p("self_attn.k_proj.weight"), Hkv), theta), H // Hkv, axis=1)
+        v = np.repeat(heads(p("self_attn.v_proj.weight"), Hkv), H // Hkv, axis=1)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd) + mask
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        attention = (scores / scores.sum(axis=-1, keepdims=True)) @ v
+        x = x + attention.transpose(0, 2, 1, 3).reshape(B, T, H * hd) @ p("self_attn.o_proj.weight").T
+        m = rms_norm(x, p("post_attention_layernorm.weight"), eps)
+        gate, up = m @ p("mlp.gate_proj.weight").T, m @ p("mlp.up_proj.weight").T
+        x = x + (gate / (1.0 + np.exp(-gate)) * up) @ p("mlp.down_proj.weight").T
+    head = tensors.get("lm_head.weight", tensors["model.embed_tokens.weight"])
+    return rms_norm(x, tensors["model.norm.weight"], eps) @ head.T
+
+
 def forward_logits(tensors, config, inputs):
     """Logits (B, T, V) of inputs (B, T), float64."""
+    if config.get("model_type") == "llama":
+        return llama_forward_logits(tensors, config, inputs)
     eps = config["layer_norm_epsilon"]
     H, C = config["n_head"], config["n_embd"]
     B, T = inputs.shape
@@ -242,14 +314,14 @@ def main():
         fail(f"tensor names: missing {sorted(set(shapes) - set(tensors))}, unexpected {sorted(set(tensors) - set(shapes))}")
     for name, shape in shapes.items():
         if tensors[name].shape != shape:
-            fail(f"{name}: shape {tensors[name].shape}, GPT-2 expects {shape}")
+            fail(f"{name}: shape {tensors[name].shape}, {config['model_type']} expects {shape}")
     if metadata.get("format") != "pt":
         fail("model.safetensors: __metadata__ has no \"format\": \"pt\" (transformers requires it)")
 
     with open(args.eval_json) as file:
         reference = json.load(file)
     streams = read_tokens(args, args.folder, config)
-    T = reference.get("seq_len", config["n_positions"])
+    T = reference.get("seq_len", context_length(config))
     starts = [(tokens, r * T) for tokens in streams for r in range((len(tokens) - 1) // T)]
     count = len(starts)
     total = 0.0
@@ -259,7 +331,7 @@ def main():
     scored = count * T
     mean_loss = total / scored
     relative = abs(mean_loss - reference["mean_loss"]) / abs(reference["mean_loss"])
-    print(f"{len(tensors)} tensors ({dtype}) match GPT-2's names and shapes; {scored} tokens scored "
+    print(f"{len(tensors)} tensors ({dtype}) match {config['model_type']}'s names and shapes; {scored} tokens scored "
           f"(mixgpt: {reference['tokens']}); mean loss {mean_loss:.9f} (NumPy float64) vs {reference['mean_loss']:.9f} "
           f"(mixgpt eval): relative difference {relative:.2e} (tolerance {args.tolerance:g})")
     if scored != reference["tokens"]:

@@ -8,7 +8,7 @@ PyTorch picks it), eager and, with --compile, under torch.compile (every precisi
 then compiled; each row is printed when measured, and a run that fails is reported and the others
 go on). Timing: warm-up steps (their time, torch.compile's included, is reported), then CUDA
 events around each timed step, median. The embedding is padded to a multiple of 128 rows as in
-mixgpt; model FLOPs per token are counted as mixgpt counts them (train/flops.h):
+mixgpt; model FLOPs per token are counted as mixgpt counts them (study/flops.h):
 6N + 6*L*T*C, N = parameters without the vocabulary padding.
 
 Runs on a GPU host with a recent PyTorch; on a CPU (Debian's python3-torch) it runs too, for a

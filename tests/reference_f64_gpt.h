@@ -1,13 +1,19 @@
-// The whole GPT's forward pass in float64, composed of tests/reference_f64.h's ops: embeddings,
-// pre-LayerNorm blocks (attention, 4x MLP with tanh-GELU), final LayerNorm, logits against wte,
-// and the per-position losses. The model-level reference of tests that score whole sequences
-// (multiple-choice evaluation), with the same semantics as model/gpt.h's forward.
+// A whole model's forward and backward pass in float64, composed of tests/reference_f64.h's ops
+// and read from the family description (model/family.h), for both families:
+//   gpt2   embeddings + learned positions, pre-LayerNorm blocks (attention, 4x MLP with tanh-GELU),
+//          final LayerNorm, logits against wte, biases everywhere;
+//   llama  token embeddings, pre-RMSNorm blocks (RoPE and grouped-query attention, SwiGLU MLP),
+//          final RMSNorm, logits against the output head (or the tied embedding), no biases;
+// then the per-position losses. The model-level reference of tests that score whole sequences
+// (multiple-choice evaluation) and of the Llama family's parity tests, with the same semantics
+// as model/gpt.h's forward and forward_backward.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "model/config.h"
+#include "model/parameters.h"
 #include "tests/reference_f64.h"
 
 namespace mixgpt {
@@ -21,11 +27,32 @@ public:
     // -log softmax(logits)[target] (t).
     F64Vector losses(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets) const;
 
+    struct Pass {
+        F64Vector losses;     // (B*T)
+        F64Vector gradients;  // the arena's layout: d(mean loss over B*T) / d parameter
+    };
+    // A batch of B sequences of length T, tokens and targets (B, T): losses and the gradients of
+    // their mean, as GPT::forward_backward with gradient_scale 1 / (B*T) computes them.
+    Pass forward_backward(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets, int B,
+                          int T) const;
+
 private:
-    const F64Vector& parameter(const std::string& name) const;
+    // The tensor of `role` in block `layer` (-1: model-level), or an empty vector when the family
+    // has none (a bias of a family without biases).
+    F64Vector parameter(Role role, int layer = -1) const;
+    void accumulate(F64Vector& gradients, Role role, int layer, const F64Vector& gradient) const;
+    struct Norm {
+        F64Vector out, rstd;
+    };
+    Norm norm_forward(const F64Vector& inp, Role weight, int layer, int N) const;
+    // d inp; the weight's (and bias's) gradients added into `gradients`.
+    F64Vector norm_backward(F64Vector& gradients, const F64Vector& dout, const F64Vector& inp, Role weight,
+                            int layer, int N) const;
+    AttentionParams attention_params() const;
 
     GPTConfig config_;
-    std::vector<std::pair<std::string, F64Vector>> parameters_;  // by name, widened to float64
+    ParameterLayout layout_;
+    F64Vector arena_;  // the parameters widened to float64
 };
 
 }  // namespace mixgpt

@@ -216,7 +216,7 @@ TEST_F(BadNonfiniteTest, AllowNonfiniteAcceptsWhatIsRefusedOtherwise) {
 // count: "steps: must be at least 1". Now ceil(budget / 64) = 2^57 steps of 64 tokens.
 TEST(BadMessagesTest, HugeTokenBudgetIsPlannedWithoutOverflow) {
     TrainOptions options;
-    options.model = "d2";
+    options.model.preset = "d2";
     options.batch_size = 4;
     options.seq_len = 16;
     options.token_budget = std::numeric_limits<int64_t>::max();

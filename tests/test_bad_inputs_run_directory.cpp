@@ -294,7 +294,7 @@ std::string write_larger_checkpoint(const TempDirectory& fixture, const TempDire
     checkpoint.config.n_head = 4;
     checkpoint.config.n_embd = 128;
     const ParameterLayout layout(checkpoint.config);
-    checkpoint.parameters = init_gpt2_parameters(checkpoint.config, layout, 1);
+    checkpoint.parameters = init_parameters(checkpoint.config, layout, 1);
     checkpoint.adam_m.assign(checkpoint.parameters.size(), 0.f);
     checkpoint.adam_v.assign(checkpoint.parameters.size(), 0.f);
     const std::string path = checkpoint_path(scratch.file("big/checkpoints"), 2);

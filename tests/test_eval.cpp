@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "eval/evaluate.h"
 #include "eval/run_eval.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "eval/windows.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"

@@ -3,8 +3,6 @@
 // malformed folders refused with one line, and the independent NumPy reader
 // (scripts/check_hf_export.py) recomputing the exported model's loss and mixgpt's reference outputs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -19,6 +17,7 @@
 #include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
 #include "model/checkpoint.h"
+#include "tests/test_python_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tests/test_train_support.h"
@@ -30,6 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace testing_support;
 using test::error_of;
+using test::find_checker;
+using test::run_python;
 using test::TempDirectory;
 
 std::string little_endian_u64(uint64_t value) {
@@ -311,35 +312,6 @@ TEST_F(InteropTest, MalformedFoldersAreRefusedWithOneLine) {
     std::ofstream(bpe + "/merges.txt") << "#version: 0.2\n";
     EXPECT_NE(import_error(bpe).find("/vocab.json: no token for the byte 0x00 (not a byte-level BPE)"),
               std::string::npos);
-}
-
-// Runs /usr/bin/python3 with `arguments`; its exit status (127: could not start).
-int run_python(const std::vector<std::string>& arguments, const std::string& output_path) {
-    std::vector<std::string> storage = {"/usr/bin/python3"};
-    storage.insert(storage.end(), arguments.begin(), arguments.end());
-    std::vector<char*> argv;
-    for (std::string& argument : storage) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        std::FILE* output = std::freopen(output_path.c_str(), "w", stdout);
-        if (output == nullptr || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
-        execv(argv[0], argv.data());
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-// The checker beside the sources: the first folder above the test binary (build/ or
-// build/asan/, say) that holds scripts/check_hf_export.py; "" if none does.
-std::string find_checker() {
-    for (fs::path folder = fs::read_symlink("/proc/self/exe").parent_path(); folder.has_relative_path();
-         folder = folder.parent_path())
-        if (fs::exists(folder / "scripts/check_hf_export.py"))
-            return (folder / "scripts/check_hf_export.py").string();
-    return "";
 }
 
 // The reader also checks export --reference-out's logits, greedy tokens and ids (what the

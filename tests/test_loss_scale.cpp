@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "core/error.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "tests/test_train_support.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 #include "train/loss_scaling.h"
 #include "train/train_step.h"
 

@@ -55,7 +55,7 @@ TEST(ModelParameters, NamesAndShapesFollowGpt2) {
 TEST(ModelParameters, InitializationFollowsGpt2) {
     const GPTConfig config = small_config();
     const ParameterLayout layout(config);
-    const std::vector<float> values = init_gpt2_parameters(config, layout, 1234);
+    const std::vector<float> values = init_parameters(config, layout, 1234);
     auto statistics = [&](const std::string& name, int64_t count) {
         const ParameterView& view = layout.find(name);
         double sum = 0.0, squares = 0.0;
@@ -87,12 +87,12 @@ TEST(ModelParameters, InitializationDependsOnSeedOnlyNotThreads) {
     const ParameterLayout layout(config);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    const std::vector<float> single = init_gpt2_parameters(config, layout, 99);
+    const std::vector<float> single = init_parameters(config, layout, 99);
     omp_set_num_threads(3);
-    const std::vector<float> three = init_gpt2_parameters(config, layout, 99);
+    const std::vector<float> three = init_parameters(config, layout, 99);
     omp_set_num_threads(threads);
     EXPECT_EQ(single, three);
-    EXPECT_NE(single, init_gpt2_parameters(config, layout, 100));
+    EXPECT_NE(single, init_parameters(config, layout, 100));
 }
 
 }  // namespace

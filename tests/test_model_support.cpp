@@ -14,15 +14,26 @@ GPTConfig tiny_config() {
     return config;
 }
 
-std::vector<float> spread_parameters(const GPTConfig& config, const ParameterLayout& layout, uint32_t seed) {
+GPTConfig tiny_llama_config() {
+    GPTConfig config = tiny_config();
+    config.arch = Arch::llama;
+    config.n_kv_head = 1;
+    config.ffn_hidden = 48;
+    config.tie_embeddings = false;
+    config.rope_theta = 1000.f;
+    return config;
+}
+
+std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed) {
     std::mt19937 generator(seed);
     std::normal_distribution<float> normal(0.f, 1.f);
     std::vector<float> values(static_cast<size_t>(layout.total()));
     for (const ParameterView& view : layout.views()) {
-        const bool is_norm = view.name.find("ln_") != std::string::npos;
-        const bool is_weight =
-            view.name.size() > 6 && view.name.compare(view.name.size() - 6, 6, "weight") == 0;
-        const int64_t count = view.name == "wte" ? int64_t{config.vocab_size} * config.n_embd : view.numel;
+        const bool is_norm = view.role == Role::attention_norm_weight || view.role == Role::attention_norm_bias ||
+                             view.role == Role::mlp_norm_weight || view.role == Role::mlp_norm_bias ||
+                             view.role == Role::final_norm_weight || view.role == Role::final_norm_bias;
+        const bool is_weight = view.init == Init::ones;
+        const int64_t count = view.real_rows * (view.numel / view.shape[0]);
         for (int64_t i = 0; i < count; ++i) {
             float value = normal(generator);
             if (view.decay)

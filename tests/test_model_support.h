@@ -12,10 +12,13 @@ namespace mixgpt::test {
 
 // 2 layers, 2 heads, width 32, vocabulary 200 (padded 256), context 16.
 GPTConfig tiny_config();
+// The same in the Llama-style family: one key/value head for the two query heads, SwiGLU F = 48,
+// an untied output head, RoPE base 1000.
+GPTConfig tiny_llama_config();
 
-// Random parameters: matrices N(0, 0.1) (wte's padding rows 0), biases N(0, 0.05), LayerNorm
+// Random parameters: matrices N(0, 0.1) (the vocabulary padding rows 0), biases N(0, 0.05), norm
 // weights 1 + N(0, 0.1) and biases N(0, 0.1). Deterministic in `seed`.
-std::vector<float> spread_parameters(const GPTConfig& config, const ParameterLayout& layout, uint32_t seed);
+std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed);
 
 struct PassResult {
     std::vector<float> losses;     // (b * t)

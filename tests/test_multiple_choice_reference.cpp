@@ -23,7 +23,8 @@
 
 #include "core/h5.h"
 #include "core/log.h"
-#include "eval/checkpoint_model.h"
+#include "eval/checkpoint_tokenizer.h"
+#include "model/checkpoint_model.h"
 #include "eval/run_multiple_choice.h"
 #include "tests/reference_f64_gpt.h"
 #include "tests/test_process_support.h"

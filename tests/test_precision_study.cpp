@@ -14,7 +14,7 @@
 #include "model/checkpoint.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
-#include "train/precision_study.h"
+#include "study/precision_study.h"
 #include "train/trainer.h"
 
 namespace mixgpt {

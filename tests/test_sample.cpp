@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "eval/generate.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "eval/token_choice.h"
 #include "tests/test_train_support.h"
 

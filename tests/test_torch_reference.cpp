@@ -48,7 +48,7 @@ int64_t exported_rows(const ParameterView& view, const GPTConfig& config) {
 TEST(TorchReference, DISABLED_WriteInput) {
     const GPTConfig config = fixture_config();
     const ParameterLayout layout(config);
-    const std::vector<float> values = test::spread_parameters(config, layout, 2024);
+    const std::vector<float> values = test::spread_parameters(layout, 2024);
     const std::vector<int32_t> tokens = test::random_tokens(kBatch * kLength, config.vocab_size, 1);
     const std::vector<int32_t> targets = test::random_tokens(kBatch * kLength, config.vocab_size, 2);
     const std::string path = fixture_path("torch_reference_input.h5");

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "model/parameters.h"
-#include "train/benchmark.h"
-#include "train/flops.h"
+#include "study/benchmark.h"
+#include "study/flops.h"
 
 namespace mixgpt {
 namespace {
@@ -21,8 +21,22 @@ TEST(TrainBenchTest, FlopsPerTokenCountEveryRealParameter) {
     double n = 0;
     for (const ParameterView& view : layout.views()) n += static_cast<double>(view.numel);
     n -= static_cast<double>(config.padded_vocab_size() - config.vocab_size) * config.n_embd;
-    EXPECT_DOUBLE_EQ(training_flops_per_token(config, 1024), 6 * n + 6.0 * 12 * 1024 * 768);
     EXPECT_NEAR(n / 1e6, 124.4, 0.1);  // GPT-2 small
+    // The products count the weights a token is multiplied by: per block 12 C^2 (qkv 3C^2, output
+    // C^2, MLP 8C^2), and the tied head V C; not wpe, biases or norms.
+    const double C = 768, V = 50257;
+    const double gpt2_products = 12 * 12 * C * C + V * C;
+    EXPECT_DOUBLE_EQ(training_flops_per_token(config, 1024), 6 * gpt2_products + 6.0 * 12 * 1024 * C);
+    EXPECT_LT(6 * n - 6 * gpt2_products, 0.01 * 6 * n);
+
+    // Llama-style with 4 of 12 heads for k and v, SwiGLU F = 2048, an untied head: qkv (12 + 8) hd C
+    // = 5/3 C^2, output C^2, gate, up and down 3 F C, and the head V C (the input embedding is a lookup).
+    GPTConfig llama = GPTConfig::preset("d12", 50257, 1024, Arch::llama);
+    llama.n_kv_head = 4;
+    llama.ffn_hidden = 2048;
+    llama.tie_embeddings = false;
+    const double llama_products = 12 * (5.0 / 3 * C * C + C * C + 3 * 2048 * C) + V * C;
+    EXPECT_DOUBLE_EQ(training_flops_per_token(llama, 1024), 6 * llama_products + 6.0 * 12 * 1024 * C);
 }
 
 TEST(TrainBenchTest, PeakThroughputByDeviceName) {
@@ -38,8 +52,8 @@ TEST(TrainBenchTest, PeakThroughputByDeviceName) {
 
 TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
     BenchOptions options;
-    options.model = "d2";
-    options.n_embd = 32;
+    options.model.preset = "d2";
+    options.model.n_embd = 32;
     options.vocab_size = 100;
     options.batch_size = 2;
     options.seq_len = 16;
@@ -76,8 +90,8 @@ TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
 // the ops' times add up to no more than the step.
 TEST(TrainBenchTest, ProfileCountsEachOpOfAStep) {
     BenchOptions options;
-    options.model = "d2";
-    options.n_embd = 32;       // C; the block's weights are (3C, C), (C, C), (4C, C) and (C, 4C)
+    options.model.preset = "d2";
+    options.model.n_embd = 32;       // C; the block's weights are (3C, C), (C, C), (4C, C) and (C, 4C)
     options.vocab_size = 300;  // padded to 384 rows: the output projection's label differs from the block's
     options.batch_size = 2;
     options.seq_len = 16;

@@ -12,7 +12,7 @@
 #include "tests/test_train_support.h"
 #include "train/loader_rebatch.h"
 #include "train/loss_scaling.h"
-#include "train/mpi_launch.h"
+#include "dist/mpi_launch.h"
 #include "train/train_step.h"
 
 namespace mixgpt {

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "model/gradient_stages.h"
-#include "train/gradient_buckets.h"
+#include "dist/gradient_buckets.h"
 
 namespace mixgpt {
 namespace {

@@ -73,10 +73,10 @@ TEST(TrainOptionsTest, BadOptionsNameTheOption) {
     EXPECT_EQ(
         message_for([](TrainOptions& o) { o.stochastic_rounding = true; }).rfind("stochastic-rounding:", 0),
         0u);
-    EXPECT_NE(message_for([](TrainOptions& o) { o.model = "d7"; }).find("unknown model preset 'd7'"),
+    EXPECT_NE(message_for([](TrainOptions& o) { o.model.preset = "d7"; }).find("unknown model preset 'd7'"),
               std::string::npos);
     EXPECT_NE(
-        message_for([](TrainOptions& o) { o.n_head = 5; }).find("n_embd 384 is not a multiple of n_head 5"),
+        message_for([](TrainOptions& o) { o.model.n_head = 5; }).find("n_embd 384 is not a multiple of n_head 5"),
         std::string::npos);
 }
 

@@ -5,7 +5,7 @@
 
 #include "model/memory_plan.h"
 #include "tests/test_train_support.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 #include "train/loss_scaling.h"
 #include "train/train_step.h"
 

@@ -32,6 +32,21 @@ TEST_P(TrainResumeTest, StopAndResumeEqualsAStraightRun) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, TrainResumeTest, ::testing::ValuesIn(resume_cases()), resume_case_name);
 
+// The same in the Llama-style family (tests/test_train_support.h), the fp32 case with full
+// recomputation as well.
+class TrainLlamaResumeTest : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(TrainLlamaResumeTest, StopAndResumeEqualsAStraightRun) {
+    const ResumeCase& c = GetParam();
+    TrainOptions options = resume_case_options(c, "cpu");
+    const TrainOptions llama = tiny_llama_train_options("");
+    options.model = llama.model;
+    if (c.accumulation_steps > 1) options.recompute = Recompute::full;
+    expect_resume_equals_straight_run(options, std::string("mixgpt_llama_resume_") + c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, TrainLlamaResumeTest, ::testing::ValuesIn(resume_cases()), resume_case_name);
+
 TEST(TrainCheckpointTest, BadCheckpointsAreRefusedAndAutoResumeFallsBack) {
     TempDirectory directory("mixgpt_resume_bad");
     TrainOptions options = tiny_train_options(directory.file("run"));
@@ -62,7 +77,7 @@ TEST(TrainCheckpointTest, BadCheckpointsAreRefusedAndAutoResumeFallsBack) {
     EXPECT_EQ(nlohmann::json::parse(last_resume)["step"], 2);
 
     // Another model shape: refused, naming the field.
-    options.n_embd = 64;
+    options.model.n_embd = 64;
     const std::string shape = error_of([&] { run_training(options); });
     EXPECT_NE(shape.find("refusing checkpoint: n_embd is 32 there, 64 in this run"), std::string::npos)
         << shape;

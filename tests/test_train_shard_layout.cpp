@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "model/parameters.h"
-#include "train/shard_layout.h"
+#include "dist/shard_layout.h"
 
 namespace mixgpt {
 namespace {

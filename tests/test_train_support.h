@@ -92,8 +92,8 @@ inline const TinyDataset& tiny_dataset() {
 inline TrainOptions tiny_train_options(const std::string& output_dir) {
     TrainOptions options;
     options.dataset = tiny_dataset().dataset_path;
-    options.model = "d2";
-    options.n_embd = 32;
+    options.model.preset = "d2";
+    options.model.n_embd = 32;
     options.batch_size = 4;
     options.seq_len = 16;
     options.steps = 8;
@@ -102,6 +102,16 @@ inline TrainOptions tiny_train_options(const std::string& output_dir) {
     options.threads = 1;
     options.output_dir = output_dir;
     options.seed = 11;
+    return options;
+}
+
+// tiny_train_options in the Llama-style family: grouped-query attention (one key/value head for the
+// two query heads), the default SwiGLU width (C = 32: 128), an untied output head.
+inline TrainOptions tiny_llama_train_options(const std::string& output_dir) {
+    TrainOptions options = tiny_train_options(output_dir);
+    options.model.arch = "llama";
+    options.model.n_kv_head = 1;
+    options.model.tie_embeddings = "false";
     return options;
 }
 
@@ -145,6 +155,17 @@ inline GPTConfig unaligned_tiny_config() {
     return config;
 }
 
+// The Llama-style family at the unaligned width: RMSNorm, RoPE, SwiGLU (F = 40), one key/value head
+// for the two query heads, an untied output head.
+inline GPTConfig unaligned_tiny_llama_config() {
+    GPTConfig config = unaligned_tiny_config();
+    config.arch = Arch::llama;
+    config.n_kv_head = 1;
+    config.ffn_hidden = 40;
+    config.tie_embeddings = false;
+    return config;
+}
+
 inline std::unique_ptr<Backend> cpu_backend(Precision precision) {
     BackendOptions options;
     options.precision = precision;
@@ -153,7 +174,7 @@ inline std::unique_ptr<Backend> cpu_backend(Precision precision) {
 }
 
 inline void load_initial_parameters(GPT& model, uint64_t seed) {
-    const std::vector<float> values = init_gpt2_parameters(model.config(), model.layout(), seed);
+    const std::vector<float> values = init_parameters(model.config(), model.layout(), seed);
     model.load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
 }
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "train/collective_watchdog.h"
+#include "dist/collective_watchdog.h"
 
 namespace mixgpt {
 namespace {

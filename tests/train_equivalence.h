@@ -13,7 +13,7 @@
 #include "tests/checkpoint_expectations.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 #include "train/loss_scaling.h"
 #include "train/train_step.h"
 #include "train/trainer.h"

@@ -13,7 +13,7 @@
 #include "eval/run_multiple_choice.h"
 #include "model/gpt.h"
 #include "tokenizer/tokenizer.h"
-#include "train/communicator.h"
+#include "dist/communicator.h"
 
 namespace mixgpt {
 

@@ -52,15 +52,6 @@ int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_l
     return static_cast<int>(steps);
 }
 
-GPTConfig model_config_for(const TrainOptions& options, int vocab_size) {
-    GPTConfig config = GPTConfig::preset(options.model, vocab_size, options.seq_len);
-    if (options.n_layer > 0) config.n_layer = options.n_layer;
-    if (options.n_head > 0) config.n_head = options.n_head;
-    if (options.n_embd > 0) config.n_embd = options.n_embd;
-    config.validate();
-    return config;
-}
-
 TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size) {
     MIXGPT_REQUIRE(options.batch_size >= 1, "batch-size: must be at least 1");
     MIXGPT_REQUIRE(options.seq_len >= 1, "seq-len: must be at least 1");
@@ -91,7 +82,7 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
                    "collective-timeout: must be a number of seconds >= 0 (0: no timeout)");
 
     TrainPlan plan;
-    plan.model = model_config_for(options, vocab_size);
+    plan.model = model_config(options.model, vocab_size, options.seq_len);
     plan.accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, world_size);
     plan.tokens_per_step =
@@ -188,11 +179,8 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options) {
     const auto number = [](double value) { return format("%.17g", value); };
     const auto integer = [](int64_t value) { return std::to_string(value); };
-    return {
-        {"model", options.model},
-        {"n_layer", integer(options.n_layer)},
-        {"n_head", integer(options.n_head)},
-        {"n_embd", integer(options.n_embd)},
+    std::vector<std::pair<std::string, std::string>> described = describe_model_options(options.model);
+    const std::vector<std::pair<std::string, std::string>> rest = {
         {"dataset", options.dataset},
         {"mixture", describe_mixture(options.mixture)},
         {"batch_size", integer(options.batch_size)},
@@ -231,6 +219,8 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"bucket_mb", number(options.bucket_mb)},
         {"collective_timeout", number(options.collective_timeout)},
     };
+    described.insert(described.end(), rest.begin(), rest.end());
+    return described;
 }
 
 }  // namespace mixgpt

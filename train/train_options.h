@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/precision.h"
 #include "model/config.h"
+#include "model/model_options.h"
 #include "tokenizer/loader.h"
 #include "train/loss_scaling.h"
 #include "train/lr_schedule.h"
@@ -18,9 +19,7 @@
 namespace mixgpt {
 
 struct TrainOptions {
-    // model: a preset (d2, d6, d12, ...) whose fields the overrides replace when > 0
-    std::string model = "d6";
-    int n_layer = 0, n_head = 0, n_embd = 0;
+    ModelOptions model;  // preset, family and overrides (model/model_options.h)
 
     // data and batch
     std::string dataset;                 // a prepared dataset (a folder or a .h5 file); a mixture's first
@@ -100,8 +99,6 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
 // Micro-steps per optimizer step: total / (B * T * ranks). A total that is not a multiple is an
 // error listing the nearest totals that work and the micro-batch sizes that divide it.
 int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_len, int world_size);
-
-GPTConfig model_config_for(const TrainOptions& options, int vocab_size);
 
 // `--dataset` given once or more (each "PATH" or "PATH:WEIGHT") and `--weights W1,W2,...`
 // onto options.dataset and options.mixture; throws Error naming the bad part.

@@ -3,7 +3,7 @@
 //   zero the gradient arena
 //   k micro-steps: forward + backward, gradients += d(sum of losses / (B*T*k) * loss_scale)
 //     the last one exchanges the gradients between ranks, bucket by bucket, each as soon as the
-//     backward pass has completed its gradients (train/gradient_buckets.h); no communication in
+//     backward pass has completed its gradients (dist/gradient_buckets.h); no communication in
 //     the micro-steps before
 //   join the collectives (the backend waits for them; the host does not)
 //   grad_norm_squared -> StepStatus.skip when any gradient is Inf/NaN
@@ -14,7 +14,7 @@
 // - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
 //   of DataParallelConfig::bucket_bytes; then every rank runs the same norm and update on
 //   identical data.
-// - sharded optimizer (ZeRO stage 1, train/shard_layout.h): the arena is padded so that every
+// - sharded optimizer (ZeRO stage 1, dist/shard_layout.h): the arena is padded so that every
 //   bucket range splits into W equal pieces, and each is reduce-scattered in place instead
 //   (ncclReduceScatter), leaving rank r the mean gradients of its piece. The rank copies its
 //   pieces into its shard (one contiguous array), where it keeps the fp32 masters (the model,
@@ -38,12 +38,12 @@
 #include <vector>
 
 #include "core/memory.h"
-#include "eval/token_batch.h"
+#include "model/token_batch.h"
 #include "kernels/ops.h"
 #include "model/gpt.h"
-#include "train/communicator.h"
-#include "train/gradient_buckets.h"
-#include "train/shard_layout.h"
+#include "dist/communicator.h"
+#include "dist/gradient_buckets.h"
+#include "dist/shard_layout.h"
 
 namespace mixgpt {
 

@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/stop_signal.h"
-#include "eval/dataset_path.h"
+#include "tokenizer/dataset_path.h"
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
 #include "model/finite_check.h"
@@ -22,12 +22,12 @@
 #include "model/parameters.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/loader.h"
-#include "train/checkpoint_broadcast.h"
-#include "train/communicator.h"
+#include "dist/checkpoint_broadcast.h"
+#include "dist/communicator.h"
 #include "train/loader_rebatch.h"
 #include "train/memory_check.h"
-#include "train/mpi_launch.h"
-#include "train/process_communicator.h"
+#include "dist/mpi_launch.h"
+#include "dist/process_communicator.h"
 #include "train/run_directory.h"
 #include "train/task_eval.h"
 #include "train/train_step.h"
@@ -70,7 +70,7 @@ private:
 
 class Trainer {
 public:
-    // given: null for the communicator the launch implies (train/process_communicator.h).
+    // given: null for the communicator the launch implies (dist/process_communicator.h).
     Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer);
     TrainResult run();
 
@@ -529,7 +529,7 @@ TrainResult Trainer::run() {
     if (resumed) {
         resume_from(path);
     } else {
-        const std::vector<float> initial = init_gpt2_parameters(plan_.model, model_->layout(), options_.seed);
+        const std::vector<float> initial = init_parameters(plan_.model, model_->layout(), options_.seed);
         model_->load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
     }
     if (is_root()) {
@@ -546,8 +546,10 @@ TrainResult Trainer::run() {
         if (resumed) metrics_->write_resume(step_);
     }
 
-    log_info(format("model %s: %d layers, %d heads, width %d, vocabulary %d (%.2fM parameters) on %s",
-                    options_.model.c_str(), plan_.model.n_layer, plan_.model.n_head, plan_.model.n_embd,
+    log_info(format("model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d "
+                    "(%.2fM parameters) on %s",
+                    options_.model.preset.c_str(), arch_name(plan_.model.arch), plan_.model.n_layer,
+                    plan_.model.n_head, plan_.model.kv_heads(), plan_.model.n_embd, plan_.model.mlp_hidden(),
                     plan_.model.vocab_size, static_cast<double>(plan_.model.num_parameters()) / 1e6,
                     backend_->name().c_str()));
     log_info(format(
@@ -623,7 +625,7 @@ TrainResult run_training(const TrainOptions& options, Communicator& communicator
 void print_memory_plans(const TrainOptions& options, std::ostream& out) {
     const int vocab_size =
         options.dataset.empty() ? 50257 : read_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
-    const GPTConfig config = model_config_for(options, vocab_size);
+    const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
     const int ranks = launcher_world_size();
     const int accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
@@ -633,8 +635,9 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
             config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
         shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
     }
-    out << format("model %s: %d layers, %d heads, width %d, vocabulary %d%s, %.2fM parameters\n",
-                  options.model.c_str(), config.n_layer, config.n_head, config.n_embd, vocab_size,
+    out << format("model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM parameters\n",
+                  options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
+                  config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
                   options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
                   static_cast<double>(config.num_parameters()) / 1e6);
     out << format(

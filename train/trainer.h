@@ -19,7 +19,7 @@
 #include <ostream>
 #include <string>
 
-#include "train/communicator.h"
+#include "dist/communicator.h"
 #include "train/metrics.h"
 #include "train/train_options.h"
 

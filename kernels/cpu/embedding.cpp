@@ -26,19 +26,27 @@ void CpuBackend::embedding_forward(TensorView out, TensorView tokens, TensorView
     require_int32(tokens, {B, T}, op, "tokens");
     require_rank(wte, act(), 2, op, "wte");
     require_tensor(wte, act(), {wte.dim(0), C}, op, "wte");
-    require_rank(wpe, act(), 2, op, "wpe");
-    require_tensor(wpe, act(), {wpe.dim(0), C}, op, "wpe");
-    require(wpe.dim(0) >= T, op, "wpe has fewer rows than the sequence length");
+    const bool positions = wpe.valid();
+    if (positions) {
+        require_rank(wpe, act(), 2, op, "wpe");
+        require_tensor(wpe, act(), {wpe.dim(0), C}, op, "wpe");
+        require(wpe.dim(0) >= T, op, "wpe has fewer rows than the sequence length");
+    }
     const int32_t* token = tokens.as<const int32_t>();
     require_tokens_in_range(token, B * T, wte.dim(0), op);
 
     const FloatInput token_table(scratch_, wte);
-    const FloatInput position_table(scratch_, TensorView(wpe.data, wpe.dtype, {T, C}));
+    const FloatInput position_table(scratch_, positions ? TensorView(wpe.data, wpe.dtype, {T, C})
+                                                         : TensorView(nullptr, DType::f32, {0, C}));
     FloatOutput result(scratch_, out, false);
     float* y = result.data();
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < B * T; ++row) {
         const float* e = token_table.data() + token[row] * C;
+        if (!positions) {
+            for (int64_t c = 0; c < C; ++c) y[row * C + c] = e[c];
+            continue;
+        }
         const float* p = position_table.data() + (row % T) * C;
         for (int64_t c = 0; c < C; ++c) y[row * C + c] = e[c] + p[c];
     }
@@ -52,27 +60,29 @@ void CpuBackend::embedding_backward(TensorView dwte, TensorView dwpe, TensorView
     require_int32(tokens, {B, T}, op, "tokens");
     require_rank(dwte, DType::f32, 2, op, "dwte");
     require_tensor(dwte, DType::f32, {dwte.dim(0), C}, op, "dwte");
-    require_rank(dwpe, DType::f32, 2, op, "dwpe");
-    require_tensor(dwpe, DType::f32, {dwpe.dim(0), C}, op, "dwpe");
-    require(dwpe.dim(0) >= T, op, "dwpe has fewer rows than the sequence length");
+    const bool positions = dwpe.valid();
+    if (positions) {
+        require_rank(dwpe, DType::f32, 2, op, "dwpe");
+        require_tensor(dwpe, DType::f32, {dwpe.dim(0), C}, op, "dwpe");
+        require(dwpe.dim(0) >= T, op, "dwpe has fewer rows than the sequence length");
+    }
     const int32_t* token = tokens.as<const int32_t>();
     require_tokens_in_range(token, B * T, dwte.dim(0), op);
 
     const FloatInput gradient(scratch_, dout);
     const float* dy = gradient.data();
     float* dtoken = dwte.as<float>();
-    float* dposition = dwpe.as<float>();
+    float* dposition = positions ? dwpe.as<float>() : nullptr;
     // Each thread owns whole column blocks and adds rows in order: a fixed summation order.
 #pragma omp parallel for schedule(static)
     for (int64_t begin = 0; begin < C; begin += kColumnBlock) {
         const int64_t end = begin + kColumnBlock < C ? begin + kColumnBlock : C;
         for (int64_t row = 0; row < B * T; ++row) {
             float* e = dtoken + token[row] * C;
+            for (int64_t c = begin; c < end; ++c) e[c] += dy[row * C + c];
+            if (dposition == nullptr) continue;
             float* p = dposition + (row % T) * C;
-            for (int64_t c = begin; c < end; ++c) {
-                e[c] += dy[row * C + c];
-                p[c] += dy[row * C + c];
-            }
+            for (int64_t c = begin; c < end; ++c) p[c] += dy[row * C + c];
         }
     }
 }

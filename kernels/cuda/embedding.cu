@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// out (rows,C) = wte[tokens[row]] + wpe[row % T]; a row whose token is outside
+// out (rows,C) = wte[tokens[row]] + wpe[row % T] (wpe null: none); a row whose token is outside
 // [0, vocab) is written as NaN, so a bad token shows up in the loss instead of
 // reading out of bounds. N: elements per access.
 template <typename T, int N>
@@ -32,9 +32,9 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
 #pragma unroll
         for (int i = 0; i < N; ++i) sum[i] = __int_as_float(0x7fc00000);
     } else {
-        float w[N], p[N];
+        float w[N], p[N] = {};
         load_floats<N>(w, wte + int64_t{token} * C + c);
-        load_floats<N>(p, wpe + (row % seq_len) * C + c);
+        if (wpe != nullptr) load_floats<N>(p, wpe + (row % seq_len) * C + c);
 #pragma unroll
         for (int i = 0; i < N; ++i) sum[i] = w[i] + p[i];
     }
@@ -113,8 +113,9 @@ template <typename T>
 void launch_embedding_backward(cudaStream_t stream, const SortBuffers& sort, float* dwte, float* dwpe,
                                const T* dout, const int32_t* tokens, int B, int seq_len, int C, int vocab) {
     const int64_t rows = int64_t{B} * seq_len;
-    launch_kernel(position_gradient_kernel<T>, blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0,
-                  stream, dwpe, dout, B, seq_len, C);
+    if (dwpe != nullptr)
+        launch_kernel(position_gradient_kernel<T>, blocks_for(int64_t{seq_len} * C, kThreads), kThreads, 0,
+                      stream, dwpe, dout, B, seq_len, C);
     launch_kernel(iota_kernel, blocks_for(rows, kThreads), kThreads, 0, stream, sort.positions, rows);
     sort_tokens_with_positions(sort.cub_storage, sort.cub_bytes, tokens, sort.sorted_tokens, sort.positions,
                                sort.sorted_positions, static_cast<int>(rows), stream);
@@ -128,19 +129,21 @@ void CudaBackend::embedding_forward(TensorView out, TensorView tokens, TensorVie
     const char* op = "embedding_forward";
     expect_rank(op, "out", out, 3);
     expect_rank(op, "wte", wte, 2);
-    expect_rank(op, "wpe", wpe, 2);
     const int64_t B = out.dim(0), seq_len = out.dim(1), C = out.dim(2);
     expect_indices(op, "tokens", tokens, {B, seq_len});
     expect_tensor(op, "wte", wte, out.dtype, {wte.dim(0), C});
-    expect_tensor(op, "wpe", wpe, out.dtype, {wpe.dim(0), C});
-    MIXGPT_REQUIRE(seq_len <= wpe.dim(0),
-                   format("cuda embedding_forward: T = %lld exceeds wpe's %lld positions",
-                          static_cast<long long>(seq_len), static_cast<long long>(wpe.dim(0))));
+    if (wpe.valid()) {
+        expect_rank(op, "wpe", wpe, 2);
+        expect_tensor(op, "wpe", wpe, out.dtype, {wpe.dim(0), C});
+        MIXGPT_REQUIRE(seq_len <= wpe.dim(0),
+                       format("cuda embedding_forward: T = %lld exceeds wpe's %lld positions",
+                              static_cast<long long>(seq_len), static_cast<long long>(wpe.dim(0))));
+    }
     if (B * seq_len == 0) return;
     dispatch_dtype(out.dtype, [&](auto tag) {
         using T = decltype(tag);
         launch_embedding_forward<T>(stream_, out.as<T>(), tokens.as<const int32_t>(), wte.as<const T>(),
-                                    wpe.as<const T>(), B * seq_len, static_cast<int>(seq_len),
+                                    wpe.valid() ? wpe.as<const T>() : nullptr, B * seq_len, static_cast<int>(seq_len),
                                     static_cast<int>(C), static_cast<int>(wte.dim(0)));
     });
 }
@@ -149,14 +152,16 @@ void CudaBackend::embedding_backward(TensorView dwte, TensorView dwpe, TensorVie
     const char* op = "embedding_backward";
     expect_rank(op, "dout", dout, 3);
     expect_rank(op, "dwte", dwte, 2);
-    expect_rank(op, "dwpe", dwpe, 2);
     const int64_t B = dout.dim(0), seq_len = dout.dim(1), C = dout.dim(2);
     expect_indices(op, "tokens", tokens, {B, seq_len});
     expect_tensor(op, "dwte", dwte, DType::f32, {dwte.dim(0), C});
-    expect_tensor(op, "dwpe", dwpe, DType::f32, {dwpe.dim(0), C});
-    MIXGPT_REQUIRE(seq_len <= dwpe.dim(0),
-                   format("cuda embedding_backward: T = %lld exceeds dwpe's %lld positions",
-                          static_cast<long long>(seq_len), static_cast<long long>(dwpe.dim(0))));
+    if (dwpe.valid()) {
+        expect_rank(op, "dwpe", dwpe, 2);
+        expect_tensor(op, "dwpe", dwpe, DType::f32, {dwpe.dim(0), C});
+        MIXGPT_REQUIRE(seq_len <= dwpe.dim(0),
+                       format("cuda embedding_backward: T = %lld exceeds dwpe's %lld positions",
+                              static_cast<long long>(seq_len), static_cast<long long>(dwpe.dim(0))));
+    }
     if (B * seq_len == 0) return;
     const SortBuffers sort = sort_buffers(*scratch_, B * seq_len);
     dispatch_dtype(dout.dtype, [&](auto tag) {

@@ -10,8 +10,8 @@
 
 #include "model/config.h"
 #include "tests/gpu/gpu_test_support.h"
-#include "train/benchmark.h"
-#include "train/flops.h"
+#include "study/benchmark.h"
+#include "study/flops.h"
 
 namespace mixgpt {
 namespace {
@@ -19,9 +19,9 @@ namespace {
 BenchOptions small_bench() {
     BenchOptions options;
     options.device = "cuda";
-    options.model = "d2";
-    options.n_head = 2;
-    options.n_embd = 128;  // head_dim 64: flash attention applies in bf16 and fp16
+    options.model.preset = "d2";
+    options.model.n_head = 2;
+    options.model.n_embd = 128;  // head_dim 64: flash attention applies in bf16 and fp16
     options.vocab_size = 100;
     options.batch_size = 2;
     options.seq_len = 80;  // a partial flash tile
@@ -33,9 +33,7 @@ BenchOptions small_bench() {
 
 void expect_consistent(const BenchOptions& options, const BenchResult& r, const std::string& what) {
     SCOPED_TRACE(what);
-    GPTConfig config = GPTConfig::preset(options.model, options.vocab_size, options.seq_len);
-    config.n_head = options.n_head;
-    config.n_embd = options.n_embd;
+    const GPTConfig config = model_config(options.model, options.vocab_size, options.seq_len);
     const double tokens_per_step = static_cast<double>(options.batch_size) * options.seq_len;
     EXPECT_FALSE(r.emulated);
     EXPECT_GT(r.tokens_per_second, 0);

@@ -34,7 +34,7 @@ ModelRun make_run(const std::string& device, Precision precision, Recompute reco
     const GPTConfig config = test::tiny_config();
     run.model = std::make_unique<GPT>(*run.backend, config, kBatch, kLength, recompute);
     const std::vector<float> values =
-        test::spread_parameters(config, run.model->layout(), gpu_test::run_seed());
+        test::spread_parameters(run.model->layout(), gpu_test::run_seed());
     run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
     run.status_memory = run.backend->allocate(sizeof(StepStatus));
     StepStatus status;

@@ -70,7 +70,7 @@ TEST_P(GpuMultipleChoice, ScoresMatchFloat64AsWellAsTheCpu) {
     const ChoiceTask task = short_task(tokenizer);
     ASSERT_GT(task.examples[2].context_cut, 0);
     const GPTConfig config = task_config(tokenizer.vocab_size());
-    const std::vector<float> parameters = test::spread_parameters(config, ParameterLayout(config), 29);
+    const std::vector<float> parameters = test::spread_parameters(ParameterLayout(config), 29);
 
     const F64Gpt reference(config, parameters);
     std::vector<double> expected;

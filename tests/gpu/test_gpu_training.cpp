@@ -29,13 +29,14 @@ using namespace testing_support;
 constexpr int kTrackedSteps = 50;
 
 std::map<int64_t, double> train_losses_on(const std::string& device, Precision precision,
-                                          const std::string& output_dir) {
-    TrainOptions options = tiny_train_options(output_dir);
+                                          const std::string& output_dir, bool llama = false,
+                                          int steps = kTrackedSteps) {
+    TrainOptions options = llama ? tiny_llama_train_options(output_dir) : tiny_train_options(output_dir);
     options.device = device;
     options.precision = precision;
-    options.steps = kTrackedSteps;
+    options.steps = steps;
     const TrainResult result = run_training(options);
-    EXPECT_EQ(result.steps_done, kTrackedSteps);
+    EXPECT_EQ(result.steps_done, steps);
     return train_losses(result.metrics_path);
 }
 
@@ -77,6 +78,42 @@ INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuTraining,
                          ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16,
                                            Precision::fp16),
                          gpu_test::precision_test_name);
+
+// The Llama-style family (RMSNorm, RoPE and grouped-query attention, SwiGLU, an untied head:
+// tests/test_train_support.h) by the same criterion, over fewer steps.
+constexpr int kLlamaTrackedSteps = 20;
+
+class GpuLlamaTraining : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(GpuLlamaTraining, TwentyStepsTrackTheCpuRun) {
+    MIXGPT_GPU_OR_SKIP();
+    const Precision precision = GetParam();
+    test::TempDirectory directory(std::string("mixgpt_gpu_llama_tracking_") + precision_name(precision));
+    const auto losses = [&](const std::string& device, Precision p, const char* name) {
+        return train_losses_on(device, p, directory.file(name), true, kLlamaTrackedSteps);
+    };
+    const std::map<int64_t, double> reference = losses("cpu", Precision::fp32, "cpu_fp32");
+    const Precision yardstick_precision = precision == Precision::fp32 ? Precision::tf32 : precision;
+    const double cpu_difference = rms_difference(losses("cpu", yardstick_precision, "cpu_yardstick"), reference);
+    const std::map<int64_t, double> gpu = losses("cuda", precision, "gpu");
+    const double gpu_difference = rms_difference(gpu, reference);
+    const double bound = precision == Precision::fp32 ? cpu_difference / 16 : 2 * cpu_difference;
+    std::printf("llama %s, %d steps: RMS loss difference from the CPU fp32 run: GPU %.3g, CPU %s %.3g\n",
+                precision_name(precision), kLlamaTrackedSteps, gpu_difference, precision_name(yardstick_precision),
+                cpu_difference);
+    EXPECT_GT(cpu_difference, 0) << "the yardstick run must differ from the fp32 reference";
+    EXPECT_LE(gpu_difference, bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuLlamaTraining, ::testing::Values(Precision::fp32, Precision::bf16),
+                         gpu_test::precision_test_name);
+
+TEST(GpuLlamaTrainingResume, Fp16StopAndResumeEqualsAStraightRun) {
+    MIXGPT_GPU_OR_SKIP();
+    TrainOptions options = resume_case_options(resume_cases()[2], "cuda");
+    options.model = tiny_llama_train_options("").model;
+    expect_resume_equals_straight_run(options, "mixgpt_gpu_llama_resume");
+}
 
 class GpuTrainingResume : public ::testing::TestWithParam<ResumeCase> {};
 

@@ -5,8 +5,8 @@
 #include "core/error.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/checkpoint_broadcast.h"
-#include "train/mpi_communicator.h"
+#include "dist/checkpoint_broadcast.h"
+#include "dist/mpi_communicator.h"
 
 namespace mixgpt {
 namespace {

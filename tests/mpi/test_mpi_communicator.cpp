@@ -7,7 +7,7 @@
 
 #include "core/dtype.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 
 namespace mixgpt {
 namespace {

@@ -20,9 +20,9 @@
 #include <limits>
 
 #include "tests/mpi/mpi_test_support.h"
-#include "train/device_communicator.h"
+#include "dist/device_communicator.h"
 #include "train/loss_scaling.h"
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -38,6 +38,7 @@ struct ParallelCase {
     int accumulation_steps;
     bool overlap;                // buckets exchanged during the last backward pass, or after it
     const char* device = "cpu";  // "cuda": device `rank`, gradients exchanged by NCCL
+    bool llama = false;          // the Llama-style family (unaligned_tiny_llama_config) instead of GPT-2
 };
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
@@ -71,7 +72,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     SingleProcessCommunicator alone;
     ASSERT_EQ(communicator->world_size(), kRanks);
     const int rank = communicator->rank();
-    const GPTConfig config = unaligned_tiny_config();
+    const GPTConfig config = c.llama ? unaligned_tiny_llama_config() : unaligned_tiny_config();
     DataParallelConfig parallel;
     parallel.shard_optimizer = c.shard_optimizer;
     parallel.overlap = c.overlap;
@@ -146,7 +147,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"cuda_replicated_after_backward", false, 3, false, "cuda"},
                       ParallelCase{"cuda_zero1", true, 1, true, "cuda"},
                       ParallelCase{"cuda_zero1_accumulation", true, 3, true, "cuda"},
-                      ParallelCase{"cuda_zero1_after_backward", true, 3, false, "cuda"}),
+                      ParallelCase{"cuda_zero1_after_backward", true, 3, false, "cuda"},
+                      ParallelCase{"llama_replicated_accumulation", false, 3, true, "cpu", true},
+                      ParallelCase{"llama_zero1_accumulation", true, 3, true, "cpu", true},
+                      ParallelCase{"cuda_llama_zero1_accumulation", true, 3, true, "cuda", true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};

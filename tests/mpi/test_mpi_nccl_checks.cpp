@@ -11,8 +11,8 @@
 #include "core/log.h"
 #include "kernels/device_discovery.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/device_communicator.h"
-#include "train/mpi_communicator.h"
+#include "dist/device_communicator.h"
+#include "dist/mpi_communicator.h"
 
 namespace mixgpt {
 namespace {

@@ -18,7 +18,7 @@
 #include "model/parameters.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/shard_layout.h"
+#include "dist/shard_layout.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -145,7 +145,7 @@ TEST(DataParallelResumeTest, PaddedArenaCheckpointsHoldNoPaddingAndResumeOnOneOr
     SharedTempDirectory directory("mixgpt_mpi_resume_padded");
     const auto padded_options = [](const std::string& output_dir, int batch_size, bool zero) {
         TrainOptions options = run_options(output_dir, batch_size, zero);
-        options.n_embd = 20;
+        options.model.n_embd = 20;
         return options;
     };
     const std::string two = directory.file("two");

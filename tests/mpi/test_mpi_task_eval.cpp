@@ -9,7 +9,7 @@
 
 #include "eval/multiple_choice_scoring.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 #include "train/task_eval.h"
 
 namespace mixgpt {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 
 namespace mixgpt::testing_support {
 

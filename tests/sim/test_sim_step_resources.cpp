@@ -21,7 +21,7 @@
 #include "tests/cuda_sim/runtime.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
-#include "train/device_communicator.h"
+#include "dist/device_communicator.h"
 #include "train/loss_scaling.h"
 #include "train/train_step.h"
 #include "train/trainer.h"

@@ -11,9 +11,9 @@
 
 #include "tests/cuda_sim/nccl_log.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "train/device_communicator.h"
+#include "dist/device_communicator.h"
 #include "train/loss_scaling.h"
-#include "train/mpi_communicator.h"
+#include "dist/mpi_communicator.h"
 #include "train/train_step.h"
 
 namespace mixgpt {

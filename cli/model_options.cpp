@@ -1,0 +1,44 @@
+#include "cli/model_options.h"
+
+namespace mixgpt::cli {
+
+void add_model_options(CLI::App& command, ModelOptions& options) {
+    const char* group = "Model";
+    command.add_option("--model", options.preset, "model preset d2, d6, d12, d24, d36, d48 (width 64*depth)")
+        ->capture_default_str()
+        ->group(group);
+    command.add_option("--arch", options.arch,
+                     "model family: gpt2 (LayerNorm, learned positions, GELU MLP, biases) or llama (RMSNorm, "
+                     "RoPE, SwiGLU MLP, grouped-query attention, no biases)")
+        ->check(CLI::IsMember({"gpt2", "llama"}))
+        ->capture_default_str()
+        ->group(group);
+    command.add_option("--n-layer", options.n_layer, "override the preset's layer count")->group(group);
+    command.add_option("--n-head", options.n_head, "override the preset's head count")->group(group);
+    command.add_option("--n-embd", options.n_embd, "override the preset's width")->group(group);
+    command.add_option("--n-kv-head", options.n_kv_head,
+                     "llama: key/value heads, dividing the head count (default: the head count)")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    command.add_option("--ffn-hidden", options.ffn_hidden,
+                     "llama: the MLP's hidden width F (default: 2/3 * 4 * width, rounded up to a multiple of 256; of 64 for widths under 512)")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    command.add_option("--ffn-multiplier", options.ffn_multiplier,
+                     "llama: multiply the default hidden width by this before rounding (Llama 3: 1.3)")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    command.add_option("--rms-norm-eps", options.rms_norm_eps, "llama: RMSNorm's epsilon (default 1e-5)")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    command.add_option("--rope-theta", options.rope_theta, "llama: RoPE's base (default 10000)")
+        ->check(CLI::PositiveNumber)
+        ->group(group);
+    command.add_option("--tie-embeddings", options.tie_embeddings,
+                     "llama: true (default) computes the logits with the token embedding, false with an output "
+                     "head of its own")
+        ->check(CLI::IsMember({"true", "false"}))
+        ->group(group);
+}
+
+}  // namespace mixgpt::cli

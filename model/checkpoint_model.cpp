@@ -1,0 +1,55 @@
+#include "model/checkpoint_model.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/finite_check.h"
+
+namespace mixgpt {
+
+std::string resolve_checkpoint(const std::string& file_or_directory) {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(file_or_directory)) return file_or_directory;
+    for (const fs::path& directory :
+         {fs::path(file_or_directory) / "checkpoints", fs::path(file_or_directory)}) {
+        const std::string newest = newest_valid_checkpoint(directory.string());
+        if (!newest.empty()) return newest;
+    }
+    throw Error(file_or_directory + ": no valid checkpoint in this directory or its checkpoints/");
+}
+
+std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& name) {
+    for (const auto& [key, value] : checkpoint.options)
+        if (key == name) return value;
+    return "";
+}
+
+CheckpointModel CheckpointModel::read(const std::string& file_or_directory, bool allow_nonfinite) {
+    CheckpointModel loaded;
+    loaded.path = resolve_checkpoint(file_or_directory);
+    loaded.checkpoint = read_checkpoint(loaded.path, CheckpointContent::weights);
+    if (!allow_nonfinite) require_finite_checkpoint(loaded.checkpoint, loaded.path);
+    return loaded;
+}
+
+void CheckpointModel::instantiate(const DeviceOptions& device, int batch_size, int seq_len) {
+    BackendOptions backend_options;
+    backend_options.device = device.device;
+    backend_options.device_index = device.device_index;
+    backend_options.threads = device.threads;
+    backend_options.precision =
+        device.precision.empty() ? checkpoint.precision : parse_precision(device.precision);
+    model.reset();
+    backend = make_backend(backend_options);
+    model = std::make_unique<GPT>(*backend, checkpoint.config, batch_size,
+                                  seq_len > 0 ? seq_len : checkpoint.config.max_seq_len, Recompute::none);
+    model->load_master_parameters(checkpoint.parameters.data(),
+                                  static_cast<int64_t>(checkpoint.parameters.size()));
+    const TensorView working = model->working_parameters();
+    if (working.dtype != DType::f32 && activation_dtype(checkpoint.precision) == working.dtype &&
+        !checkpoint.working_bits.empty())
+        backend->copy_to_backend(working.data, checkpoint.working_bits.data(), working.bytes());
+}
+
+}  // namespace mixgpt

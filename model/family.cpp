@@ -1,0 +1,88 @@
+#include "model/family.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mixgpt {
+namespace {
+
+bool has_role(const std::vector<TensorSpec>& tensors, Role role) {
+    return std::any_of(tensors.begin(), tensors.end(), [role](const TensorSpec& spec) { return spec.role == role; });
+}
+
+}  // namespace
+
+const Family& family_of(Arch arch) {
+    switch (arch) {
+        case Arch::gpt2:
+            return gpt2_family();
+        case Arch::llama:
+            return llama_family();
+    }
+    throw Error("unknown model family");
+}
+
+Arch parse_arch(const std::string& name) {
+    for (Arch arch : {Arch::gpt2, Arch::llama})
+        if (name == family_of(arch).name) return arch;
+    throw Error("unknown architecture '" + name + "' (expected gpt2 or llama)");
+}
+
+bool is_block_role(Role role) { return static_cast<int>(role) >= static_cast<int>(Role::attention_norm_weight); }
+
+const char* arch_name(Arch arch) { return family_of(arch).name; }
+
+bool reads_setting(const Family& family, Setting setting) {
+    return std::find(family.settings.begin(), family.settings.end(), setting) != family.settings.end();
+}
+
+const char* setting_name(Setting setting) {
+    switch (setting) {
+        case Setting::n_kv_head:
+            return "n_kv_head";
+        case Setting::ffn_hidden:
+            return "ffn_hidden";
+        case Setting::norm_epsilon:
+            return "norm_epsilon";
+        case Setting::rope_theta:
+            return "rope_theta";
+        case Setting::tie_embeddings:
+            return "tie_embeddings";
+    }
+    return "unknown";
+}
+
+void check_family(const Family& family) {
+    const std::string where = std::string("model family ") + family.name + ": ";
+    std::vector<bool> seen(kRoleCount, false);
+    for (const auto* list : {&family.model_tensors, &family.block_tensors})
+        for (const TensorSpec& spec : *list) {
+            const auto index = static_cast<size_t>(spec.role);
+            MIXGPT_REQUIRE(!seen[index], where + spec.name + " repeats a role");
+            seen[index] = true;
+        }
+    for (const TensorSpec& spec : family.model_tensors)
+        MIXGPT_REQUIRE(!is_block_role(spec.role), where + spec.name + " is a block's role");
+    for (const TensorSpec& spec : family.block_tensors)
+        MIXGPT_REQUIRE(is_block_role(spec.role), where + spec.name + " is a model-level role");
+    const auto model_has = [&](Role role) { return has_role(family.model_tensors, role); };
+    const auto block_has = [&](Role role) { return has_role(family.block_tensors, role); };
+    const bool layernorm = family.norm == NormKind::layernorm;
+    for (Role weight : {Role::attention_norm_weight, Role::mlp_norm_weight, Role::qkv_weight,
+                        Role::attention_output_weight, Role::mlp_input_weight, Role::mlp_output_weight})
+        MIXGPT_REQUIRE(block_has(weight), where + "a block lacks one of its weights");
+    MIXGPT_REQUIRE(model_has(Role::token_embedding) && model_has(Role::final_norm_weight),
+                   where + "the token embedding or the final norm is missing");
+    MIXGPT_REQUIRE(block_has(Role::attention_norm_bias) == layernorm && block_has(Role::mlp_norm_bias) == layernorm &&
+                       model_has(Role::final_norm_bias) == layernorm,
+                   where + "norm biases go with LayerNorm, and only with it");
+    MIXGPT_REQUIRE(model_has(Role::position_embedding) == (family.positions == PositionKind::learned),
+                   where + "a position table goes with learned positions, and only with them");
+    MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
+                   where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
+    MIXGPT_REQUIRE(!model_has(Role::output_head) || reads_setting(family, Setting::tie_embeddings),
+                   where + "an output head of its own needs the tie_embeddings setting");
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,79 @@
+#include "model/model_options.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixgpt {
+namespace {
+
+// An option of a family setting, given for a family that does not read it, is refused.
+void require_read(const Family& family, Setting setting, bool given, const char* option) {
+    MIXGPT_REQUIRE(!given || reads_setting(family, setting),
+                   format("%s: applies to --arch llama, not to --arch %s", option, family.name));
+}
+
+}  // namespace
+
+GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len) {
+    GPTConfig config = GPTConfig::preset(options.preset, vocab_size, seq_len, parse_arch(options.arch));
+    if (options.n_layer > 0) config.n_layer = options.n_layer;
+    if (options.n_head > 0) config.n_head = options.n_head;
+    if (options.n_embd > 0) config.n_embd = options.n_embd;
+    const Family& family = config.family();
+    require_read(family, Setting::n_kv_head, options.n_kv_head != 0, "n-kv-head");
+    require_read(family, Setting::ffn_hidden, options.ffn_hidden != 0, "ffn-hidden");
+    require_read(family, Setting::ffn_hidden, options.ffn_multiplier != 0, "ffn-multiplier");
+    require_read(family, Setting::norm_epsilon, options.rms_norm_eps != 0, "rms-norm-eps");
+    require_read(family, Setting::rope_theta, options.rope_theta != 0, "rope-theta");
+    require_read(family, Setting::tie_embeddings, !options.tie_embeddings.empty(), "tie-embeddings");
+    MIXGPT_REQUIRE(options.n_kv_head >= 0, "n-kv-head: must not be negative");
+    MIXGPT_REQUIRE(options.ffn_hidden >= 0, "ffn-hidden: must not be negative");
+    MIXGPT_REQUIRE(!(options.ffn_hidden > 0 && options.ffn_multiplier != 0),
+                   "ffn-multiplier: give --ffn-hidden or --ffn-multiplier, not both");
+    MIXGPT_REQUIRE(options.ffn_multiplier == 0 || (std::isfinite(options.ffn_multiplier) && options.ffn_multiplier > 0),
+                   "ffn-multiplier: must be a positive number");
+    MIXGPT_REQUIRE(options.rms_norm_eps == 0 || (std::isfinite(options.rms_norm_eps) && options.rms_norm_eps > 0),
+                   "rms-norm-eps: must be a positive number");
+    MIXGPT_REQUIRE(options.rope_theta == 0 || (std::isfinite(options.rope_theta) && options.rope_theta > 1),
+                   "rope-theta: must be a number above 1");
+    MIXGPT_REQUIRE(options.tie_embeddings.empty() || options.tie_embeddings == "true" ||
+                       options.tie_embeddings == "false",
+                   "tie-embeddings: '" + options.tie_embeddings + "', expected true or false");
+    MIXGPT_REQUIRE(options.n_kv_head == 0 || (config.n_head % options.n_kv_head == 0),
+                   format("n-kv-head: %d does not divide the %d heads", options.n_kv_head, config.n_head));
+    if (reads_setting(family, Setting::n_kv_head)) config.n_kv_head = options.n_kv_head > 0 ? options.n_kv_head : config.n_head;
+    if (reads_setting(family, Setting::ffn_hidden))
+        config.ffn_hidden = options.ffn_hidden > 0
+                                ? options.ffn_hidden
+                                : family.default_ffn_hidden(config.n_embd,
+                                                            options.ffn_multiplier > 0 ? options.ffn_multiplier : 1.0);
+    if (options.rms_norm_eps > 0) config.norm_epsilon = static_cast<float>(options.rms_norm_eps);
+    if (options.rope_theta > 0) config.rope_theta = static_cast<float>(options.rope_theta);
+    if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
+    config.validate();
+    return config;
+}
+
+std::vector<std::pair<std::string, std::string>> describe_model_options(const ModelOptions& options) {
+    const auto integer = [](int value) { return std::to_string(value); };
+    // The family settings: "" when not given (the family's default), so that a rebuilt command line
+    // (interop/model_card.cpp) leaves them out.
+    const auto given = [](double value) { return value != 0 ? format("%.17g", value) : std::string(); };
+    return {
+        {"model", options.preset},
+        {"arch", options.arch},
+        {"n_layer", integer(options.n_layer)},
+        {"n_head", integer(options.n_head)},
+        {"n_embd", integer(options.n_embd)},
+        {"n_kv_head", given(options.n_kv_head)},
+        {"ffn_hidden", given(options.ffn_hidden)},
+        {"ffn_multiplier", given(options.ffn_multiplier)},
+        {"rms_norm_eps", given(options.rms_norm_eps)},
+        {"rope_theta", given(options.rope_theta)},
+        {"tie_embeddings", options.tie_embeddings},
+    };
+}
+
+}  // namespace mixgpt

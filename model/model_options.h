@@ -1,0 +1,36 @@
+// The model-shape options every command that builds a model takes (train, bench, study): a preset
+// of the depth/width ladder, the family, and overrides. Declared once here as plain values, and
+// once as flags (cli/model_options.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/config.h"
+
+namespace mixgpt {
+
+struct ModelOptions {
+    std::string preset = "d6";  // d2, d6, d12, d24, d36, d48
+    std::string arch = "gpt2";  // gpt2 | llama (model/family.h)
+    // Overrides of the preset's fields when > 0.
+    int n_layer = 0, n_head = 0, n_embd = 0;
+    // Settings of families that read them (llama); 0 or "" keeps the family's default. Given for a
+    // family that does not read them, they are refused.
+    int n_kv_head = 0;          // default: n_head (multi-head attention)
+    int ffn_hidden = 0;         // default: the family's rule (llama: 2/3 4C, rounded up to 256, or 64 under C = 512)
+    double ffn_multiplier = 0;  // scales the rule before rounding (Llama's ffn_dim_multiplier)
+    double rms_norm_eps = 0;    // default 1e-5
+    double rope_theta = 0;      // default 10000
+    std::string tie_embeddings;  // "true" | "false"; default: tied
+};
+
+// The configuration of a model with these options, the dataset's vocabulary and context T;
+// throws Error naming the option at fault (an option the family does not read, a bad value).
+GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len);
+
+// The options as (name, value) text pairs (recorded in checkpoints with the training options).
+std::vector<std::pair<std::string, std::string>> describe_model_options(const ModelOptions& options);
+
+}  // namespace mixgpt

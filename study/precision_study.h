@@ -1,0 +1,50 @@
+// `mixgpt study`: what each precision does to speed and to accuracy, on one dataset and model.
+//
+// The same training (same seed, data order and token budget: every TrainOptions field but the
+// precision's) runs once per variant, each as an ordinary run directory under the study's:
+//
+//   <study>/<variant>/metrics.jsonl, checkpoints/   the run (train/trainer.h)
+//   <study>/<variant>/study_run.json                written when the run is complete, with the
+//                                                   bench figure of its precision
+//   <study>/report.json, report.md                   study/study_report.h
+//
+// A study that is started again skips the complete runs and resumes the others from their
+// newest checkpoint, so an interrupted study continues where it stopped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/precision.h"
+#include "train/train_options.h"
+
+namespace mixgpt {
+
+struct StudyVariant {
+    std::string name;  // the run directory's name, e.g. "fp16-noscale"
+    Precision precision = Precision::fp32;
+    std::string loss_scale = "none";  // TrainOptions::loss_scale
+    bool stochastic_rounding = false;
+    std::string description;  // for the report
+};
+
+// The variants a study knows, in report order: fp32 (the reference), tf32, bf16, fp16 (dynamic
+// loss scaling), fp16-noscale, bf16-sr (stochastic rounding of the bf16 working weights).
+const std::vector<StudyVariant>& study_variants();
+// A comma-separated list of their names; throws Error naming an unknown one.
+std::vector<StudyVariant> parse_study_variants(const std::string& list);
+
+struct StudyOptions {
+    TrainOptions train;                  // output_dir, precision, loss_scale, resume: set per run
+    std::vector<StudyVariant> variants;  // fp32 first when present
+    std::string output_dir = "runs/study";
+    int bench_steps = 3;  // timed steps of `mixgpt bench` per precision; 0: no bench figure
+};
+
+// Runs what is missing, then writes the report. Returns false when a signal stopped a run (the
+// study can be continued); throws Error on bad options or a failed run.
+bool run_study(const StudyOptions& options);
+
+std::string study_run_directory(const std::string& output_dir, const StudyVariant& variant);
+
+}  // namespace mixgpt

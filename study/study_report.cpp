@@ -1,0 +1,320 @@
+#include "study/study_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using Json = nlohmann::ordered_json;
+
+double number_or_nan(const Json& value) { return value.is_number() ? value.get<double>() : kNaN; }
+
+double median(std::vector<double> values) {
+    if (values.empty()) return kNaN;
+    std::sort(values.begin(), values.end());
+    const size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+struct RunMetrics {
+    std::map<int64_t, Json> train, eval;  // by step; a later line for a step replaces an earlier one
+    std::vector<double> tokens_per_second, ms_per_step;  // of the steps after each process's first
+};
+
+RunMetrics read_run_metrics(const std::string& path) {
+    std::ifstream file(path);
+    MIXGPT_REQUIRE(file.good(), path + ": cannot read the run's metrics");
+    RunMetrics metrics;
+    bool first_step_of_process = true;
+    int line_number = 0;
+    for (std::string line; std::getline(file, line);) {
+        ++line_number;
+        if (line.empty()) continue;
+        Json record;
+        try {
+            record = Json::parse(line);
+        } catch (const Json::exception&) {
+            throw Error(format("%s:%d: not a JSON object", path.c_str(), line_number));
+        }
+        MIXGPT_REQUIRE(
+            record.is_object() && record.contains("type") && record.contains("step"),
+            format("%s:%d: a metrics line needs \"type\" and \"step\"", path.c_str(), line_number));
+        const std::string type = record["type"].get<std::string>();
+        const int64_t step = record["step"].get<int64_t>();
+        if (type == "resume") {
+            first_step_of_process = true;
+        } else if (type == "train") {
+            if (!first_step_of_process) {
+                metrics.tokens_per_second.push_back(number_or_nan(record["tokens_per_second"]));
+                metrics.ms_per_step.push_back(number_or_nan(record["ms_per_step"]));
+            }
+            first_step_of_process = false;
+            metrics.train[step] = std::move(record);
+        } else if (type == "eval") {
+            metrics.eval[step] = std::move(record);
+        }
+    }
+    MIXGPT_REQUIRE(!metrics.train.empty(), path + ": holds no training step");
+    return metrics;
+}
+
+double bits_per_byte(double nats_per_token, double bytes_per_token) {
+    return nats_per_token / std::log(2.0) / bytes_per_token;
+}
+
+Json run_json(const StudyRunSummary& run) {
+    Json scale_changes = Json::array();
+    for (const auto& [step, scale] : run.loss_scale_changes) scale_changes.push_back({step, scale});
+    Json evaluations = Json::array();
+    for (const StudyEvalPoint& point : run.evaluations) {
+        Json entry = {{"step", point.step}, {"val_loss", point.val_loss}, {"gap_to_fp32", point.gap_to_fp32}};
+        if (point.grad_zero_fraction >= 0) entry["grad_zero_fraction"] = point.grad_zero_fraction;
+        evaluations.push_back(entry);
+    }
+    return {{"name", run.variant.name},
+            {"description", run.variant.description},
+            {"precision", precision_name(run.variant.precision)},
+            {"loss_scale", run.variant.loss_scale},
+            {"stochastic_rounding", run.variant.stochastic_rounding},
+            {"directory", run.directory},
+            {"steps", run.steps},
+            {"tokens", run.tokens},
+            {"final_val_loss", run.final_val_loss},
+            {"best_val_loss", run.best_val_loss},
+            {"best_step", run.best_step},
+            {"final_perplexity", run.final_perplexity},
+            {"final_bits_per_byte", run.final_bits_per_byte},
+            {"best_bits_per_byte", run.best_bits_per_byte},
+            {"train_tokens_per_second", run.train_tokens_per_second},
+            {"train_ms_per_step", run.train_ms_per_step},
+            {"peak_memory_bytes", run.peak_memory_bytes},
+            {"skipped_steps", run.skipped_steps},
+            {"loss_scale_changes", scale_changes},
+            {"final_loss_scale", run.final_loss_scale},
+            {"bench",
+             {{"tokens_per_second", run.bench.tokens_per_second},
+              {"ms_per_step", run.bench.ms_per_step},
+              {"peak_memory_bytes", run.bench.peak_memory_bytes},
+              {"device", run.bench.device},
+              {"emulated", run.bench.emulated}}},
+            {"evaluations", evaluations}};
+}
+
+// Speed figures carry their caveat on the CPU, where reduced precisions are emulated.
+std::string speed(double value, const char* pattern, bool emulated) {
+    return format(pattern, value) + (emulated ? " (emulated)" : "");
+}
+
+std::string mib(size_t bytes) { return format("%.1f MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+const StudyRunSummary* fp32_run(const StudyReport& report) {
+    for (const StudyRunSummary& run : report.runs)
+        if (run.variant.name == "fp32") return &run;
+    return nullptr;
+}
+
+std::string relative_gap(const StudyRunSummary& run, const StudyRunSummary* reference) {
+    if (reference == nullptr) return "—";
+    if (&run == reference) return "reference";
+    return format("%+.2f%%",
+                  100.0 * (run.final_val_loss - reference->final_val_loss) / reference->final_val_loss);
+}
+
+}  // namespace
+
+StudyRunSummary summarize_study_run(const std::string& study_directory, const StudyVariant& variant,
+                                    double bytes_per_token) {
+    StudyRunSummary run;
+    run.variant = variant;
+    run.directory = variant.name;
+    const std::filesystem::path directory = std::filesystem::path(study_directory) / variant.name;
+    const RunMetrics metrics = read_run_metrics((directory / "metrics.jsonl").string());
+    run.bench = read_study_bench((directory / "study_run.json").string());
+
+    const Json& last = metrics.train.rbegin()->second;
+    run.steps = metrics.train.rbegin()->first;
+    run.tokens = last["tokens"].get<int64_t>();
+    run.skipped_steps = last["skipped_total"].get<int64_t>();
+    run.train_tokens_per_second = median(metrics.tokens_per_second);
+    run.train_ms_per_step = median(metrics.ms_per_step);
+    double previous_scale = kNaN;
+    for (const auto& [step, record] : metrics.train) {
+        run.peak_memory_bytes = std::max(run.peak_memory_bytes, record["memory_bytes"].get<size_t>());
+        const double scale = number_or_nan(record["loss_scale"]);
+        if (scale != previous_scale && !std::isnan(previous_scale))
+            run.loss_scale_changes.push_back({step, scale});
+        previous_scale = scale;
+    }
+    run.final_loss_scale = previous_scale;
+
+    MIXGPT_REQUIRE(!metrics.eval.empty(), (directory / "metrics.jsonl").string() + ": holds no evaluation");
+    run.best_val_loss = std::numeric_limits<double>::infinity();
+    for (const auto& [step, record] : metrics.eval) {
+        StudyEvalPoint point;
+        point.step = step;
+        point.val_loss = number_or_nan(record["val_loss"]);
+        point.gap_to_fp32 = kNaN;
+        if (record.contains("grad_zero_fraction"))
+            point.grad_zero_fraction = record["grad_zero_fraction"].get<double>();
+        if (point.val_loss < run.best_val_loss) {
+            run.best_val_loss = point.val_loss;
+            run.best_step = step;
+        }
+        run.evaluations.push_back(point);
+    }
+    run.final_val_loss = run.evaluations.back().val_loss;
+    run.final_perplexity = std::exp(run.final_val_loss);
+    run.final_bits_per_byte = bits_per_byte(run.final_val_loss, bytes_per_token);
+    run.best_bits_per_byte = bits_per_byte(run.best_val_loss, bytes_per_token);
+    return run;
+}
+
+void compare_with_fp32(StudyReport& report) {
+    const StudyRunSummary* reference = fp32_run(report);
+    if (reference == nullptr) return;
+    std::map<int64_t, double> reference_loss;
+    for (const StudyEvalPoint& point : reference->evaluations) reference_loss[point.step] = point.val_loss;
+    for (StudyRunSummary& run : report.runs)
+        for (StudyEvalPoint& point : run.evaluations) {
+            const auto found = reference_loss.find(point.step);
+            point.gap_to_fp32 = found == reference_loss.end() ? kNaN : point.val_loss - found->second;
+        }
+}
+
+std::string study_report_json(const StudyReport& report) {
+    Json runs = Json::array();
+    for (const StudyRunSummary& run : report.runs) runs.push_back(run_json(run));
+    const Json json = {{"dataset", report.dataset},
+                       {"model",
+                        {{"preset", report.model},
+                         {"arch", report.arch},
+                         {"n_layer", report.n_layer},
+                         {"n_head", report.n_head},
+                         {"n_embd", report.n_embd}}},
+                       {"batch_size", report.batch_size},
+                       {"seq_len", report.seq_len},
+                       {"steps", report.steps},
+                       {"tokens_per_run", report.tokens_per_run},
+                       {"seed", report.seed},
+                       {"val_bytes_per_token", report.bytes_per_token},
+                       {"runs", runs}};
+    return json.dump(2) + "\n";
+}
+
+std::string study_report_markdown(const StudyReport& report) {
+    const StudyRunSummary* reference = fp32_run(report);
+    bool any_emulated = false;
+    for (const StudyRunSummary& run : report.runs) any_emulated = any_emulated || run.bench.emulated;
+    std::string text = format(
+        "# Precision study: %s %s (%d layers, %d heads, width %d)\n\n"
+        "Dataset `%s`; every run the same seed (%llu), data order and budget: %lld steps, %lld tokens, "
+        "B=%d, T=%d. Device: %s.\n",
+        report.model.c_str(), report.arch.c_str(), report.n_layer, report.n_head, report.n_embd, report.dataset.c_str(),
+        static_cast<unsigned long long>(report.seed), static_cast<long long>(report.steps),
+        static_cast<long long>(report.tokens_per_run), report.batch_size, report.seq_len,
+        report.runs.empty() ? "none" : report.runs.front().bench.device.c_str());
+    if (any_emulated)
+        text +=
+            "\nOn the CPU, tf32, bf16 and fp16 are emulated (fp32 arithmetic on rounded storage): their "
+            "accuracy "
+            "is what the precision gives, their speed says nothing about hardware with native support. Every "
+            "speed figure of an emulated run says so.\n";
+
+    text += "\n## Accuracy and speed\n\n";
+    text +=
+        "| run | final val loss | vs fp32 | best val loss (step) | perplexity | bits/byte | tokens/s "
+        "(training) | "
+        "ms/step | tokens/s (bench) | peak memory |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const StudyRunSummary& run : report.runs)
+        text += format("| %s | %.4f | %s | %.4f (%lld) | %.2f | %.4f | %s | %s | %s | %s |\n",
+                       run.variant.name.c_str(), run.final_val_loss, relative_gap(run, reference).c_str(),
+                       run.best_val_loss, static_cast<long long>(run.best_step), run.final_perplexity,
+                       run.final_bits_per_byte,
+                       speed(run.train_tokens_per_second, "%.0f", run.bench.emulated).c_str(),
+                       speed(run.train_ms_per_step, "%.1f", run.bench.emulated).c_str(),
+                       speed(run.bench.tokens_per_second, "%.0f", run.bench.emulated).c_str(),
+                       mib(run.peak_memory_bytes).c_str());
+    text += "\nRuns: ";
+    for (size_t i = 0; i < report.runs.size(); ++i)
+        text += (i ? "; " : "") + format("`%s`: %s", report.runs[i].variant.name.c_str(),
+                                         report.runs[i].variant.description.c_str());
+    text += ".\n";
+
+    text += "\n## Loss scaling and gradient underflow\n\n";
+    text +=
+        "Gradient elements exactly zero: of the last step's gradients at the last evaluation (the fp32 run "
+        "gives the elements that are zero for other reasons).\n\n"
+        "| run | loss scaling | skipped steps | scale changes | final scale | gradient elements exactly zero "
+        "|\n"
+        "|---|---|---|---|---|---|\n";
+    for (const StudyRunSummary& run : report.runs) {
+        const double zero_fraction = run.evaluations.back().grad_zero_fraction;
+        text += format("| %s | %s | %lld | %zu | %g | %s |\n", run.variant.name.c_str(),
+                       run.variant.loss_scale.c_str(), static_cast<long long>(run.skipped_steps),
+                       run.loss_scale_changes.size(), run.final_loss_scale,
+                       zero_fraction < 0 ? "—" : format("%.4f%%", 100.0 * zero_fraction).c_str());
+    }
+
+    if (reference != nullptr) {
+        text += "\n## Validation-loss gap to fp32 at each evaluation\n\n| step |";
+        std::string rule = "|---|";
+        for (const StudyRunSummary& run : report.runs) {
+            text += " " + run.variant.name + " |";
+            rule += "---|";
+        }
+        text += "\n" + rule + "\n";
+        for (size_t e = 0; e < reference->evaluations.size(); ++e) {
+            text += format("| %lld |", static_cast<long long>(reference->evaluations[e].step));
+            for (const StudyRunSummary& run : report.runs)
+                text += e < run.evaluations.size() && !std::isnan(run.evaluations[e].gap_to_fp32)
+                            ? format(" %+.4f |", run.evaluations[e].gap_to_fp32)
+                            : std::string(" — |");
+            text += "\n";
+        }
+    }
+    text +=
+        "\n## Figures\n\n![loss curves](loss_curves.png)\n![gap to fp32](val_gap.png)\n"
+        "![tokens per second](throughput.png)\n![memory](memory.png)\n";
+    return text;
+}
+
+std::string study_bench_json(const StudyBench& bench, int64_t steps) {
+    const Json json = {{"steps", steps},
+                       {"bench",
+                        {{"tokens_per_second", bench.tokens_per_second},
+                         {"ms_per_step", bench.ms_per_step},
+                         {"peak_memory_bytes", bench.peak_memory_bytes},
+                         {"device", bench.device},
+                         {"emulated", bench.emulated}}}};
+    return json.dump(2) + "\n";
+}
+
+StudyBench read_study_bench(const std::string& path) {
+    std::ifstream file(path);
+    MIXGPT_REQUIRE(file.good(), path + ": missing (the run is not complete)");
+    try {
+        const Json json = Json::parse(file);
+        const Json& bench = json.at("bench");
+        StudyBench result;
+        result.tokens_per_second = bench.at("tokens_per_second").get<double>();
+        result.ms_per_step = bench.at("ms_per_step").get<double>();
+        result.peak_memory_bytes = bench.at("peak_memory_bytes").get<size_t>();
+        result.device = bench.at("device").get<std::string>();
+        result.emulated = bench.at("emulated").get<bool>();
+        return result;
+    } catch (const Json::exception& error) {
+        throw Error(path + ": not a study run record (" + error.what() + ")");
+    }
+}
+
+}  // namespace mixgpt

@@ -1,0 +1,70 @@
+// The precision study's report (study/precision_study.h): one summary per run, read from the
+// run's metrics.jsonl and study_run.json, compared with the fp32 run; written as JSON (for
+// scripts/plot_study.py and other readers) and as Markdown (for people).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "study/precision_study.h"
+
+namespace mixgpt {
+
+struct StudyEvalPoint {
+    int64_t step = 0;
+    double val_loss = 0;
+    double gap_to_fp32 = 0;          // val_loss - the fp32 run's at the same step; NaN without one
+    double grad_zero_fraction = -1;  // < 0: not measured
+};
+
+// What `mixgpt bench` measured for the run's precision, stored in study_run.json.
+struct StudyBench {
+    double tokens_per_second = 0, ms_per_step = 0;
+    size_t peak_memory_bytes = 0;
+    std::string device;
+    bool emulated = false;  // the CPU backend emulates tf32, bf16 and fp16: speed means nothing
+};
+
+struct StudyRunSummary {
+    StudyVariant variant;
+    std::string directory;  // relative to the study directory
+    int64_t steps = 0, tokens = 0;
+    double final_val_loss = 0, best_val_loss = 0;
+    int64_t best_step = 0;
+    double final_perplexity = 0, final_bits_per_byte = 0, best_bits_per_byte = 0;
+    double train_tokens_per_second = 0, train_ms_per_step = 0;  // medians over the run's steps
+    size_t peak_memory_bytes = 0;
+    int64_t skipped_steps = 0;
+    std::vector<std::pair<int64_t, double>> loss_scale_changes;  // (step, scale from that step on)
+    double final_loss_scale = 1;
+    StudyBench bench;
+    std::vector<StudyEvalPoint> evaluations;
+};
+
+struct StudyReport {
+    std::string dataset, model, arch;
+    int n_layer = 0, n_head = 0, n_embd = 0, batch_size = 0, seq_len = 0;
+    int64_t steps = 0, tokens_per_run = 0;
+    uint64_t seed = 0;
+    double bytes_per_token = 0;  // of the validation split: turns nats into bits per byte
+    std::vector<StudyRunSummary> runs;
+};
+
+// Reads one complete run (throws Error naming the file when its metrics or study_run.json are
+// missing or malformed).
+StudyRunSummary summarize_study_run(const std::string& study_directory, const StudyVariant& variant,
+                                    double bytes_per_token);
+// Fills each run's gap to the fp32 run, when there is one.
+void compare_with_fp32(StudyReport& report);
+
+std::string study_report_json(const StudyReport& report);
+std::string study_report_markdown(const StudyReport& report);
+
+// study_run.json: what run_study records of a complete run.
+std::string study_bench_json(const StudyBench& bench, int64_t steps);
+StudyBench read_study_bench(const std::string& path);
+
+}  // namespace mixgpt

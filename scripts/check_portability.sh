@@ -142,10 +142,10 @@ stage bundle "cd /src/mixgpt && make bundle"
 # The corpus: four licences every Debian has (base-files), one document per paragraph.
 stage bundle-run "set -e; rm -rf /tmp/bundle-test && mkdir -p /tmp/bundle-test && cd /tmp/bundle-test &&
   tar -xJf /src/mixgpt/build/bundle.tar.xz && source bundle/env.sh && cat bundle/VERSION &&
-  bundle/bin/mixgpt info && mkdir corpus && cp /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/LGPL-2.1 \
-    /usr/share/common-licenses/Apache-2.0 /usr/share/common-licenses/MPL-2.0 corpus/ &&
+  bundle/bin/mixgpt info && mkdir corpus &&
+  for license in GPL-3 LGPL-2.1 Apache-2.0 MPL-2.0; do cp /usr/share/common-licenses/\$license corpus/\$license.txt; done &&
   bundle/bin/mixgpt prepare --output data --vocab-size 512 --doc-sep blank-line --val-fraction 0.1 corpus &&
-  bundle/bin/mixgpt train --device cpu --dataset data/dataset.h5 --model d2 -b 4 -t 64 --steps 5 -o run &&
+  bundle/bin/mixgpt train --device cpu --dataset data --model d2 -b 4 -t 64 --steps 5 -o run &&
   echo \"training loss, steps 1 and 5: \$(grep -o '\"loss\":[0-9.]*' run/metrics.jsonl | sed -n '1p;\$p' | cut -d: -f2 | tr '\n' ' ')\""
 if [[ -n "$host_bundle" ]]; then
   # Expected to fail (exit 1) with one line naming the glibc it needs, before any binary starts.

@@ -17,6 +17,7 @@
 #include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
 #include "model/checkpoint.h"
+#include "tests/test_interop_support.h"
 #include "tests/test_python_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
@@ -29,6 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace testing_support;
 using test::error_of;
+using test::evaluate_on_one_thread;
+using test::refused_import_message;
 using test::find_checker;
 using test::run_python;
 using test::TempDirectory;
@@ -137,19 +140,8 @@ protected:
         fs::copy(exported(), copy, fs::copy_options::recursive);
         return copy;
     }
-    std::string import_error(const std::string& folder) const {
-        const std::string output = scratch_.file("imported_" + fs::path(folder).filename().string());
-        const std::string message = error_of([&] { interop::import_hf({folder, output, false}); });
-        EXPECT_FALSE(fs::exists(output)) << "a refused import left " << output;
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-        return message;
-    }
-    EvalReport evaluate(const std::string& checkpoint) const {
-        EvalOptions options;
-        options.checkpoint = checkpoint;
-        options.device.threads = 1;
-        return run_evaluation(options);
-    }
+    std::string import_error(const std::string& folder) const { return refused_import_message(scratch_, folder); }
+    EvalReport evaluate(const std::string& checkpoint) const { return evaluate_on_one_thread(checkpoint); }
 
     static TempDirectory* directory_;
     TempDirectory scratch_{"mixgpt_interop_case"};

@@ -156,7 +156,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
                         shard_sizes ? &*shard_sizes : nullptr);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                              TrainStep::sharding(plan_.model, communicator(), parallel));
+                              TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
 
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.seed;
@@ -487,6 +487,10 @@ TrainMetrics Trainer::run_step() {
     metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
     metrics.ms_per_step = seconds * 1e3;
     metrics.memory_bytes = backend_->peak_memory_bytes();
+    if (model_->fp8() != nullptr) {
+        metrics.fp8 = true;
+        metrics.fp8_saturated = model_->fp8()->take_saturation();
+    }
     return metrics;
 }
 

@@ -12,7 +12,8 @@ void add_fp8_options(CLI::App& command, Fp8Arguments& arguments) {
     command.add_option("--fp8-scaling", arguments.scaling, "per-tensor scaling: delayed or current")
         ->capture_default_str()
         ->group(group);
-    command.add_option("--fp8-amax-history", arguments.amax_history, "delayed scaling: steps of amax history")
+    command
+        .add_option("--fp8-amax-history", arguments.amax_history, "delayed scaling: steps of amax history")
         ->capture_default_str()
         ->group(group);
     command

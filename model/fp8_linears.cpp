@@ -35,8 +35,8 @@ std::vector<bool> parse_bf16_layers(const std::string& text, int n_layer) {
             MIXGPT_REQUIRE(used == item.size() && !item.empty(),
                            "fp8-bf16-layers: '" + item + "' is not first, last or a block index");
         }
-        MIXGPT_REQUIRE(layer >= 0 && layer < n_layer, "fp8-bf16-layers: block " + item + " is outside 0.." +
-                                                          std::to_string(n_layer - 1));
+        MIXGPT_REQUIRE(layer >= 0 && layer < n_layer,
+                       "fp8-bf16-layers: block " + item + " is outside 0.." + std::to_string(n_layer - 1));
         blocks[static_cast<size_t>(layer)] = true;
     }
     return blocks;
@@ -97,7 +97,8 @@ void Fp8Linears::step_done() {
 }
 
 std::vector<float> Fp8Linears::flat() const {
-    const size_t forward = forward_.values.bytes() / sizeof(float), backward = backward_.values.bytes() / sizeof(float);
+    const size_t forward = forward_.values.bytes() / sizeof(float),
+                 backward = backward_.values.bytes() / sizeof(float);
     std::vector<float> values(forward + backward);
     backend_.copy_to_host(values.data(), forward_.values.data(), forward_.values.bytes());
     backend_.copy_to_host(values.data() + forward, backward_.values.data(), backward_.values.bytes());
@@ -105,21 +106,25 @@ std::vector<float> Fp8Linears::flat() const {
 }
 
 void Fp8Linears::load_flat(const std::vector<float>& values) {
-    const size_t forward = forward_.values.bytes() / sizeof(float), backward = backward_.values.bytes() / sizeof(float);
+    const size_t forward = forward_.values.bytes() / sizeof(float),
+                 backward = backward_.values.bytes() / sizeof(float);
     MIXGPT_REQUIRE(values.size() == forward + backward,
                    "fp8 scaling state: " + std::to_string(values.size()) + " values, expected " +
                        std::to_string(forward + backward) + " (another model shape or amax history length)");
     // Checked as the states' own loads check them (finite, positive scales).
     Fp8ScalingState check_forward(forward_.tensors, forward_.format, options_.scaling);
-    check_forward.load_flat(std::vector<float>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(forward)));
+    check_forward.load_flat(
+        std::vector<float>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(forward)));
     Fp8ScalingState check_backward(backward_.tensors, backward_.format, options_.scaling);
-    check_backward.load_flat(std::vector<float>(values.begin() + static_cast<std::ptrdiff_t>(forward), values.end()));
+    check_backward.load_flat(
+        std::vector<float>(values.begin() + static_cast<std::ptrdiff_t>(forward), values.end()));
     backend_.copy_to_backend(forward_.values.data(), values.data(), forward_.values.bytes());
     backend_.copy_to_backend(backward_.values.data(), values.data() + forward, backward_.values.bytes());
 }
 
 Fp8Saturation Fp8Linears::take_saturation() {
-    std::vector<uint64_t> forward(static_cast<size_t>(forward_.tensors)), backward(static_cast<size_t>(backward_.tensors));
+    std::vector<uint64_t> forward(static_cast<size_t>(forward_.tensors)),
+        backward(static_cast<size_t>(backward_.tensors));
     backend_.copy_to_host(forward.data(), forward_.saturated.data(), forward_.saturated.bytes());
     backend_.copy_to_host(backward.data(), backward_.saturated.data(), backward_.saturated.bytes());
     backend_.fill_zero(forward_.saturated.data(), forward_.saturated.bytes());

@@ -46,9 +46,15 @@ public:
     const Fp8Options& options() const { return options_; }
     // Whether the product of `role` in block `layer` (the head: any layer) runs in FP8.
     bool in_fp8(int layer, LinearRole role) const;
-    Fp8TensorScaling input(int layer, LinearRole role) const { return slot(forward_, 2 * index(layer, role)); }
-    Fp8TensorScaling weight(int layer, LinearRole role) const { return slot(forward_, 2 * index(layer, role) + 1); }
-    Fp8TensorScaling gradient(int layer, LinearRole role) const { return slot(backward_, index(layer, role)); }
+    Fp8TensorScaling input(int layer, LinearRole role) const {
+        return slot(forward_, 2 * index(layer, role));
+    }
+    Fp8TensorScaling weight(int layer, LinearRole role) const {
+        return slot(forward_, 2 * index(layer, role) + 1);
+    }
+    Fp8TensorScaling gradient(int layer, LinearRole role) const {
+        return slot(backward_, index(layer, role));
+    }
 
     // Once per optimizer step, after it: delayed scaling's update (nothing under current scaling).
     void step_done();

@@ -44,8 +44,8 @@ struct Quantized {
     float amax = 0.f;
     uint64_t saturated = 0;
 };
-Quantized quantize_reference(const std::vector<float>& x, int64_t rows, int64_t cols, float scale, Fp8Format format,
-                             bool transpose) {
+Quantized quantize_reference(const std::vector<float>& x, int64_t rows, int64_t cols, float scale,
+                             Fp8Format format, bool transpose) {
     Quantized q;
     q.values.resize(x.size());
     for (int64_t r = 0; r < rows; ++r)
@@ -62,15 +62,16 @@ Quantized quantize_reference(const std::vector<float>& x, int64_t rows, int64_t 
 
 // (rows_a, K') · (rows_b, K')^T in the documented order, then scaled, [+ initial], [+ bias].
 std::vector<float> product_reference(const Quantized& a, const Quantized& b, int64_t rows_a, int64_t rows_b,
-                                     int64_t inner, float a_inverse, float b_inverse, const std::vector<float>* bias,
-                                     const std::vector<float>* initial) {
+                                     int64_t inner, float a_inverse, float b_inverse,
+                                     const std::vector<float>* bias, const std::vector<float>* initial) {
     std::vector<float> out(static_cast<size_t>(rows_a * rows_b));
     const float s = a_inverse * b_inverse;
     for (int64_t i = 0; i < rows_a; ++i)
         for (int64_t j = 0; j < rows_b; ++j) {
             float acc = 0.f;
             for (int64_t k = 0; k < inner; ++k)
-                acc += a.values[static_cast<size_t>(i * inner + k)] * b.values[static_cast<size_t>(j * inner + k)];
+                acc += a.values[static_cast<size_t>(i * inner + k)] *
+                       b.values[static_cast<size_t>(j * inner + k)];
             float v = acc * s;
             if (initial != nullptr) v = (*initial)[static_cast<size_t>(i * rows_b + j)] + v;
             if (bias != nullptr) v = v + (*bias)[static_cast<size_t>(j)];
@@ -103,13 +104,16 @@ struct LayerState {
     std::vector<uint64_t> forward_saturated, backward_saturated;
 };
 
-void expect_bits_equal(const std::vector<float>& expected, const std::vector<uint16_t>& actual, const char* what) {
+void expect_bits_equal(const std::vector<float>& expected, const std::vector<uint16_t>& actual,
+                       const char* what) {
     const std::vector<uint16_t> expected_bits = to_bf16(expected);
     ASSERT_EQ(expected_bits.size(), actual.size());
-    for (size_t i = 0; i < actual.size(); ++i) ASSERT_EQ(expected_bits[i], actual[i]) << what << " element " << i;
+    for (size_t i = 0; i < actual.size(); ++i)
+        ASSERT_EQ(expected_bits[i], actual[i]) << what << " element " << i;
 }
 
-void expect_floats_equal(const std::vector<float>& expected, const std::vector<float>& actual, const char* what) {
+void expect_floats_equal(const std::vector<float>& expected, const std::vector<float>& actual,
+                         const char* what) {
     ASSERT_EQ(expected.size(), actual.size());
     for (size_t i = 0; i < actual.size(); ++i)
         ASSERT_EQ(std::memcmp(&expected[i], &actual[i], sizeof(float)), 0)
@@ -132,18 +136,20 @@ void run_step(Backend& backend, LayerState& state, const std::vector<float>& x, 
     const float sw = current ? e4m3_max / amax_of(w) : state.forward_values[1];
     const float sg = current ? e5m2_max / amax_of(dy) : state.backward_values[0];
 
-    std::vector<uint16_t> x_bits = to_bf16(x), w_bits = to_bf16(w), b_bits = to_bf16(bias), dy_bits = to_bf16(dy);
+    std::vector<uint16_t> x_bits = to_bf16(x), w_bits = to_bf16(w), b_bits = to_bf16(bias),
+                          dy_bits = to_bf16(dy);
     std::vector<uint16_t> out(static_cast<size_t>(M * N)), dx(static_cast<size_t>(M * K));
     const TensorView xv(x_bits.data(), DType::bf16, {M, K}), wv(w_bits.data(), DType::bf16, {N, K});
     const TensorView dyv(dy_bits.data(), DType::bf16, {M, N});
     backend.fp8_matmul_forward(TensorView(out.data(), DType::bf16, {M, N}), xv, wv,
-                               TensorView(b_bits.data(), DType::bf16, {N}), state.slot(true, 0), state.slot(true, 1));
-    backend.fp8_matmul_backward_input(TensorView(dx.data(), DType::bf16, {M, K}), dyv, wv, state.slot(false, 0),
-                                      state.slot(true, 1));
+                               TensorView(b_bits.data(), DType::bf16, {N}), state.slot(true, 0),
+                               state.slot(true, 1));
+    backend.fp8_matmul_backward_input(TensorView(dx.data(), DType::bf16, {M, K}), dyv, wv,
+                                      state.slot(false, 0), state.slot(true, 1));
     const std::vector<float> dweight_before = dweight, dbias_before = dbias;
     backend.fp8_matmul_backward_weight(TensorView(dweight.data(), DType::f32, {N, K}),
-                                       TensorView(dbias.data(), DType::f32, {N}), dyv, xv, state.slot(false, 0),
-                                       state.slot(true, 0));
+                                       TensorView(dbias.data(), DType::f32, {N}), dyv, xv,
+                                       state.slot(false, 0), state.slot(true, 0));
 
     const Quantized qx = quantize_reference(x, M, K, sx, Fp8Format::e4m3, false);
     const Quantized qw = quantize_reference(w, N, K, sw, Fp8Format::e4m3, false);
@@ -152,9 +158,10 @@ void run_step(Backend& backend, LayerState& state, const std::vector<float>& x, 
     const Quantized qdy_t = quantize_reference(dy, M, N, sg, Fp8Format::e5m2, true);  // (N, M)
     const Quantized qx_t = quantize_reference(x, M, K, sx, Fp8Format::e4m3, true);    // (K, M)
     expect_bits_equal(product_reference(qx, qw, M, N, K, 1.f / sx, 1.f / sw, &bias, nullptr), out, "out");
-    expect_bits_equal(product_reference(qdy, qw_t, M, K, N, 1.f / sg, 1.f / sw, nullptr, nullptr), dx, "dinp");
-    expect_floats_equal(product_reference(qdy_t, qx_t, N, K, M, 1.f / sg, 1.f / sx, nullptr, &dweight_before), dweight,
-                        "dweight");
+    expect_bits_equal(product_reference(qdy, qw_t, M, K, N, 1.f / sg, 1.f / sw, nullptr, nullptr), dx,
+                      "dinp");
+    expect_floats_equal(product_reference(qdy_t, qx_t, N, K, M, 1.f / sg, 1.f / sx, nullptr, &dweight_before),
+                        dweight, "dweight");
     std::vector<float> expected_dbias = dbias_before;
     for (int64_t j = 0; j < N; ++j) {
         float sum = 0.f;
@@ -179,8 +186,8 @@ struct Inputs {
 // Weights past E4M3's 448 and gradients far below 1: at scale 1 the weights saturate and the
 // gradients lose precision, which scaling must fix on the next step.
 Inputs layer_inputs(uint32_t seed) {
-    return {bf16_values(M * K, 1.f, seed), bf16_values(N * K, 300.f, seed + 1), bf16_values(N, 0.5f, seed + 2),
-            bf16_values(M * N, 1e-4f, seed + 3)};
+    return {bf16_values(M * K, 1.f, seed), bf16_values(N * K, 300.f, seed + 1),
+            bf16_values(N, 0.5f, seed + 2), bf16_values(M * N, 1e-4f, seed + 3)};
 }
 
 TEST(Fp8Linear, DelayedScalingStepsEqualTheQuantiseThenMultiplyReference) {

@@ -13,9 +13,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
@@ -24,7 +23,8 @@
 namespace mixgpt {
 namespace {
 
-std::map<int64_t, double> run_losses(TrainOptions options, Precision precision, const std::string& directory) {
+std::map<int64_t, double> run_losses(TrainOptions options, Precision precision,
+                                     const std::string& directory) {
     options.precision = precision;
     options.output_dir = directory;
     return testing_support::train_losses(run_training(options).metrics_path);

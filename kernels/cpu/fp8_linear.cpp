@@ -56,7 +56,8 @@ QuantizedOperand quantize(const TensorView& x, const Fp8TensorScaling& s, bool t
 }  // namespace
 
 void CpuBackend::fp8_matmul_forward(TensorView out, TensorView inp, TensorView weight, TensorView bias,
-                                    const Fp8TensorScaling& inp_scaling, const Fp8TensorScaling& weight_scaling) {
+                                    const Fp8TensorScaling& inp_scaling,
+                                    const Fp8TensorScaling& weight_scaling) {
     const char* op = "fp8_matmul_forward";
     require_rank(inp, act(), 2, op, "inp");
     require_rank(weight, act(), 2, op, "weight");
@@ -78,8 +79,8 @@ void CpuBackend::fp8_matmul_backward_input(TensorView dinp, TensorView dout, Ten
     fp8_matmul(dinp, a.matrix, b.matrix, TensorView(), false);
 }
 
-void CpuBackend::fp8_matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout, TensorView inp,
-                                            const Fp8TensorScaling& dout_scaling,
+void CpuBackend::fp8_matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
+                                            TensorView inp, const Fp8TensorScaling& dout_scaling,
                                             const Fp8TensorScaling& inp_scaling) {
     const char* op = "fp8_matmul_backward_weight";
     require_rank(dout, act(), 2, op, "dout");

@@ -15,7 +15,8 @@ namespace {
 Fp8ScalingDevice device_state(const Fp8TensorScaling& s, const char* op) {
     MIXGPT_REQUIRE(s.values != nullptr && s.saturated != nullptr,
                    std::string(op) + ": the FP8 scaling state is missing");
-    MIXGPT_REQUIRE(s.tensor >= 0 && s.tensor < s.tensors, std::string(op) + ": the FP8 scaling slot is out of range");
+    MIXGPT_REQUIRE(s.tensor >= 0 && s.tensor < s.tensors,
+                   std::string(op) + ": the FP8 scaling slot is out of range");
     Fp8ScalingDevice state;
     state.values = s.values;
     state.saturated = reinterpret_cast<unsigned long long*>(s.saturated);
@@ -59,7 +60,8 @@ const float* scale_inverse(const Fp8TensorScaling& s) { return s.values + s.tens
 }  // namespace
 
 void CudaBackend::fp8_matmul_forward(TensorView out, TensorView inp, TensorView weight, TensorView bias,
-                                     const Fp8TensorScaling& inp_scaling, const Fp8TensorScaling& weight_scaling) {
+                                     const Fp8TensorScaling& inp_scaling,
+                                     const Fp8TensorScaling& weight_scaling) {
     const char* op = "fp8_matmul_forward";
     const DType act = activation_dtype(precision_);
     expect_rank(op, "inp", inp, 2);
@@ -106,7 +108,8 @@ void CudaBackend::fp8_matmul_backward_input(TensorView dinp, TensorView dout, Te
     gemm.a = quantize(dout, dout_scaling, false, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);
     gemm.a_format = dout_scaling.format;
     gemm.a_scale_inverse = scale_inverse(dout_scaling);
-    gemm.b = quantize(weight, weight_scaling, true, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);  // (K,N)
+    gemm.b =
+        quantize(weight, weight_scaling, true, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);  // (K,N)
     gemm.b_format = weight_scaling.format;
     gemm.b_scale_inverse = scale_inverse(weight_scaling);
     gemm.out = dinp.data;
@@ -117,8 +120,8 @@ void CudaBackend::fp8_matmul_backward_input(TensorView dinp, TensorView dout, Te
     run_fp8_gemm(*matmuls_, gemm);
 }
 
-void CudaBackend::fp8_matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout, TensorView inp,
-                                             const Fp8TensorScaling& dout_scaling,
+void CudaBackend::fp8_matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
+                                             TensorView inp, const Fp8TensorScaling& dout_scaling,
                                              const Fp8TensorScaling& inp_scaling) {
     const char* op = "fp8_matmul_backward_weight";
     const DType act = activation_dtype(precision_);

@@ -31,7 +31,8 @@ Fp8Run make_run(const std::string& device, Precision precision, const GPTConfig&
     Fp8Options options;
     options.scaling.history_length = 4;
     options.head = true;
-    run.model = std::make_unique<GPT>(*run.backend, config, kBatch, kLength, recompute, ParameterSharding{}, options);
+    run.model =
+        std::make_unique<GPT>(*run.backend, config, kBatch, kLength, recompute, ParameterSharding{}, options);
     const std::vector<float> values = test::spread_parameters(run.model->layout(), gpu_test::run_seed());
     run.model->load_master_parameters(values.data(), static_cast<int64_t>(values.size()));
     return run;
@@ -63,8 +64,8 @@ TEST_P(GpuFp8Model, TwoPassesMatchTheCpuWithinTwiceItsError) {
     const test::PassResult reference = pass(reference_run);
     for (int step = 0; step < 2; ++step) {
         const test::PassResult cpu = pass(cpu_run), gpu = pass(gpu_run);
-        gpu_test::expect_matches_cpu(widen(gpu.losses), widen(cpu.losses), widen(reference.losses), DType::f32,
-                                     Precision::fp8, "losses, pass " + std::to_string(step));
+        gpu_test::expect_matches_cpu(widen(gpu.losses), widen(cpu.losses), widen(reference.losses),
+                                     DType::f32, Precision::fp8, "losses, pass " + std::to_string(step));
         gpu_test::expect_matches_cpu(widen(gpu.gradients), widen(cpu.gradients), widen(reference.gradients),
                                      DType::f32, Precision::fp8, "gradients, pass " + std::to_string(step));
         cpu_run.model->fp8()->step_done();
@@ -85,7 +86,9 @@ TEST_P(GpuFp8Model, RecomputationChangesNoBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GpuFp8Model, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "llama" : "gpt2"; });
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                             return info.param ? "llama" : "gpt2";
+                         });
 
 }  // namespace
 }  // namespace mixgpt

@@ -40,6 +40,7 @@ Fp8Options parse_fp8_arguments(const Fp8Arguments& arguments) {
     options.scaling.margin = arguments.margin;
     options.bf16_layers = arguments.bf16_layers;
     options.head = arguments.head;
+    check_fp8_options(options, 0);
     return options;
 }
 

@@ -46,7 +46,7 @@ void check_fp8_options(const Fp8Options& options, int n_layer) {
     MIXGPT_REQUIRE(options.format == "hybrid" || options.format == "e4m3",
                    "fp8-format: '" + options.format + "' (expected hybrid or e4m3)");
     check_fp8_scaling_config(options.scaling);
-    parse_bf16_layers(options.bf16_layers, n_layer);
+    if (n_layer > 0) parse_bf16_layers(options.bf16_layers, n_layer);
 }
 
 Fp8Linears::Fp8Linears(Backend& backend, const Fp8Options& options, int n_layer)

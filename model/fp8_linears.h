@@ -27,7 +27,8 @@ struct Fp8Options {
     bool head = false;              // the output head in FP8 too
 };
 
-// Throws Error naming the option when an option is out of range (format, scaling, layers).
+// Throws Error naming the option when an option is out of range (format, scaling, and the layers
+// when n_layer > 0).
 void check_fp8_options(const Fp8Options& options, int n_layer);
 // The blocks `text` names ("first,last,3"): a flag per block; throws Error on anything else.
 std::vector<bool> parse_bf16_layers(const std::string& text, int n_layer);

@@ -45,7 +45,7 @@ void add_bench_command(CLI::App& app) {
     command->add_option("--batch-size,-b", o.batch_size, "B")->capture_default_str();
     command->add_option("--seq-len,-t", o.seq_len, "T")->capture_default_str();
     command
-        ->add_option("--precision", arguments->precisions, "comma-separated list of fp32, tf32, bf16, fp16")
+        ->add_option("--precision", arguments->precisions, "comma-separated list of fp32, tf32, bf16, fp16, fp8")
         ->capture_default_str();
     command->add_option("--recompute", arguments->recompute, "none, selective or full")
         ->capture_default_str();

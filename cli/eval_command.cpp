@@ -93,7 +93,7 @@ void add_eval_command(CLI::App& app) {
     command->add_flag("--allow-nonfinite", options->allow_nonfinite,
                       "use weights that are NaN or Inf anyway");
     command->add_option("--precision", options->device.precision,
-                        "fp32, tf32, bf16, fp16 (default: training's)");
+                        "fp32, tf32, bf16, fp16, fp8 (default: training's)");
     command->add_flag("--json", *json, "print one JSON object");
     add_task_options(*command, *task);
     command->callback([options, task, json] {

@@ -39,7 +39,7 @@ void add_sample_command(CLI::App& app) {
     command->add_flag("--allow-nonfinite", options->allow_nonfinite,
                       "use weights that are NaN or Inf anyway");
     command->add_option("--precision", options->device.precision,
-                        "fp32, tf32, bf16, fp16 (default: training's)");
+                        "fp32, tf32, bf16, fp16, fp8 (default: training's)");
     command->callback([options] {
         const std::vector<std::string> texts = run_sampling(*options);
         for (size_t i = 0; i < texts.size(); ++i) {

@@ -14,7 +14,7 @@ namespace {
 
 struct StudyArguments {
     StudyOptions options;
-    std::string precisions = "fp32,tf32,bf16,fp16,fp16-noscale,bf16-sr";
+    std::string precisions = "fp32,tf32,bf16,fp16,fp16-noscale,bf16-sr,fp8";
     std::string lr_schedule = "cosine";
     std::string recompute = "none";
 };
@@ -34,7 +34,7 @@ void add_study_command(CLI::App& app) {
     command
         ->add_option("--precisions", arguments->precisions,
                      "runs, comma-separated: fp32, tf32, bf16, fp16 (dynamic loss scaling), fp16-noscale, "
-                     "bf16-sr (stochastic rounding)")
+                     "bf16-sr (stochastic rounding), fp8 (delayed scaling), fp8-current, fp8-head")
         ->capture_default_str();
     command
         ->add_option("--output-dir,-o", study.output_dir, "study directory: one run directory per precision")

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/fp8_options.h"
 #include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
@@ -21,6 +22,7 @@ struct TrainArguments {
     std::string lr_schedule = "cosine";
     std::string precision = "fp32";
     std::string recompute = "none";
+    Fp8Arguments fp8;
 };
 
 // CLI11 2.1 turns a number too large for int64 into INT64_MAX without a word.
@@ -45,6 +47,7 @@ void run(TrainArguments& arguments) {
     options.lr_decay = parse_lr_decay(arguments.lr_schedule);
     options.precision = parse_precision(arguments.precision);
     options.recompute = parse_recompute(arguments.recompute);
+    options.fp8 = parse_fp8_arguments(arguments.fp8);
     if (options.dry_run) {
         print_memory_plans(options, std::cout);
         return;
@@ -125,9 +128,10 @@ void add_train_command(CLI::App& app) {
                    "round the bf16 working copy stochastically")
         ->group("Optimizer");
 
-    command->add_option("--precision", arguments->precision, "fp32, tf32, bf16 or fp16")
+    command->add_option("--precision", arguments->precision, "fp32, tf32, bf16, fp16 or fp8")
         ->capture_default_str()
         ->group("Precision");
+    add_fp8_options(*command, arguments->fp8);
     command
         ->add_option("--recompute", arguments->recompute, "activation recomputation: none, selective, full")
         ->capture_default_str()

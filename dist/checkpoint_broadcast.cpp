@@ -66,6 +66,7 @@ Checkpoint broadcast_checkpoint(Communicator& communicator, const std::function<
     broadcast_vector(communicator, checkpoint.adam_v, root);
     broadcast_value(communicator, checkpoint.status, root);
     broadcast_vector(communicator, checkpoint.loader_state, root);
+    broadcast_vector(communicator, checkpoint.fp8_scaling, root);
     uint64_t option_count = checkpoint.options.size();
     broadcast_value(communicator, option_count, root);
     checkpoint.options.resize(static_cast<size_t>(option_count));

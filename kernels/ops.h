@@ -26,6 +26,7 @@
 #include "core/available_memory.h"
 #include "core/memory.h"
 #include "core/tensor.h"
+#include "kernels/fp8_scaling.h"
 #include "kernels/precision.h"
 
 namespace mixgpt {
@@ -89,6 +90,22 @@ struct AttentionParams {
     // with cos a and sin a computed in double and rounded to fp32, the rest in fp32 (hd even).
     // 0: no rotation (GPT-2).
     float rope_theta = 0.f;
+};
+
+// One tensor's slot in an FP8 scaling state held in backend memory (kernels/fp8_scaling.h; the
+// model owns the state, model/fp8_linears.h). The fp8_matmul_* ops quantize an operand x as
+// FP8(fl(x · scale[tensor])) and multiply by scale_inverse[tensor]:
+//   delayed scaling: with the scale already there, recording max |x| into the history's slot 0
+//                    (running max, NaN ignored) for fp8_update_delayed;
+//   current scaling: with the scale of x's own amax (Fp8ScalingState::update_current), first.
+// Elements that saturated are added to saturated[tensor].
+struct Fp8TensorScaling {
+    float* values = nullptr;         // Fp8ScalingState::flat(), backend memory
+    uint64_t* saturated = nullptr;   // (tensors) counts, backend memory
+    int tensors = 0;
+    int tensor = 0;                  // the slot, 0 .. tensors-1
+    Fp8Format format = Fp8Format::e4m3;
+    Fp8ScalingConfig config;
 };
 
 // GPT-2's attention: n_head heads of q, k and v, no rotation.

@@ -9,7 +9,8 @@ Precision parse_precision(const std::string& name) {
     if (name == "tf32") return Precision::tf32;
     if (name == "bf16") return Precision::bf16;
     if (name == "fp16") return Precision::fp16;
-    throw Error("unknown precision '" + name + "' (expected fp32, tf32, bf16 or fp16)");
+    if (name == "fp8") return Precision::fp8;
+    throw Error("unknown precision '" + name + "' (expected fp32, tf32, bf16, fp16 or fp8)");
 }
 
 const char* precision_name(Precision precision) {
@@ -22,6 +23,8 @@ const char* precision_name(Precision precision) {
             return "bf16";
         case Precision::fp16:
             return "fp16";
+        case Precision::fp8:
+            return "fp8";
     }
     return "unknown";
 }
@@ -29,6 +32,7 @@ const char* precision_name(Precision precision) {
 DType activation_dtype(Precision precision) {
     switch (precision) {
         case Precision::bf16:
+        case Precision::fp8:
             return DType::bf16;
         case Precision::fp16:
             return DType::f16;

@@ -5,6 +5,9 @@
 //   tf32       fp32                            tf32 inputs, fp32 accumulate
 //   bf16       bf16                            bf16 inputs, fp32 accumulate
 //   fp16       fp16                            fp16 inputs, fp32 accumulate
+//   fp8        bf16                            the linear layers' products: FP8 inputs (per-tensor
+//                                              scaling, the fp8_matmul_* ops of kernels/ops.def),
+//                                              fp32 accumulate, bf16 out; the others as bf16
 //
 // Master weights, optimizer moments and parameter gradients are fp32 always.
 #pragma once
@@ -15,7 +18,7 @@
 
 namespace mixgpt {
 
-enum class Precision { fp32, tf32, bf16, fp16 };
+enum class Precision { fp32, tf32, bf16, fp16, fp8 };
 
 Precision parse_precision(const std::string& name);  // throws Error on an unknown name
 const char* precision_name(Precision precision);

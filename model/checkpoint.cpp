@@ -158,6 +158,10 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     file.write("adam_v", h5::Type::f32, checkpoint.adam_v.data(), {n});
     const int64_t state_count = static_cast<int64_t>(checkpoint.loader_state.size());
     file.write("loader_state", h5::Type::i64, checkpoint.loader_state.data(), {state_count});
+    if (!checkpoint.fp8_scaling.empty()) {
+        const int64_t fp8_count = static_cast<int64_t>(checkpoint.fp8_scaling.size());
+        file.write("fp8_scaling", h5::Type::f32, checkpoint.fp8_scaling.data(), {fp8_count});
+    }
     write_options(file, checkpoint.options);
 }
 
@@ -238,6 +242,9 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
         checkpoint.adam_v = read_vector<float>(file, "adam_v", h5::Type::f32, n);
         checkpoint.loader_state = read_vector<int64_t>(file, "loader_state", h5::Type::i64,
                                                        element_count(file.shape("loader_state")));
+        if (file.exists("fp8_scaling"))
+            checkpoint.fp8_scaling = read_vector<float>(file, "fp8_scaling", h5::Type::f32,
+                                                        element_count(file.shape("fp8_scaling")));
     }
     checkpoint.options = read_options(file);
     return checkpoint;

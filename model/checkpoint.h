@@ -8,6 +8,8 @@
 //   /working          (n) u16   bf16/fp16 bits of the working copy (16-bit runs only)
 //   /adam_m, /adam_v  (n) f32   AdamW moments
 //   /loader_state     (k) i64   the data loader's state (LoaderState::to_vector)
+//   /fp8_scaling      (s) f32   fp8 runs only: every FP8 tensor's scale, scale inverse and amax
+//                               history (model/fp8_linears.h, Fp8Linears::flat)
 //   /options          group whose string attributes are the training options as given
 //   attributes of /   arch (the model family, model/family.h; absent: gpt2, as in files written
 //                     before families existed), model shape (n_layer, n_head, n_embd, vocab_size,
@@ -47,6 +49,7 @@ struct Checkpoint {
     std::vector<float> adam_m, adam_v;   // (n) each; empty when read without optimizer state
     StepStatus status;                   // loss scale and counters (grad_norm_squared, skip: 0)
     std::vector<int64_t> loader_state;
+    std::vector<float> fp8_scaling;  // Fp8Linears::flat() of an fp8 run; empty otherwise
     std::vector<std::pair<std::string, std::string>> options;
     std::string run_id;  // lineage (header); "" in files written before run ids existed
 };

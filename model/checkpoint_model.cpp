@@ -33,6 +33,23 @@ CheckpointModel CheckpointModel::read(const std::string& file_or_directory, bool
     return loaded;
 }
 
+namespace {
+
+// An fp8 model evaluated from a checkpoint: the training run's layer choices (when it was an fp8
+// run), with current scaling, since evaluation makes no optimizer steps to update delayed scales.
+Fp8Options inference_fp8_options(const Checkpoint& checkpoint) {
+    Fp8Options options;
+    options.scaling.scaling = Fp8Scaling::current;
+    if (checkpoint.precision != Precision::fp8) return options;
+    const std::string format = checkpoint_option(checkpoint, "fp8_format");
+    if (!format.empty()) options.format = format;
+    options.bf16_layers = checkpoint_option(checkpoint, "fp8_bf16_layers");
+    options.head = checkpoint_option(checkpoint, "fp8_head") == "true";
+    return options;
+}
+
+}  // namespace
+
 void CheckpointModel::instantiate(const DeviceOptions& device, int batch_size, int seq_len) {
     BackendOptions backend_options;
     backend_options.device = device.device;
@@ -43,7 +60,8 @@ void CheckpointModel::instantiate(const DeviceOptions& device, int batch_size, i
     model.reset();
     backend = make_backend(backend_options);
     model = std::make_unique<GPT>(*backend, checkpoint.config, batch_size,
-                                  seq_len > 0 ? seq_len : checkpoint.config.max_seq_len, Recompute::none);
+                                  seq_len > 0 ? seq_len : checkpoint.config.max_seq_len, Recompute::none,
+                                  ParameterSharding{}, inference_fp8_options(checkpoint));
     model->load_master_parameters(checkpoint.parameters.data(),
                                   static_cast<int64_t>(checkpoint.parameters.size()));
     const TensorView working = model->working_parameters();

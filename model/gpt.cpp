@@ -11,7 +11,7 @@
 namespace mixgpt {
 
 GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
-         ParameterSharding sharding)
+         ParameterSharding sharding, const Fp8Options& fp8)
     : backend_(backend),
       config_(config),
       family_(config.family()),
@@ -50,6 +50,7 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
     activations_ = backend_.allocate(activation_layout_.total_bytes());
     weights_ = ModelTensors(layout_, config_.n_layer, working_parameters().data, act_);
     grads_ = ModelTensors(layout_, config_.n_layer, gradients_.data(), DType::f32);
+    if (backend_.precision() == Precision::fp8) fp8_ = std::make_unique<Fp8Linears>(backend_, fp8, config_.n_layer);
 }
 
 TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::f32, {masters_count_}); }

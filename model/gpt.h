@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "core/memory.h"
@@ -12,6 +13,7 @@
 #include "model/activations.h"
 #include "model/config.h"
 #include "model/family.h"
+#include "model/fp8_linears.h"
 #include "model/gradient_stages.h"
 #include "model/parameters.h"
 #include "model/weights.h"
@@ -34,8 +36,9 @@ struct ParameterSharding {
 class GPT {
 public:
     // Allocates everything for batches of up to (batch_size, seq_len); parameters start at zero.
+    // Under Precision::fp8 the linear layers multiply in FP8 as `fp8` says (model/fp8_linears.h).
     GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len, Recompute recompute,
-        ParameterSharding sharding = {});
+        ParameterSharding sharding = {}, const Fp8Options& fp8 = {});
     GPT(const GPT&) = delete;
     GPT& operator=(const GPT&) = delete;
 
@@ -45,6 +48,8 @@ public:
     int seq_len() const { return seq_len_; }
     Recompute recompute() const { return recompute_; }
     Backend& backend() const { return backend_; }
+    // The FP8 scaling state and saturation counts under Precision::fp8, else null.
+    Fp8Linears* fp8() const { return fp8_.get(); }
 
     // The masters kept: every one, or those of master_pieces() one after another.
     TensorView master_parameters();  // (n, or the pieces' total count) f32, backend memory
@@ -115,6 +120,16 @@ private:
                                TensorView branch, TensorView weight, TensorView bias);
     void norm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout, TensorView inp,
                        TensorView weight, const NormViews& statistics);
+    // The linear layers' products (gpt_linear.cpp): in FP8 where fp8_ says so, else matmul_*.
+    // out (M, N) = inp (M, K) · weight (N, K)^T [+ bias].
+    void linear_forward(int layer, LinearRole role, TensorView out, TensorView inp, TensorView weight,
+                        TensorView bias);
+    // dinp (M, K) = dout (M, N) · weight (N, K).
+    void linear_backward_input(int layer, LinearRole role, TensorView dinp, TensorView dout, TensorView weight);
+    // dweight (N, K) += dout^T · inp; dbias (N) += column sums of dout (if valid).
+    void linear_backward_weight(int layer, LinearRole role, TensorView dweight, TensorView dbias, TensorView dout,
+                                TensorView inp);
+    bool linear_in_fp8(int layer, LinearRole role) const { return fp8_ && fp8_->in_fp8(layer, role); }
     // out (N, D) = the MLP's activation of its input product (N, M): GELU or SwiGLU.
     void mlp_activation_forward(TensorView out, TensorView inp);
 
@@ -151,6 +166,7 @@ private:
     // the last positions' final-norm rows (B, C) and their logits (B, Vp).
     Buffer cache_;
     TensorView k_cache_, v_cache_, last_norm_, cached_logits_;
+    std::unique_ptr<Fp8Linears> fp8_;  // Precision::fp8 only
 };
 
 }  // namespace mixgpt

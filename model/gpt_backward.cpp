@@ -27,8 +27,8 @@ void GPT::backward_pass(TensorView tokens, const GradientsReady& ready) {
     backend_.fill_zero(dresidual.data, dresidual.bytes());
 
     const NextNorm final_norm = next_norm(config_.n_layer - 1, b, t);
-    backend_.matmul_backward_weight(grads_.head(), TensorView(), dlogits, final_norm.views.out);
-    backend_.matmul_backward_input(dnorm, dlogits, weights_.head(), false);
+    linear_backward_weight(0, LinearRole::head, grads_.head(), TensorView(), dlogits, final_norm.views.out);
+    linear_backward_input(0, LinearRole::head, dnorm, dlogits, weights_.head());
     norm_backward(dresidual, grads_[Role::final_norm_weight], grads_[Role::final_norm_bias], dnorm,
                   activation(Activation::residual, config_.n_layer, {N, C}), final_norm.weight, final_norm.views);
     stage_done(0);
@@ -51,13 +51,15 @@ void GPT::mlp_backward(int layer, const BlockActivations& a, int64_t N) {
     const TensorView dhidden = family_.mlp == MlpKind::gelu
                                    ? dinput
                                    : activation(Activation::grad_hidden, 0, {N, a.mlp_hidden.dim(1)});
-    backend_.matmul_backward_weight(g(Role::mlp_output_weight), g(Role::mlp_output_bias), dresidual, a.mlp_hidden);
-    backend_.matmul_backward_input(dhidden, dresidual, w(Role::mlp_output_weight), false);
+    linear_backward_weight(layer, LinearRole::mlp_output, g(Role::mlp_output_weight), g(Role::mlp_output_bias),
+                           dresidual, a.mlp_hidden);
+    linear_backward_input(layer, LinearRole::mlp_output, dhidden, dresidual, w(Role::mlp_output_weight));
     if (family_.mlp == MlpKind::gelu)
         backend_.gelu_backward(dinput, dhidden, a.mlp_input);
     else
         backend_.swiglu_backward(dinput, dhidden, a.mlp_input);
-    backend_.matmul_backward_weight(g(Role::mlp_input_weight), g(Role::mlp_input_bias), dinput, a.mlp_norm.out);
+    linear_backward_weight(layer, LinearRole::mlp_input, g(Role::mlp_input_weight), g(Role::mlp_input_bias), dinput,
+                           a.mlp_norm.out);
 }
 
 void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_t t) {
@@ -78,21 +80,21 @@ void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_
 
     mlp_backward(layer, a, N);
     const TensorView dinput = activation(Activation::grad_wide, 0, {N, a.mlp_input.dim(1)});
-    backend_.matmul_backward_input(dnarrow, dinput, w(Role::mlp_input_weight), false);
+    linear_backward_input(layer, LinearRole::mlp_input, dnarrow, dinput, w(Role::mlp_input_weight));
     norm_backward(dresidual, g(Role::mlp_norm_weight), g(Role::mlp_norm_bias), dnarrow, a.attention_residual,
                   w(Role::mlp_norm_weight), a.mlp_norm);
 
     // Attention: attention_residual = x_l + attention · Wo^T (+ bo), attention = attn(norm · Wqkv^T (+ bqkv))
     const TensorView attention_rows(a.attention.data, act_, {N, C});
-    backend_.matmul_backward_weight(g(Role::attention_output_weight), g(Role::attention_output_bias), dresidual,
-                                    attention_rows);
-    backend_.matmul_backward_input(dnarrow, dresidual, w(Role::attention_output_weight), false);
+    linear_backward_weight(layer, LinearRole::attention_output, g(Role::attention_output_weight),
+                           g(Role::attention_output_bias), dresidual, attention_rows);
+    linear_backward_input(layer, LinearRole::attention_output, dnarrow, dresidual, w(Role::attention_output_weight));
     backend_.attention_backward(TensorView(dqkv.data, act_, {b, t, Q}), TensorView(dnarrow.data, act_, {b, t, C}),
                                 a.qkv, a.lse, attention_params());
     if (recompute_ == Recompute::selective)
         norm_forward(a.attention_norm, a.residual_in, w(Role::attention_norm_weight), w(Role::attention_norm_bias));
-    backend_.matmul_backward_weight(g(Role::qkv_weight), g(Role::qkv_bias), dqkv, a.attention_norm.out);
-    backend_.matmul_backward_input(dnarrow, dqkv, w(Role::qkv_weight), false);
+    linear_backward_weight(layer, LinearRole::qkv, g(Role::qkv_weight), g(Role::qkv_bias), dqkv, a.attention_norm.out);
+    linear_backward_input(layer, LinearRole::qkv, dnarrow, dqkv, w(Role::qkv_weight));
     norm_backward(dresidual, g(Role::attention_norm_weight), g(Role::attention_norm_bias), dnarrow, a.residual_in,
                   w(Role::attention_norm_weight), a.attention_norm);
 }

@@ -37,8 +37,8 @@ TensorView GPT::forward_cached(TensorView tokens, int position) {
                              static_cast<char*>(lnf.data) + static_cast<size_t>(r * Tn + Tn - 1) * row_bytes,
                              row_bytes);
     const TensorView logits(cached_logits_.data, act_, {rows, Vp});
-    backend_.matmul_forward(logits, TensorView(), TensorView(last_norm_.data, act_, {rows, C}), weights_.head(),
-                            TensorView(), MatmulEpilogue::none);
+    linear_forward(0, LinearRole::head, logits, TensorView(last_norm_.data, act_, {rows, C}), weights_.head(),
+                   TensorView());
     return logits;
 }
 

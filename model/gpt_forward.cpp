@@ -4,14 +4,6 @@
 #include "model/gpt.h"
 
 namespace mixgpt {
-namespace {
-
-MatmulEpilogue bias_epilogue(const TensorView& bias) {
-    return bias.valid() ? MatmulEpilogue::bias : MatmulEpilogue::none;
-}
-
-}  // namespace
-
 void GPT::norm_forward(const NormViews& out, TensorView inp, TensorView weight, TensorView bias) {
     if (family_.norm == NormKind::layernorm)
         backend_.layernorm_forward(out.out, out.mean, out.rstd, inp, weight, bias);
@@ -65,8 +57,7 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
     const TensorView qkv_rows(a.qkv.data, act_, {N, a.qkv.dim(2)});     // (N, Q)
     const TensorView attention_rows(a.attention.data, act_, {N, C});     // (N, C)
     const TensorView branch = activation(Activation::branch, 0, {N, C});  // (N, C)
-    backend_.matmul_forward(qkv_rows, TensorView(), a.attention_norm.out, w(Role::qkv_weight), w(Role::qkv_bias),
-                            bias_epilogue(w(Role::qkv_bias)));
+    linear_forward(layer, LinearRole::qkv, qkv_rows, a.attention_norm.out, w(Role::qkv_weight), w(Role::qkv_bias));
     if (cache_position < 0) {
         backend_.attention_forward(a.attention, a.lse, a.qkv, attention_params());
     } else {
@@ -77,16 +68,16 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
         const TensorView v(static_cast<char*>(v_cache_.data) + offset, act_, {b, config_.max_seq_len, kv_width});
         backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position, attention_params());
     }
-    backend_.matmul_forward(branch, TensorView(), attention_rows, w(Role::attention_output_weight),
-                            w(Role::attention_output_bias), bias_epilogue(w(Role::attention_output_bias)));
+    linear_forward(layer, LinearRole::attention_output, branch, attention_rows, w(Role::attention_output_weight),
+                   w(Role::attention_output_bias));
     residual_norm_forward(a.attention_residual, a.mlp_norm, a.residual_in, branch, w(Role::mlp_norm_weight),
                           w(Role::mlp_norm_bias));
-    if (family_.mlp == MlpKind::gelu) {
+    if (family_.mlp == MlpKind::gelu && !linear_in_fp8(layer, LinearRole::mlp_input)) {
         backend_.matmul_forward(a.mlp_hidden, a.mlp_input, a.mlp_norm.out, w(Role::mlp_input_weight),
                                 w(Role::mlp_input_bias), MatmulEpilogue::bias_gelu);
-    } else {
-        backend_.matmul_forward(a.mlp_input, TensorView(), a.mlp_norm.out, w(Role::mlp_input_weight),
-                                w(Role::mlp_input_bias), bias_epilogue(w(Role::mlp_input_bias)));
+    } else {  // the FP8 product has no GELU epilogue: gelu_forward of the stored product, as recomputation does
+        linear_forward(layer, LinearRole::mlp_input, a.mlp_input, a.mlp_norm.out, w(Role::mlp_input_weight),
+                       w(Role::mlp_input_bias));
         mlp_activation_forward(a.mlp_hidden, a.mlp_input);
     }
 }
@@ -94,8 +85,8 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
 void GPT::block_forward_finish(int layer, const BlockActivations& a, const NextNorm& next) {
     const TensorView branch = activation(Activation::branch, 0, {a.attention_residual.dim(0), config_.n_embd});
     const TensorView bias = weights_.block(layer, Role::mlp_output_bias);
-    backend_.matmul_forward(branch, TensorView(), a.mlp_hidden, weights_.block(layer, Role::mlp_output_weight),
-                            bias, bias_epilogue(bias));
+    linear_forward(layer, LinearRole::mlp_output, branch, a.mlp_hidden, weights_.block(layer, Role::mlp_output_weight),
+                   bias);
     residual_norm_forward(a.residual_out, next.views, a.attention_residual, branch, next.weight, next.bias);
 }
 
@@ -112,8 +103,8 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
 
     forward_blocks(tokens, -1);
     const TensorView logits = activation(Activation::logits, 0, {N, Vp});
-    backend_.matmul_forward(logits, TensorView(), activation(Activation::final_norm, 0, {N, C}), weights_.head(),
-                            TensorView(), MatmulEpilogue::none);
+    linear_forward(0, LinearRole::head, logits, activation(Activation::final_norm, 0, {N, C}), weights_.head(),
+                   TensorView());
     const TensorView target_rows(targets.data, targets.dtype, {N});
     backend_.classifier(activation(Activation::losses, 0, {N}), logits, target_rows, config_.vocab_size,
                         compute_gradient, gradient_scale, status);

@@ -26,6 +26,7 @@ double peak_tflops(const std::string& device_name, Precision precision) {
         switch (precision) {
             case Precision::bf16:
             case Precision::fp16:
+            case Precision::fp8:  // measured against the bf16 peak: only the linear layers run in FP8
                 return peak.half;
             case Precision::tf32:
                 return peak.tf32;

@@ -37,6 +37,8 @@ TrainOptions run_options(const StudyOptions& options, const StudyVariant& varian
     train.precision = variant.precision;
     train.loss_scale = variant.loss_scale;
     train.stochastic_rounding = variant.stochastic_rounding;
+    train.fp8.scaling.scaling = variant.fp8_scaling;
+    train.fp8.head = variant.fp8_head;
     train.gradient_zero_stats = true;
     train.resume = "if-present";
     if (train.checkpoint_interval == 0) train.checkpoint_interval = train.eval_interval;
@@ -102,6 +104,11 @@ const std::vector<StudyVariant>& study_variants() {
         {"fp16", Precision::fp16, "dynamic", false, "fp16 with dynamic loss scaling"},
         {"fp16-noscale", Precision::fp16, "none", false, "fp16 without loss scaling (a control)"},
         {"bf16-sr", Precision::bf16, "none", true, "bf16 with stochastic rounding of the working weights"},
+        {"fp8", Precision::fp8, "none", false, "fp8 linear layers (E4M3/E5M2), delayed per-tensor scaling"},
+        {"fp8-current", Precision::fp8, "none", false, "fp8 linear layers, current per-tensor scaling",
+         Fp8Scaling::current, false},
+        {"fp8-head", Precision::fp8, "none", false, "fp8 linear layers and output head, delayed scaling",
+         Fp8Scaling::delayed, true},
     };
     return variants;
 }
@@ -114,7 +121,8 @@ std::vector<StudyVariant> parse_study_variants(const std::string& list) {
         for (const StudyVariant& variant : study_variants())
             if (variant.name == name) found = &variant;
         MIXGPT_REQUIRE(found != nullptr, "precisions: unknown run '" + name +
-                                             "' (choose from fp32, tf32, bf16, fp16, fp16-noscale, bf16-sr)");
+                                             "' (choose from fp32, tf32, bf16, fp16, fp16-noscale, bf16-sr, fp8, "
+                                             "fp8-current, fp8-head)");
         for (const StudyVariant& already : chosen)
             MIXGPT_REQUIRE(already.name != name, "precisions: '" + name + "' is listed twice");
         chosen.push_back(*found);

@@ -26,10 +26,14 @@ struct StudyVariant {
     std::string loss_scale = "none";  // TrainOptions::loss_scale
     bool stochastic_rounding = false;
     std::string description;  // for the report
+    // fp8 runs: the scaling and whether the output head is FP8 too (the rest as Fp8Options' defaults)
+    Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
+    bool fp8_head = false;
 };
 
 // The variants a study knows, in report order: fp32 (the reference), tf32, bf16, fp16 (dynamic
-// loss scaling), fp16-noscale, bf16-sr (stochastic rounding of the bf16 working weights).
+// loss scaling), fp16-noscale, bf16-sr (stochastic rounding of the bf16 working weights), fp8
+// (delayed scaling), fp8-current (current scaling), fp8-head (delayed, the output head in FP8 too).
 const std::vector<StudyVariant>& study_variants();
 // A comma-separated list of their names; throws Error naming an unknown one.
 std::vector<StudyVariant> parse_study_variants(const std::string& list);

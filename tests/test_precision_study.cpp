@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/sha256.h"
 #include "model/checkpoint.h"
+#include "model/checkpoint_model.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "study/precision_study.h"
@@ -125,8 +126,23 @@ TEST(PrecisionStudyTest, ContinuesAnInterruptedStudyRunningOnlyWhatIsMissing) {
               read_json(directory.file("report.json"))["runs"][1]["final_val_loss"]);
 }
 
+// An fp8 variant trains in fp8 with its own scaling: the run's checkpoint records both.
+TEST(PrecisionStudyTest, Fp8VariantRunsWithItsScaling) {
+    test::TempDirectory directory("mixgpt_study_fp8");
+    StudyOptions options = tiny_study(directory.path(), "fp8-current");
+    ASSERT_TRUE(run_study(options));
+    const nlohmann::json report = read_json(directory.file("report.json"));
+    ASSERT_EQ(report["runs"].size(), 1u);
+    EXPECT_EQ(report["runs"][0]["precision"], "fp8");
+    const Checkpoint checkpoint = read_checkpoint(
+        newest_valid_checkpoint(study_run_directory(directory.path(), options.variants[0]) + "/checkpoints"));
+    EXPECT_EQ(checkpoint.precision, Precision::fp8);
+    EXPECT_EQ(checkpoint_option(checkpoint, "fp8_scaling"), "current");
+    EXPECT_FALSE(checkpoint.fp8_scaling.empty());
+}
+
 TEST(PrecisionStudyTest, RefusesUnknownOrRepeatedRuns) {
-    EXPECT_THROW(parse_study_variants("fp32,fp8"), Error);
+    EXPECT_THROW(parse_study_variants("fp32,fp4"), Error);
     EXPECT_THROW(parse_study_variants("bf16,bf16"), Error);
     EXPECT_THROW(parse_study_variants(""), Error);
     const std::vector<StudyVariant> ordered = parse_study_variants("bf16-sr,fp16-noscale,fp32");

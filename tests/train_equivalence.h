@@ -32,7 +32,8 @@ struct ResumeCase {
 inline const std::vector<ResumeCase>& resume_cases() {
     static const std::vector<ResumeCase> cases = {{"fp32_accumulation", Precision::fp32, false, 2},
                                                   {"bf16_stochastic_rounding", Precision::bf16, true, 1},
-                                                  {"fp16_dynamic_scaling", Precision::fp16, false, 1}};
+                                                  {"fp16_dynamic_scaling", Precision::fp16, false, 1},
+                                                  {"fp8_delayed_scaling_accumulation", Precision::fp8, false, 2}};
     return cases;
 }
 

@@ -49,18 +49,23 @@ void MetricsWriter::write_line(const std::string& line) {
 }
 
 void MetricsWriter::write(const TrainMetrics& metrics) {
-    const nlohmann::ordered_json line = {{"type", "train"},
-                                         {"step", metrics.step},
-                                         {"loss", metrics.loss},
-                                         {"lr", metrics.learning_rate},
-                                         {"grad_norm", metrics.grad_norm},
-                                         {"loss_scale", metrics.loss_scale},
-                                         {"skipped", metrics.skipped},
-                                         {"skipped_total", metrics.skipped_total},
-                                         {"tokens", metrics.tokens},
-                                         {"tokens_per_second", metrics.tokens_per_second},
-                                         {"ms_per_step", metrics.ms_per_step},
-                                         {"memory_bytes", metrics.memory_bytes}};
+    nlohmann::ordered_json line = {{"type", "train"},
+                                   {"step", metrics.step},
+                                   {"loss", metrics.loss},
+                                   {"lr", metrics.learning_rate},
+                                   {"grad_norm", metrics.grad_norm},
+                                   {"loss_scale", metrics.loss_scale},
+                                   {"skipped", metrics.skipped},
+                                   {"skipped_total", metrics.skipped_total},
+                                   {"tokens", metrics.tokens},
+                                   {"tokens_per_second", metrics.tokens_per_second},
+                                   {"ms_per_step", metrics.ms_per_step},
+                                   {"memory_bytes", metrics.memory_bytes}};
+    if (metrics.fp8) {
+        line["fp8_saturated"] = {{"inputs", metrics.fp8_saturated.inputs},
+                                 {"weights", metrics.fp8_saturated.weights},
+                                 {"gradients", metrics.fp8_saturated.gradients}};
+    }
     write_line(line.dump());
 }
 
@@ -76,9 +81,9 @@ void MetricsWriter::write(const EvalMetrics& metrics) {
 
 void MetricsWriter::write(const TaskEvalMetrics& metrics) {
     const nlohmann::ordered_json line = {{"type", "task_eval"},          {"step", metrics.step},
-                                         {"task", metrics.task},         {"data", metrics.data},
-                                         {"examples", metrics.examples}, {"acc", metrics.acc},
-                                         {"acc_norm", metrics.acc_norm}, {"chance", metrics.chance}};
+                                   {"task", metrics.task},         {"data", metrics.data},
+                                   {"examples", metrics.examples}, {"acc", metrics.acc},
+                                   {"acc_norm", metrics.acc_norm}, {"chance", metrics.chance}};
     write_line(line.dump());
 }
 

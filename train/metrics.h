@@ -5,6 +5,8 @@
 //    "memory_bytes":123456}
 //   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
 //   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
+//   (train lines of an fp8 run also "fp8_saturated":{"inputs":0,"weights":0,"gradients":3}: the
+//    elements the FP8 conversion clipped during the step, per tensor class, model/fp8_linears.h)
 //   {"type":"task_eval","step":100,"task":"hellaswag","data":"hellaswag_val.jsonl","examples":10042,
 //    "acc":0.2859,"acc_norm":0.2955,"chance":0.25}        (train/task_eval.h)
 //   {"type":"resume","step":50}                  (a resumed run appends after this line; the lines
@@ -16,6 +18,8 @@
 #include <cstdio>
 #include <string>
 
+#include "model/fp8_linears.h"
+
 namespace mixgpt {
 
 struct TrainMetrics {
@@ -26,6 +30,8 @@ struct TrainMetrics {
     int64_t tokens = 0;  // tokens consumed since the start of training
     double tokens_per_second = 0, ms_per_step = 0;
     size_t memory_bytes = 0;
+    bool fp8 = false;  // an fp8 run: fp8_saturated is written
+    Fp8Saturation fp8_saturated;
 };
 
 struct EvalMetrics {

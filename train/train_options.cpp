@@ -83,6 +83,7 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
 
     TrainPlan plan;
     plan.model = model_config(options.model, vocab_size, options.seq_len);
+    if (options.precision == Precision::fp8) check_fp8_options(options.fp8, plan.model.n_layer);
     plan.accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, world_size);
     plan.tokens_per_step =
@@ -204,6 +205,13 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"loss_scale", options.loss_scale},
         {"loss_scale_growth_interval", integer(options.loss_scale_growth_interval)},
         {"max_bad_steps", integer(options.max_bad_steps)},
+        {"fp8_format", options.fp8.format},
+        {"fp8_scaling", fp8_scaling_name(options.fp8.scaling.scaling)},
+        {"fp8_amax_history", integer(options.fp8.scaling.history_length)},
+        {"fp8_amax_compute", amax_compute_name(options.fp8.scaling.amax_compute)},
+        {"fp8_margin", integer(options.fp8.scaling.margin)},
+        {"fp8_bf16_layers", options.fp8.bf16_layers},
+        {"fp8_head", options.fp8.head ? "true" : "false"},
         {"seed", std::to_string(options.seed)},
         {"device", options.device},
         {"device_index", integer(options.device_index)},

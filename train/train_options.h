@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/precision.h"
 #include "model/config.h"
+#include "model/fp8_linears.h"
 #include "model/model_options.h"
 #include "tokenizer/loader.h"
 #include "train/loss_scaling.h"
@@ -48,6 +49,7 @@ struct TrainOptions {
     std::string loss_scale = "auto";  // auto | dynamic | static:<value> | none
     int loss_scale_growth_interval = 2000;
     int max_bad_steps = 20;  // consecutive non-finite steps before the run stops
+    Fp8Options fp8;          // --precision fp8 only (model/fp8_linears.h)
 
     // run
     uint64_t seed = 1337;

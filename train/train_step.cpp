@@ -139,6 +139,7 @@ void TrainStep::finish(const AdamWHyper& hyper) {
                         kept_view(v_, DType::f32), separate_working ? working : TensorView(),
                         model_.layout().decay_count(), hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
+    if (model_.fp8() != nullptr) model_.fp8()->step_done();
 }
 
 void TrainStep::exchange_ready_buckets(int stage) {
@@ -174,6 +175,7 @@ void TrainStep::update_shard(const AdamWHyper& hyper) {
                         shards_->shard_count_below(rank, model_.layout().decay_count()), shard_hyper,
                         status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
+    if (model_.fp8() != nullptr) model_.fp8()->step_done();
     gather_working_copy(working.valid() ? working : masters);
 }
 

@@ -156,7 +156,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
                         shard_sizes ? &*shard_sizes : nullptr);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                              TrainStep::sharding(plan_.model, communicator(), parallel));
+                              TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
 
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.seed;
@@ -293,6 +293,9 @@ void Trainer::resume_from(const std::string& path) {
     if (working.dtype != DType::f32 && same_working_dtype && !checkpoint.working_bits.empty())
         backend_->copy_to_backend(working.data, checkpoint.working_bits.data(), working.bytes());
     train_step_->upload_moments({checkpoint.adam_m, checkpoint.adam_v});
+    // An fp8 run resumed from another precision's checkpoint starts its scaling afresh.
+    if (model_->fp8() != nullptr && !checkpoint.fp8_scaling.empty())
+        model_->fp8()->load_flat(checkpoint.fp8_scaling);
     status_ = checkpoint.status;
     train_step_->write_status(status_);
     const LoaderState saved = LoaderState::from_vector(checkpoint.loader_state);
@@ -355,6 +358,7 @@ void Trainer::save_checkpoint() {
     checkpoint.status.grad_norm_squared = 0;
     checkpoint.status.skip = 0;
     checkpoint.loader_state = loader_->state().to_vector();
+    if (model_->fp8() != nullptr) checkpoint.fp8_scaling = model_->fp8()->flat();
     checkpoint.options = describe_options(options_);
     checkpoint.run_id = run_id_;
 
@@ -487,6 +491,10 @@ TrainMetrics Trainer::run_step() {
     metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
     metrics.ms_per_step = seconds * 1e3;
     metrics.memory_bytes = backend_->peak_memory_bytes();
+    if (model_->fp8() != nullptr) {
+        metrics.fp8 = true;
+        metrics.fp8_saturated = model_->fp8()->take_saturation();
+    }
     return metrics;
 }
 

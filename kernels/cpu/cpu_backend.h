@@ -37,6 +37,8 @@ public:
 
 private:
     DType act() const { return activation_dtype(precision_); }
+    // dbias (N) f32 += column sums of dout (M, N) act (matmul.cpp).
+    void add_bias_gradient(TensorView dbias, TensorView dout, const char* op);
     // RoPE's (positions, head_dim) [cos | sin] table of rows >= positions, or null without RoPE.
     const float* rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions);
 

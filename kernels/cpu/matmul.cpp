@@ -120,7 +120,12 @@ void CpuBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, Te
     if (dbias.valid()) require_tensor(dbias, DType::f32, {N}, op, "dbias");
     const Operand dy(scratch_, dout, precision_), x(scratch_, inp, precision_);
     tiled_sgemm(true, false, N, K, M, dy.data(), N, x.data(), K, 1.f, dweight.as<float>(), K);
-    if (!dbias.valid()) return;
+    if (dbias.valid()) add_bias_gradient(dbias, dout, op);
+}
+
+void CpuBackend::add_bias_gradient(TensorView dbias, TensorView dout, const char* op) {
+    const int64_t M = dout.dim(0), N = dout.dim(1);
+    require_tensor(dbias, DType::f32, {N}, op, "dbias");
     // Column sums of dout in float (not TF32-rounded): each thread owns whole column blocks.
     const FloatInput g(scratch_, dout);
     float* db = dbias.as<float>();

@@ -8,6 +8,7 @@
 #include "kernels/backend_factory.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/fp8_support.h"
 #include "kernels/device_discovery.h"
 
 namespace mixgpt {
@@ -39,6 +40,7 @@ CudaBackend::CudaBackend(const BackendOptions& options)
             "rebuild with GPU_ARCHS=%d%d",
             device, properties.name, properties.major, properties.minor, properties.major, properties.minor));
     }
+    if (precision_ == Precision::fp8) require_fp8_device(device);
     name_ = format("cuda:%d (%s)", device, properties.name);
     multiprocessors_ = properties.multiProcessorCount;
     shared_memory_optin_ = properties.sharedMemPerBlockOptin;

@@ -70,6 +70,8 @@ private:
     // RoPE's (rows >= positions, head_dim) [cos | sin] table in device memory (kernels/rope_table.h),
     // uploaded when theta or head_dim change or more positions are asked for; invalid without RoPE.
     TensorView rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions);
+    // dbias (N) f32 += column sums of dout (M, N) act, deterministic (matmul.cu).
+    void add_bias_gradient(TensorView dbias, TensorView dout);
 };
 
 }  // namespace mixgpt::cuda

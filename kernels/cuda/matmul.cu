@@ -263,11 +263,15 @@ void CudaBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, T
     if (product.compute_type == CUBLAS_COMPUTE_32F_FAST_TF32)
         use_tf32_operands(product, M * K, M * N, *scratch_, stream_);
     if (!matmuls_->try_run(product)) no_algorithm(op, M, N, K, act);
-    if (!dbias.valid()) return;
+    if (dbias.valid()) add_bias_gradient(dbias, dout);
+}
+
+void CudaBackend::add_bias_gradient(TensorView dbias, TensorView dout) {
+    const int64_t M = dout.dim(0), N = dout.dim(1);
     const ColumnChunks layout = column_chunks(M);
     auto* partials = static_cast<float*>(
         scratch_->get(ScratchSlot::bias_partials, static_cast<size_t>(layout.chunks) * N * sizeof(float)));
-    dispatch_dtype(act, [&](auto tag) {
+    dispatch_dtype(dout.dtype, [&](auto tag) {
         using T = decltype(tag);
         launch_bias_gradient<T>(stream_, dbias.as<float>(), partials, dout.as<const T>(), M,
                                 static_cast<int>(N), layout);

@@ -21,6 +21,8 @@ enum class ScratchSlot {
     embedding_sort,      // sorted (token, position) pairs and CUB's temporary storage
     tf32_operands,       // the two matmul operands rounded to TF32 under Precision::tf32
     matmul_bias,         // matmul_forward's bias copied to 16-byte alignment when it is not aligned
+    fp8_operand_a,       // the first FP8 operand's codes (and transpose) of an fp8_matmul_* op
+    fp8_operand_b,       // the second one's
     count
 };
 

@@ -1,7 +1,7 @@
 // What the FP8 GPU tests (test_gpu_fp8_*.cpp) share: a stream, device buffers from it and copies
 // both ways. Unlike the rest of tests/gpu, these tests call the FP8 kernels directly
-// (kernels/cuda/fp8_*.h, cublaslt_matmul.h), which the op interface does not reach yet, so they
-// use the CUDA runtime and are compiled in CUDA builds only (MIXGPT_WITH_CUDA).
+// (kernels/cuda/fp8_*.h, cublaslt_matmul.h) rather than through the op interface, so they use the
+// CUDA runtime and are compiled in CUDA builds only (MIXGPT_WITH_CUDA).
 #pragma once
 
 #include <cuda_runtime.h>

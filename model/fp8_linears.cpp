@@ -1,0 +1,138 @@
+#include "model/fp8_linears.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace mixgpt {
+namespace {
+
+constexpr int kRolesPerBlock = 4;  // qkv, attention_output, mlp_input, mlp_output
+
+Fp8Format backward_format(const std::string& format) {
+    return format == "hybrid" ? Fp8Format::e5m2 : Fp8Format::e4m3;
+}
+
+}  // namespace
+
+std::vector<bool> parse_bf16_layers(const std::string& text, int n_layer) {
+    std::vector<bool> blocks(static_cast<size_t>(n_layer), false);
+    std::istringstream items(text);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        int layer = -1;
+        if (item == "first") {
+            layer = 0;
+        } else if (item == "last") {
+            layer = n_layer - 1;
+        } else {
+            size_t used = 0;
+            try {
+                layer = std::stoi(item, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            MIXGPT_REQUIRE(used == item.size() && !item.empty(),
+                           "fp8-bf16-layers: '" + item + "' is not first, last or a block index");
+        }
+        MIXGPT_REQUIRE(layer >= 0 && layer < n_layer,
+                       "fp8-bf16-layers: block " + item + " is outside 0.." + std::to_string(n_layer - 1));
+        blocks[static_cast<size_t>(layer)] = true;
+    }
+    return blocks;
+}
+
+void check_fp8_options(const Fp8Options& options, int n_layer) {
+    MIXGPT_REQUIRE(options.format == "hybrid" || options.format == "e4m3",
+                   "fp8-format: '" + options.format + "' (expected hybrid or e4m3)");
+    check_fp8_scaling_config(options.scaling);
+    if (n_layer > 0) parse_bf16_layers(options.bf16_layers, n_layer);
+}
+
+Fp8Linears::Fp8Linears(Backend& backend, const Fp8Options& options, int n_layer)
+    : backend_(backend), options_(options), n_layer_(n_layer) {
+    check_fp8_options(options, n_layer);
+    bf16_blocks_ = parse_bf16_layers(options.bf16_layers, n_layer);
+    const int linears = kRolesPerBlock * n_layer + 1;
+    forward_ = make_state(2 * linears, Fp8Format::e4m3);
+    backward_ = make_state(linears, backward_format(options.format));
+}
+
+Fp8Linears::State Fp8Linears::make_state(int tensors, Fp8Format format) {
+    State state;
+    state.tensors = tensors;
+    state.format = format;
+    const Fp8ScalingState initial(tensors, format, options_.scaling);
+    state.values = backend_.allocate(initial.flat().size() * sizeof(float));
+    backend_.copy_to_backend(state.values.data(), initial.flat().data(), state.values.bytes());
+    state.saturated = backend_.allocate(static_cast<size_t>(tensors) * sizeof(uint64_t));
+    return state;
+}
+
+bool Fp8Linears::in_fp8(int layer, LinearRole role) const {
+    if (role == LinearRole::head) return options_.head;
+    return !bf16_blocks_[static_cast<size_t>(layer)];
+}
+
+int Fp8Linears::index(int layer, LinearRole role) const {
+    if (role == LinearRole::head) return kRolesPerBlock * n_layer_;
+    return kRolesPerBlock * layer + static_cast<int>(role);
+}
+
+Fp8TensorScaling Fp8Linears::slot(const State& state, int tensor) const {
+    Fp8TensorScaling s;
+    s.values = static_cast<float*>(state.values.data());
+    s.saturated = static_cast<uint64_t*>(state.saturated.data());
+    s.tensors = state.tensors;
+    s.tensor = tensor;
+    s.format = state.format;
+    s.config = options_.scaling;
+    return s;
+}
+
+void Fp8Linears::step_done() {
+    if (options_.scaling.scaling != Fp8Scaling::delayed) return;
+    backend_.fp8_update_delayed(slot(forward_, 0));
+    backend_.fp8_update_delayed(slot(backward_, 0));
+}
+
+std::vector<float> Fp8Linears::flat() const {
+    const size_t forward = forward_.values.bytes() / sizeof(float),
+                 backward = backward_.values.bytes() / sizeof(float);
+    std::vector<float> values(forward + backward);
+    backend_.copy_to_host(values.data(), forward_.values.data(), forward_.values.bytes());
+    backend_.copy_to_host(values.data() + forward, backward_.values.data(), backward_.values.bytes());
+    return values;
+}
+
+void Fp8Linears::load_flat(const std::vector<float>& values) {
+    const size_t forward = forward_.values.bytes() / sizeof(float),
+                 backward = backward_.values.bytes() / sizeof(float);
+    MIXGPT_REQUIRE(values.size() == forward + backward,
+                   "fp8 scaling state: " + std::to_string(values.size()) + " values, expected " +
+                       std::to_string(forward + backward) + " (another model shape or amax history length)");
+    // Checked as the states' own loads check them (finite, positive scales).
+    Fp8ScalingState check_forward(forward_.tensors, forward_.format, options_.scaling);
+    check_forward.load_flat(
+        std::vector<float>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(forward)));
+    Fp8ScalingState check_backward(backward_.tensors, backward_.format, options_.scaling);
+    check_backward.load_flat(
+        std::vector<float>(values.begin() + static_cast<std::ptrdiff_t>(forward), values.end()));
+    backend_.copy_to_backend(forward_.values.data(), values.data(), forward_.values.bytes());
+    backend_.copy_to_backend(backward_.values.data(), values.data() + forward, backward_.values.bytes());
+}
+
+Fp8Saturation Fp8Linears::take_saturation() {
+    std::vector<uint64_t> forward(static_cast<size_t>(forward_.tensors)),
+        backward(static_cast<size_t>(backward_.tensors));
+    backend_.copy_to_host(forward.data(), forward_.saturated.data(), forward_.saturated.bytes());
+    backend_.copy_to_host(backward.data(), backward_.saturated.data(), backward_.saturated.bytes());
+    backend_.fill_zero(forward_.saturated.data(), forward_.saturated.bytes());
+    backend_.fill_zero(backward_.saturated.data(), backward_.saturated.bytes());
+    Fp8Saturation counts;
+    for (size_t i = 0; i < forward.size(); ++i) (i % 2 == 0 ? counts.inputs : counts.weights) += forward[i];
+    for (uint64_t count : backward) counts.gradients += count;
+    return counts;
+}
+
+}  // namespace mixgpt

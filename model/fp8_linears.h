@@ -1,0 +1,88 @@
+// The FP8 side of a model run under Precision::fp8: which linear layers multiply in FP8, and the
+// per-tensor scaling state of every FP8 operand, held in backend memory (kernels/fp8_scaling.h).
+//
+// Each linear layer (a block's QKV, attention output, MLP input (SwiGLU's stacked gate/up) and
+// MLP output products; the output head with `head`) has three tensor roles: its input and weight
+// (the forward format, E4M3) and the gradient of its output (the backward format: E5M2 in the
+// "hybrid" format, E4M3 under "e4m3"). The forward state holds 2 tensors per linear layer
+// (input at 2i, weight at 2i + 1), the backward state 1 (gradient at i), i = 4 · layer + role,
+// the head at i = 4 · n_layer: one scale and amax history per tensor role per layer, as
+// Transformer Engine keeps them (its forward and backward FP8TensorMeta).
+// Blocks named by bf16_layers multiply in bf16 and leave their slots unused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/memory.h"
+#include "kernels/ops.h"
+
+namespace mixgpt {
+
+struct Fp8Options {
+    std::string format = "hybrid";  // hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 throughout
+    Fp8ScalingConfig scaling;       // delayed (history 1024, max, margin 0) by default
+    std::string bf16_layers;        // "first", "last" and block indices, comma-separated; "" none
+    bool head = false;              // the output head in FP8 too
+};
+
+// Throws Error naming the option when an option is out of range (format, scaling, and the layers
+// when n_layer > 0).
+void check_fp8_options(const Fp8Options& options, int n_layer);
+// The blocks `text` names ("first,last,3"): a flag per block; throws Error on anything else.
+std::vector<bool> parse_bf16_layers(const std::string& text, int n_layer);
+
+enum class LinearRole { qkv, attention_output, mlp_input, mlp_output, head };
+
+// The saturation counts since the last reset, summed over the linear layers per tensor class.
+struct Fp8Saturation {
+    uint64_t inputs = 0, weights = 0, gradients = 0;
+};
+
+class Fp8Linears {
+public:
+    Fp8Linears(Backend& backend, const Fp8Options& options, int n_layer);
+
+    const Fp8Options& options() const { return options_; }
+    // Whether the product of `role` in block `layer` (the head: any layer) runs in FP8.
+    bool in_fp8(int layer, LinearRole role) const;
+    Fp8TensorScaling input(int layer, LinearRole role) const {
+        return slot(forward_, 2 * index(layer, role));
+    }
+    Fp8TensorScaling weight(int layer, LinearRole role) const {
+        return slot(forward_, 2 * index(layer, role) + 1);
+    }
+    Fp8TensorScaling gradient(int layer, LinearRole role) const {
+        return slot(backward_, index(layer, role));
+    }
+
+    // Once per optimizer step, after it: delayed scaling's update (nothing under current scaling).
+    void step_done();
+
+    // The two states' flat forms (forward, then backward), copied from and to backend memory, for
+    // checkpoints. load_flat throws Error on a size or value the state cannot hold.
+    std::vector<float> flat() const;
+    void load_flat(const std::vector<float>& values);
+    // Reads the saturation counts (a host synchronisation), then zeroes them.
+    Fp8Saturation take_saturation();
+
+private:
+    struct State {
+        Buffer values;     // the flat form (f32)
+        Buffer saturated;  // (tensors) u64
+        int tensors = 0;
+        Fp8Format format = Fp8Format::e4m3;
+    };
+    int index(int layer, LinearRole role) const;
+    Fp8TensorScaling slot(const State& state, int tensor) const;
+    State make_state(int tensors, Fp8Format format);
+
+    Backend& backend_;
+    Fp8Options options_;
+    int n_layer_;
+    std::vector<bool> bf16_blocks_;
+    State forward_, backward_;
+};
+
+}  // namespace mixgpt

@@ -200,6 +200,7 @@ def plan():
              ("device", "cublaslt", "sanitizer"), run_sanitizer, arguments=("synccheck",)),
         bench("bench-tf32", "tf32", extra=True),
         bench("bench-fp32", "fp32", extra=True, estimate=(45, 3)),
+        bench("bench-fp8", "fp8", extra=True),
         Step("torch-tf32-fp32", "PyTorch tf32 and fp32, eager", (40, 10), (120, 60), ("torch",), run_torch, True,
              ("tf32,fp32", False)),
         Step("lab-backend", "kernel lab: backend ops against copy and GEMM ceilings", (40, 5), (120, 30),

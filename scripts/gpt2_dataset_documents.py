@@ -15,18 +15,8 @@ import sys
 
 import h5py
 
-
-def byte_alphabet():
-    """GPT-2's bytes_to_unicode: the character each byte is written as."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    characters, extra = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            characters[byte] = chr(byte)
-        else:
-            characters[byte] = chr(256 + extra)
-            extra += 1
-    return {character: byte for byte, character in characters.items()}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt2_tokenizer import byte_alphabet  # noqa: E402
 
 
 def shard_paths(path):
@@ -56,7 +46,7 @@ def main():
         sys.exit(f"{vocabulary_file}: decode needs encoder.json or vocab.json")
     with open(vocabulary_file, encoding="utf-8") as file:
         vocabulary = json.load(file)
-    to_byte = byte_alphabet()
+    to_byte = {character: byte for byte, character in byte_alphabet().items()}
     token_bytes = {}
     for token, token_id in vocabulary.items():
         token_bytes[token_id] = bytes(to_byte[c] for c in token)

@@ -18,21 +18,10 @@
 #include "core/error.h"
 #include "core/fp8.h"
 #include "kernels/cpu/fp8_matmul.h"
+#include "tests/fp8_test_support.h"
 
 namespace mixgpt::cpu {
 namespace {
-
-// Random finite codes (no NaN, no infinity), each value drawn uniformly among them.
-std::vector<uint8_t> random_codes(size_t count, Fp8Format format, uint32_t seed) {
-    std::mt19937 random(seed);
-    std::vector<uint8_t> codes(count);
-    for (uint8_t& code : codes) {
-        do {
-            code = static_cast<uint8_t>(random() & 0xff);
-        } while (!std::isfinite(fp8_bits_to_float(code, format)));
-    }
-    return codes;
-}
 
 // out as stored, one element per bit pattern (uint16 for bf16/fp16, uint32 for fp32).
 std::vector<uint32_t> stored_bits(const std::vector<unsigned char>& bytes, DType dtype) {
@@ -57,8 +46,8 @@ struct Operands {
 
 Operands make_operands(const Problem& p, uint32_t seed) {
     Operands o;
-    o.a_codes = random_codes(static_cast<size_t>(p.M * p.K), p.a_format, seed);
-    o.b_codes = random_codes(static_cast<size_t>(p.N * p.K), p.b_format, seed + 1);
+    o.a_codes = test::random_fp8_codes(static_cast<size_t>(p.M * p.K), p.a_format, seed);
+    o.b_codes = test::random_fp8_codes(static_cast<size_t>(p.N * p.K), p.b_format, seed + 1);
     o.a = {o.a_codes.data(), p.M, p.K, p.a_format, 0.37f};
     o.b = {o.b_codes.data(), p.N, p.K, p.b_format, 1.f / 3.f};
     std::mt19937 random(seed + 2);
@@ -177,8 +166,8 @@ INSTANTIATE_TEST_SUITE_P(Combinations, CpuFp8Matmul,
 // every product is a multiple of 2^-18 below 2^18, so K of them sum exactly in 53 bits).
 TEST(CpuFp8MatmulAccuracy, Fp32SumsStayWithinTheSummationBoundOfTheExactProduct) {
     const int64_t M = 4, N = 5, K = 4096;
-    const std::vector<uint8_t> a = random_codes(static_cast<size_t>(M * K), Fp8Format::e4m3, 3);
-    const std::vector<uint8_t> b = random_codes(static_cast<size_t>(N * K), Fp8Format::e4m3, 4);
+    const std::vector<uint8_t> a = test::random_fp8_codes(static_cast<size_t>(M * K), Fp8Format::e4m3, 3);
+    const std::vector<uint8_t> b = test::random_fp8_codes(static_cast<size_t>(N * K), Fp8Format::e4m3, 4);
     std::vector<float> out(static_cast<size_t>(M * N));
     fp8_matmul(TensorView(out.data(), DType::f32, {M, N}), {a.data(), M, K, Fp8Format::e4m3, 1.f},
                {b.data(), N, K, Fp8Format::e4m3, 1.f}, TensorView(), false);

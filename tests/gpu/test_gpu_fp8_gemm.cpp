@@ -29,22 +29,12 @@
 #include "kernels/cuda/fp8_support.h"
 #include "kernels/fp8_scaling.h"
 #include "tests/gpu/gpu_fp8_support.h"
+#include "tests/fp8_test_support.h"
 
 namespace mixgpt::gpu_test {
 namespace {
 
 constexpr double kFp32Tolerance = 1e-5;
-
-std::vector<uint8_t> random_codes(size_t count, Fp8Format format, uint32_t seed) {
-    std::mt19937 random(seed);
-    std::vector<uint8_t> codes(count);
-    for (uint8_t& code : codes) {
-        do {
-            code = static_cast<uint8_t>(random() & 0xff);
-        } while (!std::isfinite(fp8_bits_to_float(code, format)));
-    }
-    return codes;
-}
 
 std::vector<double> as_doubles(const std::vector<unsigned char>& bytes, DType dtype) {
     std::vector<float> values(bytes.size() / dtype_size(dtype));
@@ -84,8 +74,8 @@ class GpuFp8Gemm : public GpuFp8Test, public ::testing::WithParamInterface<GemmC
 TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) {
     const GemmCase& c = GetParam();
     const uint32_t seed = run_seed();
-    const std::vector<uint8_t> a = random_codes(static_cast<size_t>(c.M * c.K), c.a_format, seed);
-    const std::vector<uint8_t> b = random_codes(static_cast<size_t>(c.N * c.K), c.b_format, seed + 1);
+    const std::vector<uint8_t> a = test::random_fp8_codes(static_cast<size_t>(c.M * c.K), c.a_format, seed);
+    const std::vector<uint8_t> b = test::random_fp8_codes(static_cast<size_t>(c.N * c.K), c.b_format, seed + 1);
     const float a_scale_inverse = 0.01f, b_scale_inverse = 0.3f;
     const DType bias_dtype = c.out_dtype == DType::f16 ? DType::f16 : DType::bf16;
     std::mt19937 random(seed + 2);

@@ -60,6 +60,11 @@ void add_study_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str();
+    command
+        ->add_option("--seeds", study.seeds,
+                     "runs per precision, initialized from --seed, --seed + 1, ... with --seed's data order; "
+                     "the report gives each precision's mean and spread")
+        ->capture_default_str();
     add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)");

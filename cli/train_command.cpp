@@ -64,7 +64,8 @@ void run(TrainArguments& arguments) {
 void add_train_command(CLI::App& app) {
     auto arguments = std::make_shared<TrainArguments>();
     TrainOptions& o = arguments->options;
-    CLI::App* command = app.add_subcommand("train", "train a model (GPT-2 or Llama-style) on a prepared dataset");
+    CLI::App* command =
+        app.add_subcommand("train", "train a model (GPT-2 or Llama-style) on a prepared dataset");
     add_config_option(*command);
 
     add_model_options(*command, o.model);
@@ -154,6 +155,8 @@ void add_train_command(CLI::App& app) {
 
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str()
+        ->group("Run");
+    command->add_option("--data-seed", o.data_seed, "seed of the data order alone (default: --seed)")
         ->group("Run");
     add_device_option(*command, o.device)->group("Run");
     command->add_option("--device-index", o.device_index, "CUDA device ordinal")

@@ -3,18 +3,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "tokenizer/dataset_path.h"
-#include "kernels/device_choice.h"
-#include "tokenizer/dataset.h"
-#include "study/benchmark.h"
 #include "dist/mpi_launch.h"
+#include "kernels/device_choice.h"
+#include "study/benchmark.h"
 #include "study/study_report.h"
+#include "tokenizer/dataset.h"
+#include "tokenizer/dataset_path.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -31,9 +32,11 @@ int64_t recorded_steps(const std::string& path) {
     }
 }
 
-TrainOptions run_options(const StudyOptions& options, const StudyVariant& variant) {
+TrainOptions run_options(const StudyOptions& options, const StudyVariant& variant, uint64_t seed) {
     TrainOptions train = options.train;
-    train.output_dir = study_run_directory(options.output_dir, variant);
+    train.output_dir = study_run_directory(options, variant, seed);
+    train.seed = seed;
+    train.data_seed = options.train.data_seed.value_or(options.train.seed);
     train.precision = variant.precision;
     train.loss_scale = variant.loss_scale;
     train.stochastic_rounding = variant.stochastic_rounding;
@@ -120,9 +123,10 @@ std::vector<StudyVariant> parse_study_variants(const std::string& list) {
         const StudyVariant* found = nullptr;
         for (const StudyVariant& variant : study_variants())
             if (variant.name == name) found = &variant;
-        MIXGPT_REQUIRE(found != nullptr, "precisions: unknown run '" + name +
-                                             "' (choose from fp32, tf32, bf16, fp16, fp16-noscale, bf16-sr, fp8, "
-                                             "fp8-current, fp8-head)");
+        MIXGPT_REQUIRE(found != nullptr,
+                       "precisions: unknown run '" + name +
+                           "' (choose from fp32, tf32, bf16, fp16, fp16-noscale, bf16-sr, fp8, "
+                           "fp8-current, fp8-head)");
         for (const StudyVariant& already : chosen)
             MIXGPT_REQUIRE(already.name != name, "precisions: '" + name + "' is listed twice");
         chosen.push_back(*found);
@@ -136,8 +140,19 @@ std::vector<StudyVariant> parse_study_variants(const std::string& list) {
     return ordered;
 }
 
-std::string study_run_directory(const std::string& output_dir, const StudyVariant& variant) {
-    return (std::filesystem::path(output_dir) / variant.name).string();
+std::vector<uint64_t> study_seeds(const StudyOptions& options) {
+    std::vector<uint64_t> seeds;
+    for (int index = 0; index < options.seeds; ++index) seeds.push_back(options.train.seed + index);
+    return seeds;
+}
+
+std::string study_run_name(const StudyOptions& options, const StudyVariant& variant, uint64_t seed) {
+    if (options.seeds == 1) return variant.name;
+    return variant.name + "/seed-" + std::to_string(seed);
+}
+
+std::string study_run_directory(const StudyOptions& options, const StudyVariant& variant, uint64_t seed) {
+    return (std::filesystem::path(options.output_dir) / study_run_name(options, variant, seed)).string();
 }
 
 bool run_study(const StudyOptions& asked) {
@@ -146,38 +161,44 @@ bool run_study(const StudyOptions& asked) {
     MIXGPT_REQUIRE(!options.variants.empty(), "precisions: name at least one run");
     MIXGPT_REQUIRE(launcher_world_size() == 1, "study: runs as one process (not under mpirun or srun)");
     MIXGPT_REQUIRE(options.bench_steps >= 1, "bench-steps: must be at least 1");
+    MIXGPT_REQUIRE(options.seeds >= 1 && options.seeds <= 100, "seeds: must be between 1 and 100");
     MIXGPT_REQUIRE(options.train.eval_interval > 0,
                    "eval-interval: must be positive (the study compares runs at every evaluation)");
     MIXGPT_REQUIRE(!options.train.dataset.empty(),
                    "dataset: required (a directory or file from `mixgpt prepare`)");
     const DatasetInfo dataset = read_dataset_info(resolve_dataset_path(options.train.dataset));
+    const std::vector<uint64_t> seeds = study_seeds(options);
     const TrainPlan plan =
-        plan_training(run_options(options, options.variants.front()), dataset.vocab_size, 1);
+        plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);
     make_directories(options.output_dir);
 
-    const int count = static_cast<int>(options.variants.size());
-    for (int index = 0; index < count; ++index) {
-        const StudyVariant& variant = options.variants[static_cast<size_t>(index)];
-        const TrainOptions train = run_options(options, variant);
-        const std::string record = (std::filesystem::path(train.output_dir) / "study_run.json").string();
-        if (recorded_steps(record) == plan.total_steps) {
-            log_info(
-                format("study: run %d of %d, %s: complete, kept", index + 1, count, variant.name.c_str()));
-            continue;
+    const int count = static_cast<int>(options.variants.size() * seeds.size());
+    int index = 0;
+    std::map<Precision, StudyBench> benches;  // measured once per precision by this process
+    for (const StudyVariant& variant : options.variants)
+        for (const uint64_t seed : seeds) {
+            ++index;
+            const TrainOptions train = run_options(options, variant, seed);
+            const std::string name = study_run_name(options, variant, seed);
+            const std::string record = (std::filesystem::path(train.output_dir) / "study_run.json").string();
+            if (recorded_steps(record) == plan.total_steps) {
+                log_info(format("study: run %d of %d, %s: complete, kept", index, count, name.c_str()));
+                continue;
+            }
+            log_info(format("study: run %d of %d, %s (%s), %lld steps", index, count, name.c_str(),
+                            variant.description.c_str(), static_cast<long long>(plan.total_steps)));
+            const TrainResult result = run_training(train);
+            if (result.stopped_by_signal) {
+                log_info("study: stopped by a signal; run the same command again to continue");
+                return false;
+            }
+            if (benches.count(variant.precision) == 0) {
+                log_info(format("study: bench of %s, %d timed steps", precision_name(variant.precision),
+                                options.bench_steps));
+                benches[variant.precision] = bench_precision(options, variant.precision, dataset.vocab_size);
+            }
+            write_whole_file(record, study_bench_json(benches[variant.precision], result.steps_done));
         }
-        log_info(format("study: run %d of %d, %s (%s), %lld steps", index + 1, count, variant.name.c_str(),
-                        variant.description.c_str(), static_cast<long long>(plan.total_steps)));
-        const TrainResult result = run_training(train);
-        if (result.stopped_by_signal) {
-            log_info("study: stopped by a signal; run the same command again to continue");
-            return false;
-        }
-        log_info(format("study: bench of %s, %d timed steps", precision_name(variant.precision),
-                        options.bench_steps));
-        write_whole_file(record,
-                         study_bench_json(bench_precision(options, variant.precision, dataset.vocab_size),
-                                          result.steps_done));
-    }
 
     StudyReport report;
     report.dataset = dataset.path;
@@ -190,11 +211,15 @@ bool run_study(const StudyOptions& asked) {
     report.seq_len = options.train.seq_len;
     report.steps = plan.total_steps;
     report.tokens_per_run = plan.total_steps * plan.tokens_per_step;
-    report.seed = options.train.seed;
+    report.seeds = seeds;
+    report.data_seed = options.train.data_seed.value_or(options.train.seed);
     report.bytes_per_token = static_cast<double>(dataset.val.bytes) / static_cast<double>(dataset.val.tokens);
     for (const StudyVariant& variant : options.variants)
-        report.runs.push_back(summarize_study_run(options.output_dir, variant, report.bytes_per_token));
-    compare_with_fp32(report);
+        for (const uint64_t seed : seeds)
+            report.runs.push_back(summarize_study_run(options.output_dir,
+                                                      study_run_name(options, variant, seed), variant, seed,
+                                                      report.bytes_per_token));
+    compare_runs(report);
     const std::string json_path = (std::filesystem::path(options.output_dir) / "report.json").string();
     const std::string markdown_path = (std::filesystem::path(options.output_dir) / "report.md").string();
     write_whole_file(json_path, study_report_json(report));

@@ -8,6 +8,10 @@
 //                                                   bench figure of its precision
 //   <study>/report.json, report.md                   study/study_report.h
 //
+// With several seeds (`seeds` > 1) every variant runs once per initialization seed, in
+// <study>/<variant>/seed-<seed>/, and every run keeps the first seed's data order: the spread
+// over seeds is the scatter a gap between precisions has to exceed.
+//
 // A study that is started again skips the complete runs and resumes the others from their
 // newest checkpoint, so an interrupted study continues where it stopped.
 #pragma once
@@ -43,12 +47,19 @@ struct StudyOptions {
     std::vector<StudyVariant> variants;  // fp32 first when present
     std::string output_dir = "runs/study";
     int bench_steps = 3;  // timed steps of `mixgpt bench` per precision; 0: no bench figure
+    int seeds = 1;        // runs per variant, initialized from train.seed, train.seed + 1, ...
 };
+
+// The initialization seeds of the study's runs, train.seed first.
+std::vector<uint64_t> study_seeds(const StudyOptions& options);
 
 // Runs what is missing, then writes the report. Returns false when a signal stopped a run (the
 // study can be continued); throws Error on bad options or a failed run.
 bool run_study(const StudyOptions& options);
 
-std::string study_run_directory(const std::string& output_dir, const StudyVariant& variant);
+// A run's directory relative to the study's: "<variant>", or "<variant>/seed-<seed>" in a study
+// of several seeds.
+std::string study_run_name(const StudyOptions& options, const StudyVariant& variant, uint64_t seed);
+std::string study_run_directory(const StudyOptions& options, const StudyVariant& variant, uint64_t seed);
 
 }  // namespace mixgpt

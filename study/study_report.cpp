@@ -82,6 +82,7 @@ Json run_json(const StudyRunSummary& run) {
         evaluations.push_back(entry);
     }
     return {{"name", run.variant.name},
+            {"seed", run.seed},
             {"description", run.variant.description},
             {"precision", precision_name(run.variant.precision)},
             {"loss_scale", run.variant.loss_scale},
@@ -117,27 +118,138 @@ std::string speed(double value, const char* pattern, bool emulated) {
 
 std::string mib(size_t bytes) { return format("%.1f MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-const StudyRunSummary* fp32_run(const StudyReport& report) {
+const StudyRunSummary* fp32_run(const StudyReport& report, uint64_t seed) {
     for (const StudyRunSummary& run : report.runs)
-        if (run.variant.name == "fp32") return &run;
+        if (run.variant.name == "fp32" && run.seed == seed) return &run;
     return nullptr;
+}
+
+const StudySeedSpread* spread_of(const StudyReport& report, const std::string& name) {
+    for (const StudySeedSpread& spread : report.spreads)
+        if (spread.variant.name == name) return &spread;
+    return nullptr;
+}
+
+std::string percent_gap(double value, double reference) {
+    return format("%+.2f%%", 100.0 * (value - reference) / reference);
 }
 
 std::string relative_gap(const StudyRunSummary& run, const StudyRunSummary* reference) {
     if (reference == nullptr) return "—";
     if (&run == reference) return "reference";
-    return format("%+.2f%%",
-                  100.0 * (run.final_val_loss - reference->final_val_loss) / reference->final_val_loss);
+    return percent_gap(run.final_val_loss, reference->final_val_loss);
+}
+
+// "fp8", or "fp8 (seed 1338)" in a study of several seeds.
+std::string run_label(const StudyReport& report, const StudyRunSummary& run) {
+    if (report.seeds.size() <= 1) return run.variant.name;
+    return run.variant.name + format(" (seed %llu)", static_cast<unsigned long long>(run.seed));
+}
+
+std::string seed_list(const std::vector<uint64_t>& seeds) {
+    std::string text;
+    for (size_t i = 0; i < seeds.size(); ++i) text += (i ? ", " : "") + std::to_string(seeds[i]);
+    return text;
+}
+
+StudySeedSpread spread_over_seeds(const StudyVariant& variant, const std::vector<double>& losses) {
+    StudySeedSpread spread;
+    spread.variant = variant;
+    spread.final_val_losses = losses;
+    double sum = 0;
+    for (const double loss : losses) sum += loss;
+    spread.mean = sum / static_cast<double>(losses.size());
+    double squares = 0;
+    for (const double loss : losses) squares += (loss - spread.mean) * (loss - spread.mean);
+    spread.standard_deviation =
+        losses.size() > 1 ? std::sqrt(squares / static_cast<double>(losses.size() - 1)) : 0;
+    spread.min = *std::min_element(losses.begin(), losses.end());
+    spread.max = *std::max_element(losses.begin(), losses.end());
+    return spread;
+}
+
+Json spread_json(const StudySeedSpread& spread) {
+    return {{"name", spread.variant.name},
+            {"final_val_loss",
+             {{"mean", spread.mean},
+              {"standard_deviation", spread.standard_deviation},
+              {"min", spread.min},
+              {"max", spread.max},
+              {"per_seed", spread.final_val_losses}}}};
+}
+
+// The spread table of a study of several seeds, with the gap of each mean to fp32's and bf16's
+// means where the study has them.
+std::string spread_markdown(const StudyReport& report) {
+    const StudySeedSpread* fp32 = spread_of(report, "fp32");
+    const StudySeedSpread* bf16 = spread_of(report, "bf16");
+    std::string text = format("\n## Final validation loss over %zu seeds\n\n", report.seeds.size());
+    text += "Mean ± sample standard deviation over the seeds (" + seed_list(report.seeds) +
+            "); every run has the data order of seed " + std::to_string(report.data_seed) + ".\n\n";
+    std::string header = "| run | mean ± sd | min – max |";
+    std::string rule = "|---|---|---|";
+    for (const StudySeedSpread* reference : {fp32, bf16})
+        if (reference != nullptr) {
+            header += " vs " + reference->variant.name + " mean |";
+            rule += "---|";
+        }
+    text += header + " per seed |\n" + rule + "---|\n";
+    for (const StudySeedSpread& spread : report.spreads) {
+        text += format("| %s | %.4f ± %.4f | %.4f – %.4f |", spread.variant.name.c_str(), spread.mean,
+                       spread.standard_deviation, spread.min, spread.max);
+        for (const StudySeedSpread* reference : {fp32, bf16})
+            if (reference != nullptr)
+                text += " " +
+                        (reference == &spread ? std::string("reference")
+                                              : percent_gap(spread.mean, reference->mean)) +
+                        " |";
+        std::string per_seed;
+        for (const double loss : spread.final_val_losses)
+            per_seed += (per_seed.empty() ? "" : ", ") + format("%.4f", loss);
+        text += " " + per_seed + " |\n";
+    }
+    return text;
+}
+
+// Each variant's gap to fp32 at every evaluation, averaged over the seeds.
+std::string gap_markdown(const StudyReport& report, const StudyRunSummary& reference) {
+    std::string text =
+        report.seeds.size() > 1
+            ? "\n## Validation-loss gap to fp32 at each evaluation (mean over the seeds)\n\n| step |"
+            : "\n## Validation-loss gap to fp32 at each evaluation\n\n| step |";
+    std::string rule = "|---|";
+    for (const StudySeedSpread& spread : report.spreads) {
+        text += " " + spread.variant.name + " |";
+        rule += "---|";
+    }
+    text += "\n" + rule + "\n";
+    for (size_t e = 0; e < reference.evaluations.size(); ++e) {
+        text += format("| %lld |", static_cast<long long>(reference.evaluations[e].step));
+        for (const StudySeedSpread& spread : report.spreads) {
+            double sum = 0;
+            int count = 0;
+            for (const StudyRunSummary& run : report.runs)
+                if (run.variant.name == spread.variant.name && e < run.evaluations.size() &&
+                    !std::isnan(run.evaluations[e].gap_to_fp32)) {
+                    sum += run.evaluations[e].gap_to_fp32;
+                    ++count;
+                }
+            text += count > 0 ? format(" %+.4f |", sum / count) : std::string(" — |");
+        }
+        text += "\n";
+    }
+    return text;
 }
 
 }  // namespace
 
-StudyRunSummary summarize_study_run(const std::string& study_directory, const StudyVariant& variant,
-                                    double bytes_per_token) {
+StudyRunSummary summarize_study_run(const std::string& study_directory, const std::string& run_directory,
+                                    const StudyVariant& variant, uint64_t seed, double bytes_per_token) {
     StudyRunSummary run;
     run.variant = variant;
-    run.directory = variant.name;
-    const std::filesystem::path directory = std::filesystem::path(study_directory) / variant.name;
+    run.seed = seed;
+    run.directory = run_directory;
+    const std::filesystem::path directory = std::filesystem::path(study_directory) / run_directory;
     const RunMetrics metrics = read_run_metrics((directory / "metrics.jsonl").string());
     run.bench = read_study_bench((directory / "study_run.json").string());
 
@@ -179,21 +291,33 @@ StudyRunSummary summarize_study_run(const std::string& study_directory, const St
     return run;
 }
 
-void compare_with_fp32(StudyReport& report) {
-    const StudyRunSummary* reference = fp32_run(report);
-    if (reference == nullptr) return;
-    std::map<int64_t, double> reference_loss;
-    for (const StudyEvalPoint& point : reference->evaluations) reference_loss[point.step] = point.val_loss;
-    for (StudyRunSummary& run : report.runs)
+void compare_runs(StudyReport& report) {
+    for (StudyRunSummary& run : report.runs) {
+        const StudyRunSummary* reference = fp32_run(report, run.seed);
+        if (reference == nullptr) continue;
+        std::map<int64_t, double> reference_loss;
+        for (const StudyEvalPoint& point : reference->evaluations)
+            reference_loss[point.step] = point.val_loss;
         for (StudyEvalPoint& point : run.evaluations) {
             const auto found = reference_loss.find(point.step);
             point.gap_to_fp32 = found == reference_loss.end() ? kNaN : point.val_loss - found->second;
         }
+    }
+    report.spreads.clear();
+    for (const StudyRunSummary& run : report.runs) {
+        if (spread_of(report, run.variant.name) != nullptr) continue;
+        std::vector<double> losses;
+        for (const StudyRunSummary& same : report.runs)
+            if (same.variant.name == run.variant.name) losses.push_back(same.final_val_loss);
+        report.spreads.push_back(spread_over_seeds(run.variant, losses));
+    }
 }
 
 std::string study_report_json(const StudyReport& report) {
     Json runs = Json::array();
     for (const StudyRunSummary& run : report.runs) runs.push_back(run_json(run));
+    Json spreads = Json::array();
+    for (const StudySeedSpread& spread : report.spreads) spreads.push_back(spread_json(spread));
     const Json json = {{"dataset", report.dataset},
                        {"model",
                         {{"preset", report.model},
@@ -205,49 +329,56 @@ std::string study_report_json(const StudyReport& report) {
                        {"seq_len", report.seq_len},
                        {"steps", report.steps},
                        {"tokens_per_run", report.tokens_per_run},
-                       {"seed", report.seed},
+                       {"seed", report.seeds.empty() ? 0 : report.seeds.front()},
+                       {"seeds", report.seeds},
+                       {"data_seed", report.data_seed},
                        {"val_bytes_per_token", report.bytes_per_token},
-                       {"runs", runs}};
+                       {"runs", runs},
+                       {"spreads", spreads}};
     return json.dump(2) + "\n";
 }
 
 std::string study_report_markdown(const StudyReport& report) {
-    const StudyRunSummary* reference = fp32_run(report);
+    const bool several_seeds = report.seeds.size() > 1;
     bool any_emulated = false;
     for (const StudyRunSummary& run : report.runs) any_emulated = any_emulated || run.bench.emulated;
+    const std::string seeds =
+        several_seeds
+            ? format("initialized from seeds %s, every one with the data order of seed %llu",
+                     seed_list(report.seeds).c_str(), static_cast<unsigned long long>(report.data_seed))
+            : "every run the same seed (" + seed_list(report.seeds) + ") and data order";
     std::string text = format(
         "# Precision study: %s %s (%d layers, %d heads, width %d)\n\n"
-        "Dataset `%s`; every run the same seed (%llu), data order and budget: %lld steps, %lld tokens, "
-        "B=%d, T=%d. Device: %s.\n",
-        report.model.c_str(), report.arch.c_str(), report.n_layer, report.n_head, report.n_embd, report.dataset.c_str(),
-        static_cast<unsigned long long>(report.seed), static_cast<long long>(report.steps),
+        "Dataset `%s`; %s; every run the same budget: %lld steps, %lld tokens, B=%d, T=%d. Device: %s.\n",
+        report.model.c_str(), report.arch.c_str(), report.n_layer, report.n_head, report.n_embd,
+        report.dataset.c_str(), seeds.c_str(), static_cast<long long>(report.steps),
         static_cast<long long>(report.tokens_per_run), report.batch_size, report.seq_len,
         report.runs.empty() ? "none" : report.runs.front().bench.device.c_str());
     if (any_emulated)
         text +=
-            "\nOn the CPU, tf32, bf16 and fp16 are emulated (fp32 arithmetic on rounded storage): their "
-            "accuracy "
-            "is what the precision gives, their speed says nothing about hardware with native support. Every "
-            "speed figure of an emulated run says so.\n";
+            "\nOn the CPU, tf32, bf16, fp16 and fp8 are emulated (fp32 arithmetic on rounded storage): their "
+            "accuracy is what the precision gives, their speed says nothing about hardware with native "
+            "support. Every speed figure of an emulated run says so.\n";
+    if (several_seeds) text += spread_markdown(report);
 
-    text += "\n## Accuracy and speed\n\n";
+    text += several_seeds ? "\n## Accuracy and speed of each run\n\n" : "\n## Accuracy and speed\n\n";
     text +=
         "| run | final val loss | vs fp32 | best val loss (step) | perplexity | bits/byte | tokens/s "
-        "(training) | "
-        "ms/step | tokens/s (bench) | peak memory |\n|---|---|---|---|---|---|---|---|---|---|\n";
+        "(training) | ms/step | tokens/s (bench) | peak memory "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const StudyRunSummary& run : report.runs)
         text += format("| %s | %.4f | %s | %.4f (%lld) | %.2f | %.4f | %s | %s | %s | %s |\n",
-                       run.variant.name.c_str(), run.final_val_loss, relative_gap(run, reference).c_str(),
-                       run.best_val_loss, static_cast<long long>(run.best_step), run.final_perplexity,
-                       run.final_bits_per_byte,
+                       run_label(report, run).c_str(), run.final_val_loss,
+                       relative_gap(run, fp32_run(report, run.seed)).c_str(), run.best_val_loss,
+                       static_cast<long long>(run.best_step), run.final_perplexity, run.final_bits_per_byte,
                        speed(run.train_tokens_per_second, "%.0f", run.bench.emulated).c_str(),
                        speed(run.train_ms_per_step, "%.1f", run.bench.emulated).c_str(),
                        speed(run.bench.tokens_per_second, "%.0f", run.bench.emulated).c_str(),
                        mib(run.peak_memory_bytes).c_str());
     text += "\nRuns: ";
-    for (size_t i = 0; i < report.runs.size(); ++i)
-        text += (i ? "; " : "") + format("`%s`: %s", report.runs[i].variant.name.c_str(),
-                                         report.runs[i].variant.description.c_str());
+    for (size_t i = 0; i < report.spreads.size(); ++i)
+        text += (i ? "; " : "") + format("`%s`: %s", report.spreads[i].variant.name.c_str(),
+                                         report.spreads[i].variant.description.c_str());
     text += ".\n";
 
     text += "\n## Loss scaling and gradient underflow\n\n";
@@ -259,32 +390,18 @@ std::string study_report_markdown(const StudyReport& report) {
         "|---|---|---|---|---|---|\n";
     for (const StudyRunSummary& run : report.runs) {
         const double zero_fraction = run.evaluations.back().grad_zero_fraction;
-        text += format("| %s | %s | %lld | %zu | %g | %s |\n", run.variant.name.c_str(),
+        text += format("| %s | %s | %lld | %zu | %g | %s |\n", run_label(report, run).c_str(),
                        run.variant.loss_scale.c_str(), static_cast<long long>(run.skipped_steps),
                        run.loss_scale_changes.size(), run.final_loss_scale,
                        zero_fraction < 0 ? "—" : format("%.4f%%", 100.0 * zero_fraction).c_str());
     }
 
-    if (reference != nullptr) {
-        text += "\n## Validation-loss gap to fp32 at each evaluation\n\n| step |";
-        std::string rule = "|---|";
-        for (const StudyRunSummary& run : report.runs) {
-            text += " " + run.variant.name + " |";
-            rule += "---|";
-        }
-        text += "\n" + rule + "\n";
-        for (size_t e = 0; e < reference->evaluations.size(); ++e) {
-            text += format("| %lld |", static_cast<long long>(reference->evaluations[e].step));
-            for (const StudyRunSummary& run : report.runs)
-                text += e < run.evaluations.size() && !std::isnan(run.evaluations[e].gap_to_fp32)
-                            ? format(" %+.4f |", run.evaluations[e].gap_to_fp32)
-                            : std::string(" — |");
-            text += "\n";
-        }
-    }
+    const StudyRunSummary* reference =
+        report.seeds.empty() ? nullptr : fp32_run(report, report.seeds.front());
+    if (reference != nullptr) text += gap_markdown(report, *reference);
     text +=
-        "\n## Figures\n\n![loss curves](loss_curves.png)\n![gap to fp32](val_gap.png)\n"
-        "![tokens per second](throughput.png)\n![memory](memory.png)\n";
+        "\n## Figures\n\n![final validation loss per seed](final_loss.png)\n![loss curves](loss_curves.png)\n"
+        "![gap to fp32](val_gap.png)\n![tokens per second](throughput.png)\n![memory](memory.png)\n";
     return text;
 }
 

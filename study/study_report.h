@@ -1,6 +1,7 @@
 // The precision study's report (study/precision_study.h): one summary per run, read from the
-// run's metrics.jsonl and study_run.json, compared with the fp32 run; written as JSON (for
-// scripts/plot_study.py and other readers) and as Markdown (for people).
+// run's metrics.jsonl and study_run.json, compared with the fp32 run of the same seed, and one
+// summary per variant over its seeds; written as JSON (for scripts/plot_study.py and other
+// readers) and as Markdown (for people).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace mixgpt {
 struct StudyEvalPoint {
     int64_t step = 0;
     double val_loss = 0;
-    double gap_to_fp32 = 0;          // val_loss - the fp32 run's at the same step; NaN without one
+    double gap_to_fp32 = 0;  // val_loss - the same seed's fp32 run's at the same step; NaN without one
     double grad_zero_fraction = -1;  // < 0: not measured
 };
 
@@ -30,6 +31,7 @@ struct StudyBench {
 
 struct StudyRunSummary {
     StudyVariant variant;
+    uint64_t seed = 0;      // of the initialization
     std::string directory;  // relative to the study directory
     int64_t steps = 0, tokens = 0;
     double final_val_loss = 0, best_val_loss = 0;
@@ -44,21 +46,33 @@ struct StudyRunSummary {
     std::vector<StudyEvalPoint> evaluations;
 };
 
+// One variant's final validation loss over its seeds.
+struct StudySeedSpread {
+    StudyVariant variant;
+    std::vector<double> final_val_losses;  // one per seed, in StudyReport::seeds' order
+    double mean = 0;
+    double standard_deviation = 0;  // the sample's (n - 1); 0 with one seed
+    double min = 0, max = 0;
+};
+
 struct StudyReport {
     std::string dataset, model, arch;
     int n_layer = 0, n_head = 0, n_embd = 0, batch_size = 0, seq_len = 0;
     int64_t steps = 0, tokens_per_run = 0;
-    uint64_t seed = 0;
-    double bytes_per_token = 0;  // of the validation split: turns nats into bits per byte
-    std::vector<StudyRunSummary> runs;
+    std::vector<uint64_t> seeds;           // of the initialization, one run per variant and seed
+    uint64_t data_seed = 0;                // the data order of every run
+    double bytes_per_token = 0;            // of the validation split: turns nats into bits per byte
+    std::vector<StudyRunSummary> runs;     // variant by variant, each in seeds' order
+    std::vector<StudySeedSpread> spreads;  // one per variant, in runs' order
 };
 
-// Reads one complete run (throws Error naming the file when its metrics or study_run.json are
-// missing or malformed).
-StudyRunSummary summarize_study_run(const std::string& study_directory, const StudyVariant& variant,
-                                    double bytes_per_token);
-// Fills each run's gap to the fp32 run, when there is one.
-void compare_with_fp32(StudyReport& report);
+// Reads one complete run from <study_directory>/<run_directory> (throws Error naming the file
+// when its metrics or study_run.json are missing or malformed).
+StudyRunSummary summarize_study_run(const std::string& study_directory, const std::string& run_directory,
+                                    const StudyVariant& variant, uint64_t seed, double bytes_per_token);
+// Fills each run's gap to the fp32 run of its seed, when there is one, and each variant's spread
+// over seeds.
+void compare_runs(StudyReport& report);
 
 std::string study_report_json(const StudyReport& report);
 std::string study_report_markdown(const StudyReport& report);

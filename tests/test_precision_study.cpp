@@ -13,9 +13,9 @@
 #include "core/sha256.h"
 #include "model/checkpoint.h"
 #include "model/checkpoint_model.h"
+#include "study/precision_study.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
-#include "study/precision_study.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -134,11 +134,72 @@ TEST(PrecisionStudyTest, Fp8VariantRunsWithItsScaling) {
     const nlohmann::json report = read_json(directory.file("report.json"));
     ASSERT_EQ(report["runs"].size(), 1u);
     EXPECT_EQ(report["runs"][0]["precision"], "fp8");
-    const Checkpoint checkpoint = read_checkpoint(
-        newest_valid_checkpoint(study_run_directory(directory.path(), options.variants[0]) + "/checkpoints"));
+    const Checkpoint checkpoint = read_checkpoint(newest_valid_checkpoint(
+        study_run_directory(options, options.variants[0], options.train.seed) + "/checkpoints"));
     EXPECT_EQ(checkpoint.precision, Precision::fp8);
     EXPECT_EQ(checkpoint_option(checkpoint, "fp8_scaling"), "current");
     EXPECT_FALSE(checkpoint.fp8_scaling.empty());
+}
+
+// Several seeds: each variant runs once per initialization seed, all with the first seed's data
+// order; the report's mean and spread are those of the runs' own final losses.
+TEST(PrecisionStudyTest, SeveralSeedsGiveEachPrecisionAMeanAndSpread) {
+    test::TempDirectory directory("mixgpt_study_seeds");
+    StudyOptions options = tiny_study(directory.path(), "bf16,fp32");
+    options.seeds = 2;
+    ASSERT_TRUE(run_study(options));
+
+    const nlohmann::json report = read_json(directory.file("report.json"));
+    EXPECT_EQ(report["seeds"], nlohmann::json::array({11, 12}));
+    EXPECT_EQ(report["data_seed"], 11);
+    ASSERT_EQ(report["runs"].size(), 4u);
+    const std::vector<std::string> directories = {"fp32/seed-11", "fp32/seed-12", "bf16/seed-11",
+                                                  "bf16/seed-12"};
+    std::map<std::string, std::vector<double>> final_losses;
+    for (size_t i = 0; i < 4; ++i) {
+        const nlohmann::json& run = report["runs"][i];
+        EXPECT_EQ(run["directory"], directories[i]);
+        EXPECT_EQ(run["seed"], i % 2 == 0 ? 11 : 12);
+        const Checkpoint checkpoint =
+            read_checkpoint(newest_valid_checkpoint(checkpoint_directory(directory.file(directories[i]))));
+        EXPECT_EQ(checkpoint.seed, i % 2 == 0 ? 11u : 12u);
+        EXPECT_EQ(checkpoint_option(checkpoint, "data_seed"), "11");
+        final_losses[run["name"].get<std::string>()].push_back(run["final_val_loss"].get<double>());
+    }
+    EXPECT_NE(final_losses["fp32"][0], final_losses["fp32"][1]);  // another initialization
+    // The second seed's fp32 run gap is measured against the second seed's fp32 run.
+    EXPECT_EQ(report["runs"][1]["evaluations"][1]["gap_to_fp32"], 0.0);
+
+    ASSERT_EQ(report["spreads"].size(), 2u);
+    for (const nlohmann::json& spread : report["spreads"]) {
+        const std::vector<double>& losses = final_losses[spread["name"].get<std::string>()];
+        const nlohmann::json& loss = spread["final_val_loss"];
+        EXPECT_EQ(loss["per_seed"], nlohmann::json(losses));
+        EXPECT_NEAR(loss["mean"].get<double>(), (losses[0] + losses[1]) / 2, 1e-12);
+        // Two values: the sample standard deviation is |a - b| / sqrt(2).
+        EXPECT_NEAR(loss["standard_deviation"].get<double>(),
+                    std::abs(losses[0] - losses[1]) / std::sqrt(2.0), 1e-12);
+        EXPECT_EQ(loss["min"], std::min(losses[0], losses[1]));
+    }
+
+    // The second seed's run is what `train --seed 12 --data-seed 11` gives, and not `--seed 12` alone.
+    TrainOptions same = tiny_train_options(directory.file("direct"));
+    same.precision = Precision::bf16;
+    same.loss_scale = "none";
+    same.eval_interval = 4;
+    same.seed = 12;
+    same.data_seed = 11;
+    EXPECT_EQ(run_training(same).last_val_loss, final_losses["bf16"][1]);
+    TrainOptions other_order = same;
+    other_order.output_dir = directory.file("other_order");
+    other_order.data_seed.reset();
+    EXPECT_NE(run_training(other_order).last_val_loss, final_losses["bf16"][1]);
+
+    std::ifstream markdown(directory.file("report.md"));
+    const std::string text((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("## Final validation loss over 2 seeds"), std::string::npos);
+    EXPECT_NE(text.find("| bf16 (seed 12) |"), std::string::npos);
+    EXPECT_TRUE(std::filesystem::exists(directory.file("final_loss.png")));
 }
 
 TEST(PrecisionStudyTest, RefusesUnknownOrRepeatedRuns) {

@@ -213,6 +213,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"fp8_bf16_layers", options.fp8.bf16_layers},
         {"fp8_head", options.fp8.head ? "true" : "false"},
         {"seed", std::to_string(options.seed)},
+        {"data_seed", std::to_string(options.data_seed.value_or(options.seed))},
         {"device", options.device},
         {"device_index", integer(options.device_index)},
         {"threads", integer(options.threads)},

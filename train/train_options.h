@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,7 @@ struct TrainOptions {
 
     // run
     uint64_t seed = 1337;
+    std::optional<uint64_t> data_seed;  // the data order's seed; unset: `seed`
     std::string device = "cpu";
     int device_index = 0;
     int threads = 0;                  // CPU threads; 0: OpenMP's default

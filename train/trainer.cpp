@@ -13,7 +13,10 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/stop_signal.h"
-#include "tokenizer/dataset_path.h"
+#include "dist/checkpoint_broadcast.h"
+#include "dist/communicator.h"
+#include "dist/mpi_launch.h"
+#include "dist/process_communicator.h"
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
 #include "model/finite_check.h"
@@ -21,13 +24,10 @@
 #include "model/memory_plan.h"
 #include "model/parameters.h"
 #include "tokenizer/dataset.h"
+#include "tokenizer/dataset_path.h"
 #include "tokenizer/loader.h"
-#include "dist/checkpoint_broadcast.h"
-#include "dist/communicator.h"
 #include "train/loader_rebatch.h"
 #include "train/memory_check.h"
-#include "dist/mpi_launch.h"
-#include "dist/process_communicator.h"
 #include "train/run_directory.h"
 #include "train/task_eval.h"
 #include "train/train_step.h"
@@ -159,7 +159,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
                               TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
 
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
-    loader_options.seed = options.seed;
+    loader_options.seed = options.data_seed.value_or(options.seed);
     Backend* backend = backend_.get();
     loader_options.allocate_staging = [backend](size_t bytes) {
         return backend->allocate_host_staging(bytes);
@@ -181,8 +181,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     MIXGPT_REQUIRE(options.task_eval_interval >= 0, "task-eval-interval: must not be negative");
     if (!options.task_evals.empty()) {
         const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path());
-        MIXGPT_REQUIRE(tokenizer.sha256() == dataset_.tokenizer.sha256,
-                       dataset_.tokenizer_path() + ": not the tokenizer of " + dataset_.path + " (SHA-256 differs)");
+        MIXGPT_REQUIRE(
+            tokenizer.sha256() == dataset_.tokenizer.sha256,
+            dataset_.tokenizer_path() + ": not the tokenizer of " + dataset_.path + " (SHA-256 differs)");
         task_evals_ = std::make_unique<TrainingTaskEvals>(options.task_evals, options.task_eval_limit,
                                                           tokenizer, options.seq_len);
     }
@@ -554,12 +555,12 @@ TrainResult Trainer::run() {
         if (resumed) metrics_->write_resume(step_);
     }
 
-    log_info(format("model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d "
-                    "(%.2fM parameters) on %s",
-                    options_.model.preset.c_str(), arch_name(plan_.model.arch), plan_.model.n_layer,
-                    plan_.model.n_head, plan_.model.kv_heads(), plan_.model.n_embd, plan_.model.mlp_hidden(),
-                    plan_.model.vocab_size, static_cast<double>(plan_.model.num_parameters()) / 1e6,
-                    backend_->name().c_str()));
+    log_info(format(
+        "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d "
+        "(%.2fM parameters) on %s",
+        options_.model.preset.c_str(), arch_name(plan_.model.arch), plan_.model.n_layer, plan_.model.n_head,
+        plan_.model.kv_heads(), plan_.model.n_embd, plan_.model.mlp_hidden(), plan_.model.vocab_size,
+        static_cast<double>(plan_.model.num_parameters()) / 1e6, backend_->name().c_str()));
     log_info(format(
         "%lld steps of %lld tokens (B=%d, T=%d, %d accumulation steps), precision %s, recompute %s, "
         "loss scaling %s",
@@ -643,11 +644,13 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
             config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
         shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
     }
-    out << format("model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM parameters\n",
-                  options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
-                  config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
-                  options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
-                  static_cast<double>(config.num_parameters()) / 1e6);
+    out << format(
+        "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
+        "parameters\n",
+        options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
+        config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
+        options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
+        static_cast<double>(config.num_parameters()) / 1e6);
     out << format(
         "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
         options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",

@@ -27,7 +27,7 @@
 
 namespace mixgpt {
 
-enum class Reduction { sum, mean };
+enum class Reduction { sum, mean, max };
 
 class Communicator {
 public:
@@ -40,7 +40,7 @@ public:
     virtual std::string describe() const = 0;
 
     // ---- backend memory, asynchronous ----
-    // values (n) f32 = the element-wise sum or mean over ranks.
+    // values (n) f32 = the element-wise sum, mean or maximum over ranks.
     virtual void all_reduce(TensorView values, Reduction reduction) = 0;
     // values (W * c) f32: this rank's block becomes the element-wise mean over ranks of that
     // block; the other blocks are left unspecified.

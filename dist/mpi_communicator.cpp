@@ -76,7 +76,7 @@ void MpiCommunicator::all_reduce(TensorView values, Reduction reduction) {
     require_f32(values, "all_reduce");
     MPI_Request request;
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data, mpi_count(values.numel(), "all_reduce"), MPI_FLOAT,
-                             MPI_SUM, comm_, &request));
+                             reduction == Reduction::max ? MPI_MAX : MPI_SUM, comm_, &request));
     start("all_reduce", request);
     if (reduction == Reduction::mean)
         finishes_.push_back({values.as<float>(), values.as<float>(), values.numel(), true});

@@ -90,10 +90,42 @@ Fp8TensorScaling Fp8Linears::slot(const State& state, int tensor) const {
     return s;
 }
 
+std::vector<TensorView> Fp8Linears::amax_histories() const {
+    if (options_.scaling.scaling != Fp8Scaling::delayed) return {};
+    std::vector<TensorView> histories;
+    for (const State* state : {&forward_, &backward_}) {
+        // The flat form is [scale (T) | scale_inverse (T) | amax_history (T, H)].
+        float* values = static_cast<float*>(state->values.data());
+        histories.push_back(
+            TensorView(values + 2 * state->tensors, DType::f32,
+                       {static_cast<int64_t>(state->tensors) * options_.scaling.history_length}));
+    }
+    return histories;
+}
+
 void Fp8Linears::step_done() {
     if (options_.scaling.scaling != Fp8Scaling::delayed) return;
     backend_.fp8_update_delayed(slot(forward_, 0));
     backend_.fp8_update_delayed(slot(backward_, 0));
+}
+
+Fp8Linears::Snapshot Fp8Linears::snapshot() const {
+    const auto copy = [this](const Buffer& source) {
+        Buffer kept = backend_.allocate(source.bytes());
+        backend_.copy_within(kept.data(), source.data(), source.bytes());
+        return kept;
+    };
+    return {copy(forward_.values), copy(forward_.saturated), copy(backward_.values),
+            copy(backward_.saturated)};
+}
+
+void Fp8Linears::restore(const Snapshot& snapshot) {
+    const std::pair<const Buffer*, const Buffer*> copies[] = {
+        {&forward_.values, &snapshot.forward_values},
+        {&forward_.saturated, &snapshot.forward_saturated},
+        {&backward_.values, &snapshot.backward_values},
+        {&backward_.saturated, &snapshot.backward_saturated}};
+    for (const auto& [live, kept] : copies) backend_.copy_within(live->data(), kept->data(), live->bytes());
 }
 
 std::vector<float> Fp8Linears::flat() const {

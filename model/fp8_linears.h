@@ -57,8 +57,22 @@ public:
         return slot(backward_, index(layer, role));
     }
 
+    // Delayed scaling's amax histories (forward, backward: each (tensors * history) f32, backend
+    // memory); none under current scaling. Data parallelism reduces them to their maximum over
+    // the ranks before each update, so that every rank holds the same scales.
+    std::vector<TensorView> amax_histories() const;
     // Once per optimizer step, after it: delayed scaling's update (nothing under current scaling).
     void step_done();
+
+    // A copy of the whole state (scales, histories, saturation counts) in backend memory. An
+    // evaluation between training steps quantizes with the training's scales but records amaxes
+    // and saturations like any forward pass: restoring the copy after it keeps the evaluation out
+    // of the next update, so that evaluating does not change the run.
+    struct Snapshot {
+        Buffer forward_values, forward_saturated, backward_values, backward_saturated;
+    };
+    Snapshot snapshot() const;
+    void restore(const Snapshot& snapshot);
 
     // The two states' flat forms (forward, then backward), copied from and to backend memory, for
     // checkpoints. load_flat throws Error on a size or value the state cannot hold.

@@ -1,6 +1,7 @@
 // --precision fp8 through the trainer on the CPU (the FP8 products emulated exactly): a tiny run
 // of each family tracks the fp32 run's losses within a bound taken from FP8's own rounding error,
-// reports its saturation counts, and never produces inf or NaN.
+// reports its saturation counts, and never produces inf or NaN; evaluating during the run does not
+// change its training.
 //
 // The bound: the training loss of a run whose matrix-product inputs are rounded with unit roundoff
 // u differs from fp32's, to first order, in proportion to u. bf16 rounds with u = 2^-8 (8
@@ -71,6 +72,19 @@ TEST(TrainFp8, Gpt2RunTracksFp32WithinFp8sError) {
 
 TEST(TrainFp8, LlamaRunTracksFp32WithinFp8sError) {
     expect_fp8_tracks_fp32(testing_support::tiny_llama_train_options(""));
+}
+
+// Evaluations between steps quantize with the training's delayed scales and record amaxes like any
+// forward pass; the trainer puts the state back after them, so that an fp8 run trains the same
+// whether and however often it evaluates (without it, step 4 below differs).
+TEST(TrainFp8, EvaluatingDoesNotChangeTheTraining) {
+    test::TempDirectory directory("mixgpt_train_fp8_eval");
+    TrainOptions options = testing_support::tiny_train_options("");
+    options.eval_interval = 2;
+    const auto evaluated = run_losses(options, Precision::fp8, directory.file("evaluated"));
+    options.eval_interval = 0;  // once, after the last step
+    const auto not_evaluated = run_losses(options, Precision::fp8, directory.file("not_evaluated"));
+    EXPECT_EQ(evaluated, not_evaluated);
 }
 
 }  // namespace

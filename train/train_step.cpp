@@ -139,7 +139,22 @@ void TrainStep::finish(const AdamWHyper& hyper) {
                         kept_view(v_, DType::f32), separate_working ? working : TensorView(),
                         model_.layout().decay_count(), hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
-    if (model_.fp8() != nullptr) model_.fp8()->step_done();
+    update_fp8_scaling();
+}
+
+// Delayed scaling: every rank's newest amaxes become their maximum over the ranks (the older
+// history entries are already equal everywhere), as Transformer Engine reduces amaxes over the
+// data-parallel group; then every rank computes the same scales, and the checkpoint's state,
+// which is rank 0's, is every rank's.
+void TrainStep::update_fp8_scaling() {
+    Fp8Linears* fp8 = model_.fp8();
+    if (fp8 == nullptr) return;
+    if (communicator_.world_size() > 1) {
+        for (const TensorView& history : fp8->amax_histories())
+            communicator_.all_reduce(history, Reduction::max);
+        communicator_.join();
+    }
+    fp8->step_done();
 }
 
 void TrainStep::exchange_ready_buckets(int stage) {
@@ -175,7 +190,7 @@ void TrainStep::update_shard(const AdamWHyper& hyper) {
                         shards_->shard_count_below(rank, model_.layout().decay_count()), shard_hyper,
                         status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
-    if (model_.fp8() != nullptr) model_.fp8()->step_done();
+    update_fp8_scaling();
     gather_working_copy(working.valid() ? working : masters);
 }
 

@@ -38,12 +38,12 @@
 #include <vector>
 
 #include "core/memory.h"
-#include "model/token_batch.h"
-#include "kernels/ops.h"
-#include "model/gpt.h"
 #include "dist/communicator.h"
 #include "dist/gradient_buckets.h"
 #include "dist/shard_layout.h"
+#include "kernels/ops.h"
+#include "model/gpt.h"
+#include "model/token_batch.h"
 
 namespace mixgpt {
 
@@ -109,6 +109,7 @@ private:
     void exchange_ready_buckets(int stage);
     void update_shard(const AdamWHyper& hyper);
     void make_norm_global();
+    void update_fp8_scaling();
     // This rank's pieces of arena (arena_elements) to shard (kept_elements_), or back.
     void copy_pieces(const TensorView& shard, const TensorView& arena, bool into_shard);
     // The shard's working copy (kept_elements_) into this rank's pieces, then every range gathered.

@@ -87,6 +87,8 @@ private:
     void save_checkpoint();
     void evaluate();
     void evaluate_tasks();  // --task-eval: metrics and the progress line's fields
+    // The fp8 state before an evaluation, restored after it (Fp8Linears::snapshot); none without fp8.
+    std::optional<Fp8Linears::Snapshot> fp8_snapshot() const;
     // Of the last step's gradients that this rank owns, over all ranks: exactly zero / all.
     double gradient_zero_fraction();
     // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
@@ -392,12 +394,19 @@ LoaderOptions Trainer::loader_options(const char* split, LoaderMode mode) const 
     return options;
 }
 
+std::optional<Fp8Linears::Snapshot> Trainer::fp8_snapshot() const {
+    if (model_->fp8() == nullptr) return std::nullopt;
+    return model_->fp8()->snapshot();
+}
+
 void Trainer::evaluate() {
     if (!evaluation_possible_) return;
     LoaderOptions options = loader_options("val", LoaderMode::eval);
     options.prefetch = false;
     DataLoader loader(options);
+    const std::optional<Fp8Linears::Snapshot> fp8_state = fp8_snapshot();
     LossTotals totals = evaluate_loader(*model_, loader, options_.eval_batches);
+    if (fp8_state) model_->fp8()->restore(*fp8_state);
     double sums[2] = {totals.nats, static_cast<double>(totals.tokens)};  // exact below 2^53 tokens
     communicator().all_reduce_sum_host(sums, 2);
     totals.nats = sums[0];
@@ -419,7 +428,9 @@ void Trainer::evaluate() {
 
 void Trainer::evaluate_tasks() {
     if (!task_evals_) return;
+    const std::optional<Fp8Linears::Snapshot> fp8_state = fp8_snapshot();
     task_results_ = task_evals_->run(*model_, communicator());
+    if (fp8_state) model_->fp8()->restore(*fp8_state);
     if (!is_root()) return;
     task_fields_.clear();
     for (const TaskResult& result : task_results_) {

@@ -83,8 +83,11 @@ void NcclCommunicator::start(const char* collective) {
 void NcclCommunicator::all_reduce(TensorView values, Reduction reduction) {
     require_f32(values, "all_reduce");
     start("all_reduce");
+    const ncclRedOp_t operation = reduction == Reduction::mean  ? ncclAvg
+                                  : reduction == Reduction::max ? ncclMax
+                                                                : ncclSum;
     NCCL_CHECK(ncclAllReduce(values.data, values.data, static_cast<size_t>(values.numel()), ncclFloat,
-                             reduction == Reduction::mean ? ncclAvg : ncclSum, comm_, stream_));
+                             operation, comm_, stream_));
 }
 
 void NcclCommunicator::reduce_scatter_mean(TensorView values) {

@@ -210,14 +210,16 @@ ncclResult_t ncclAllReduce(const void* send, void* receive, size_t count, ncclDa
     const char* call = "ncclAllReduce";
     if (const ncclResult_t r = check(call, send, receive, count, type, comm); r != ncclSuccess) return r;
     if (type != ncclFloat32) return refuse(call, "only fp32 reductions are simulated");
-    if (op != ncclSum && op != ncclAvg) return refuse(call, "only ncclSum and ncclAvg are simulated");
+    if (op != ncclSum && op != ncclAvg && op != ncclMax)
+        return refuse(call, "only ncclSum, ncclAvg and ncclMax are simulated");
     mixgpt::cuda_sim::enqueue_compute(stream, [=] {
         log_call(call, count, type);
         if (!same_call_everywhere(comm, call, count, type, op)) return;
         if (send != receive) std::memmove(receive, send, count * sizeof(float));
         auto* values = static_cast<float*>(receive);
         if (comm->ranks > 1)
-            MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm->mpi);
+            MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT,
+                          op == ncclMax ? MPI_MAX : MPI_SUM, comm->mpi);
         average(values, count, op, comm);
     });
     return ncclSuccess;

@@ -6,8 +6,8 @@
 #include <numeric>
 
 #include "core/dtype.h"
-#include "tests/mpi/mpi_test_support.h"
 #include "dist/mpi_communicator.h"
+#include "tests/mpi/mpi_test_support.h"
 
 namespace mixgpt {
 namespace {
@@ -47,6 +47,18 @@ TEST(MpiCommunicatorTest, BucketsInFlightTogether) {
     for (int i = 5 * rank; i < 5 * rank + 5; ++i)
         EXPECT_EQ(scatter_a[static_cast<size_t>(i)], static_cast<float>(i + 50) + 0.5f) << "element " << i;
     EXPECT_EQ(scatter_b[static_cast<size_t>(rank)], static_cast<float>(rank + 50) + 0.5f);
+}
+
+// The maximum over ranks comes from rank 0 at even elements and from rank 1 at odd ones.
+TEST(MpiCommunicatorTest, AllReducesTheMaximum) {
+    MpiCommunicator communicator(MPI_COMM_WORLD, kTestCollectiveTimeout);
+    std::vector<float> values(50);
+    for (int i = 0; i < 50; ++i)
+        values[static_cast<size_t>(i)] =
+            (i + communicator.rank()) % 2 == 0 ? 1000.f + i : -static_cast<float>(i);
+    communicator.all_reduce(TensorView(values.data(), DType::f32, {50}), Reduction::max);
+    communicator.wait();
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(values[static_cast<size_t>(i)], 1000.f + i) << "element " << i;
 }
 
 TEST(MpiCommunicatorTest, AllGathersSixteenBitBlocks) {

@@ -6,7 +6,8 @@
 // - 1 rank x B=2 x 2 accumulation steps saves at step 2; resumed on 2 ranks x B=2 (ZeRO-1, the
 //   loader's position converted from global batches of 2 windows to 4), steps 3-4 match the
 //   uninterrupted 1-rank run (<= 1e-6).
-// - bf16 with ZeRO-1 (fp32 masters kept per shard) resumes on 2 ranks bit for bit;
+// - bf16 and fp8 with ZeRO-1 (fp32 masters kept per shard; fp8's scaling state the same on every
+//   rank) resume on 2 ranks bit for bit;
 // - at width 20, where ZeRO-1 pads the arena for 2 ranks, the checkpoint holds the parameters
 //   without the padding, and resumes on 1 rank (<= 1e-6) and on 2 ranks (bit for bit).
 // The 1-rank runs are rank 0 alone, with a SingleProcessCommunicator, while rank 1 waits.
@@ -14,11 +15,11 @@
 
 #include <filesystem>
 
+#include "dist/shard_layout.h"
 #include "model/checkpoint.h"
 #include "model/parameters.h"
 #include "tests/checkpoint_expectations.h"
 #include "tests/mpi/mpi_test_support.h"
-#include "dist/shard_layout.h"
 #include "train/trainer.h"
 
 namespace mixgpt {
@@ -119,11 +120,16 @@ TEST(DataParallelResumeTest, TwoRankCheckpointsResumeOnOneOrTwoRanks) {
 
 // bf16 with ZeRO-1: each rank keeps the fp32 masters of its shard only; the checkpoint gathers
 // them, and a 2-rank resume reloads each rank's shard and the whole working copy: bit-exact.
-TEST(DataParallelResumeTest, ShardedMastersInBf16ResumeBitExact) {
-    SharedTempDirectory directory("mixgpt_mpi_resume_bf16");
+// fp8 (delayed scaling) too: the checkpoint keeps one rank's scaling state, which is every rank's
+// because the ranks' newest amaxes are reduced to their maximum before each update (were they
+// not, rank 1 would resume with rank 0's scales and the later steps would differ).
+class ShardedResumeTest : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(ShardedResumeTest, ShardedMastersResumeBitExact) {
+    SharedTempDirectory directory("mixgpt_mpi_resume_sharded");
     const std::string straight_dir = directory.file("straight");
     TrainOptions options = run_options(straight_dir, 2, true);
-    options.precision = Precision::bf16;
+    options.precision = GetParam();
     const TrainResult straight = run_training(options);
     EXPECT_EQ(straight.steps_done, kSteps);
 
@@ -138,8 +144,14 @@ TEST(DataParallelResumeTest, ShardedMastersInBf16ResumeBitExact) {
         const Checkpoint expected =
             read_checkpoint(checkpoint_path(checkpoint_directory(straight_dir), kSteps));
         test::expect_same_training_state(got, expected);
+        EXPECT_EQ(got.fp8_scaling, expected.fp8_scaling);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Precisions, ShardedResumeTest, ::testing::Values(Precision::bf16, Precision::fp8),
+                         [](const ::testing::TestParamInfo<Precision>& info) {
+                             return std::string(precision_name(info.param));
+                         });
 
 TEST(DataParallelResumeTest, PaddedArenaCheckpointsHoldNoPaddingAndResumeOnOneOrTwoRanks) {
     SharedTempDirectory directory("mixgpt_mpi_resume_padded");

@@ -17,6 +17,7 @@ class Binaries:
 class Sizes:
     """The problem sizes of the lease's steps: production (a GPU) or smoke (the simulator)."""
     bench: list  # mixgpt bench's model, shape and steps
+    bench_d24: list  # the same for the larger model of the fp8-against-bf16 pair (issue 28's target)
     torch: list  # torch_bench.py's: the same where it has the options
     torch_compile: bool  # also under torch.compile (not on a CPU's PyTorch)
     test_filter: str
@@ -31,6 +32,7 @@ class Sizes:
 
 PRODUCTION = Sizes(
     bench=["--model", "d12", "-b", "16", "-t", "1024", "--warmup-steps", "3", "--steps", "10"],
+    bench_d24=["--model", "d24", "-b", "16", "-t", "1024", "--warmup-steps", "3", "--steps", "10"],
     torch=["--model", "d12", "-b", "16", "-t", "1024", "--warmup-steps", "3", "--steps", "10"],
     torch_compile=True,
     test_filter="Gpu*",
@@ -53,6 +55,8 @@ PRODUCTION = Sizes(
 SMOKE = Sizes(
     bench=["--model", "d2", "--n-layer", "1", "--vocab-size", "256", "-b", "1", "-t", "32", "--warmup-steps", "1",
            "--steps", "1"],
+    bench_d24=["--model", "d2", "--n-layer", "2", "--vocab-size", "256", "-b", "1", "-t", "32", "--warmup-steps", "1",
+               "--steps", "1"],
     torch=["--model", "d2", "--vocab-size", "256", "-b", "1", "-t", "32", "--warmup-steps", "1", "--steps", "1",
            "--threads", "1"],
     torch_compile=False,

@@ -10,6 +10,14 @@ from figures import lab_backend_text, number, percent, training_text
 DIGEST_LIMIT_BYTES = 10000  # the whole stdout of a lease, preflight and step lines included
 
 
+def fp8_ratios(rows):
+    """fp8 against bf16 tokens/s per model, from the rows of plain runs (no extra options)."""
+    plain = {(row["model"], row["precision"]): row["tokens_per_second"] for row in rows if not row.get("options")}
+    return [f"{model} {plain[(model, 'fp8')] / plain[(model, 'bf16')]:.2f}x"
+            for model in dict.fromkeys(row["model"] for row in rows)
+            if plain.get((model, "fp8")) and plain.get((model, "bf16"))]
+
+
 def throughput_lines(figures):
     mixgpt = figures.get("mixgpt_bench", [])
     torch = figures.get("torch_bench", [])
@@ -22,6 +30,9 @@ def throughput_lines(figures):
     if mixgpt:
         lines.append("  mixgpt " + " | ".join(f"{row['label']} {number(row['tokens_per_second'])} ({percent(row['mfu'])})"
                                               for row in mixgpt))
+        ratios = fp8_ratios(mixgpt)
+        if ratios:
+            lines.append("  fp8/bf16 tokens/s: " + ", ".join(ratios) + " (target: >= 1.2x at d24)")
     if torch:
         cells = []
         for row in torch:

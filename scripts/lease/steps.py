@@ -67,10 +67,10 @@ def run_tests(context, step, cap_s):
 # ---- training throughput ----
 
 def run_bench(context, step, cap_s):
-    precision, *options = step.arguments
+    sizes, precision, *options = step.arguments
     json_path = context.log(f"{step.name}.json")
-    argv = [context.binaries.mixgpt, "bench", "--device", "cuda", *context.sizes.bench, "--precision", precision,
-            *options, "--json-out", json_path]
+    argv = [context.binaries.mixgpt, "bench", "--device", "cuda", *getattr(context.sizes, sizes), "--precision",
+            precision, *options, "--json-out", json_path]
     outcome = command(context, step, argv, cap_s)
     row = parse.bench_row(json_path)
     if row:
@@ -180,9 +180,9 @@ def run_training(context, step, cap_s):
 
 def plan():
     """Every step, in the order of value (issue 24): core evidence first, extras after."""
-    bench = lambda name, precision, *options, extra=False, estimate=(30, 3), needs=("device", "cublaslt"): Step(
-        name, f"mixgpt bench {precision} {' '.join(options)}".strip(), estimate, (90, 30), needs, run_bench, extra,
-        (precision, *options))
+    bench = lambda name, precision, *options, extra=False, estimate=(30, 3), needs=("device", "cublaslt"), \
+        sizes="bench": Step(name, f"mixgpt bench {precision} {' '.join(options)}{' (d24)' * (sizes == 'bench_d24')}"
+                            .strip(), estimate, (90, 30), needs, run_bench, extra, (sizes, precision, *options))
     return [
         Step("tests", "GPU test suite against the CPU backend", (60, 10), (180, 60), ("device", "cublaslt"), run_tests),
         bench("bench-bf16", "bf16"),
@@ -201,6 +201,8 @@ def plan():
         bench("bench-tf32", "tf32", extra=True),
         bench("bench-fp32", "fp32", extra=True, estimate=(45, 3)),
         bench("bench-fp8", "fp8", extra=True),
+        bench("bench-d24-bf16", "bf16", extra=True, estimate=(45, 3), sizes="bench_d24"),
+        bench("bench-d24-fp8", "fp8", extra=True, estimate=(45, 3), sizes="bench_d24"),
         Step("torch-tf32-fp32", "PyTorch tf32 and fp32, eager", (40, 10), (120, 60), ("torch",), run_torch, True,
              ("tf32,fp32", False)),
         Step("lab-backend", "kernel lab: backend ops against copy and GEMM ceilings", (40, 5), (120, 30),

@@ -144,6 +144,15 @@ class DigestFigures(unittest.TestCase):
         self.assertEqual(lines[1], "  mixgpt bf16 400,000 (39.9%)")
         self.assertEqual(lines[2], "  torch  bf16 eager 300,000 (30.0%) | bf16 compile failed")
 
+    def test_fp8_against_bf16_per_model_from_plain_runs(self):
+        rows = [{"model": "d12", "precision": "bf16", "tokens_per_second": 400000.0, "options": ""},
+                {"model": "d12", "precision": "fp8", "tokens_per_second": 460000.0, "options": ""},
+                {"model": "d12", "precision": "bf16", "tokens_per_second": 100000.0, "options": "--attention simple"},
+                {"model": "d24", "precision": "bf16", "tokens_per_second": 150000.0, "options": ""},
+                {"model": "d24", "precision": "fp8", "tokens_per_second": 195000.0, "options": ""}]
+        self.assertEqual(digest.fp8_ratios(rows), ["d12 1.15x", "d24 1.30x"])
+        self.assertEqual(digest.fp8_ratios(rows[:1] + rows[3:4]), [])  # no fp8 row: no ratio
+
     def test_attention_against_sdpa(self):
         with tempfile.TemporaryDirectory() as folder:
             lab = os.path.join(folder, "lab.json")

@@ -14,8 +14,8 @@
 //     Anything else is refused as the library refuses it (NOT_SUPPORTED from the heuristic,
 //     INVALID_VALUE from the product). FP8 outputs (D scale and D amax pointers) are not
 //     simulated and are refused: mixgpt's FP8 products write bf16, fp16 or fp32.
-// Products accumulate in fp32, as on a GPU (see `compute`), so a GEMM's rounding error has the
-// size a GPU's has. A product runs when its stream gets there (runtime.h); what it needs is
+// Products accumulate in fp32 as on a GPU, in the simulated device's tensor-core arithmetic
+// (tests/cuda_sim/tensor_cores.h; see `compute`), so a GEMM's rounding is the GPU's. A product runs when its stream gets there (runtime.h); what it needs is
 // read when it is asked for, and the scales' values when it runs.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -26,12 +26,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/fp8.h"
 #include "kernels/cuda_libraries.h"
+#include "kernels/tensor_core_model.h"
 #include "tests/cuda_sim/device_limits.h"
 #include "tests/cuda_sim/runtime.h"
+#include "tests/cuda_sim/tensor_cores.h"
 
 namespace {
 
@@ -209,7 +212,8 @@ cublasStatus_t validate(Problem& p) {
 
 // One product as cublasLtMatmul was asked for it.
 struct Product {
-    int tensor_core_k;               // products summed exactly before each fp32 accumulation; 0: one FMA each
+    std::optional<mixgpt::TensorCoreModel> tensor_cores;  // none: CUDA cores, one fp32 FMA per product
+    bool tf32_inputs;                // fp32 operands read as TF32
     const float *a_scale, *b_scale;  // FP8: read when the product runs; null: 1
     bool transpose_a, transpose_b;
     Layout a, b, c, d;
@@ -221,50 +225,53 @@ struct Product {
     void* d_data;
 };
 
-// How many products a tensor-core instruction sums before its fp32 accumulator takes them (the
-// k of mma.m16n8k8 for TF32, of m16n8k16 for BF16/FP16, of m16n8k32 and wgmma's k for FP8); 0 for
-// FP32 inputs without TF32, which cuBLAS multiplies on the CUDA cores with one fp32 FMA per
-// product. (Hopper's FP8 tensor cores are reported to keep fewer accumulator bits, which cuBLASLt
-// promotes to fp32 at intervals unless CUBLASLT_MATMUL_DESC_FAST_ACCUM is set; this models an
-// fp32 accumulator, so a GPU's FP8 sums may differ from these in their last bits.)
-int tensor_core_k(const MatmulDesc& op, cudaDataType ab) {
-    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return 8;
-    if (is_fp8(ab)) return 32;
-    return ab == CUDA_R_32F ? 0 : 16;
+// The tensor-core arithmetic of a product with inputs of type `ab` (tests/cuda_sim/tensor_cores.h:
+// the simulated device's model, whose steps are mma's k for TF32, BF16, FP16 and wgmma's for FP8),
+// or none for FP32 inputs without TF32, which cuBLAS multiplies on the CUDA cores.
+std::optional<mixgpt::TensorCoreModel> tensor_cores_for(const MatmulDesc& op, cudaDataType ab) {
+    using mixgpt::TensorCoreInput;
+    using mixgpt::cuda_sim::simulated_tensor_cores;
+    if (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32) return simulated_tensor_cores(TensorCoreInput::tf32);
+    switch (ab) {
+        case CUDA_R_16BF:
+            return simulated_tensor_cores(TensorCoreInput::bf16);
+        case CUDA_R_16F:
+            return simulated_tensor_cores(TensorCoreInput::fp16);
+        case CUDA_R_8F_E4M3:
+            return simulated_tensor_cores(TensorCoreInput::e4m3);
+        case CUDA_R_8F_E5M2:
+            return simulated_tensor_cores(TensorCoreInput::e5m2);
+        default:
+            return std::nullopt;
+    }
 }
 
-// One element of op(A) op(B): an fp32 accumulator along k, as a GPU's GEMM keeps one. With
-// tensor cores, each group of tensor_core_k products is summed exactly (in double) and rounded
-// once into the accumulator; without, each product is fused into it (fmaf).
-float accumulate(const double* row, const double* column, uint64_t stride, uint64_t k, int group) {
+// One element of op(A) op(B): an fp32 accumulator along k, as a GPU's GEMM keeps one, in the
+// tensor cores' arithmetic, or with one fmaf per product on the CUDA cores.
+float accumulate(const Product& p, const double* row, const double* column) {
+    if (p.tensor_cores) return mixgpt::tensor_core_dot(*p.tensor_cores, row, column, p.n, p.k, 0.f);
     float accumulator = 0.f;
-    if (group == 0) {
-        for (uint64_t l = 0; l < k; ++l)
-            accumulator =
-                std::fma(static_cast<float>(row[l]), static_cast<float>(column[l * stride]), accumulator);
-        return accumulator;
-    }
-    for (uint64_t first = 0; first < k; first += static_cast<uint64_t>(group)) {
-        double sum = accumulator;
-        for (uint64_t l = first; l < std::min<uint64_t>(k, first + group); ++l)
-            sum += row[l] * column[l * stride];
-        accumulator = static_cast<float>(sum);
-    }
+    for (uint64_t l = 0; l < p.k; ++l)
+        accumulator = std::fma(static_cast<float>(row[l]), static_cast<float>(column[l * p.n]), accumulator);
     return accumulator;
 }
 
 // op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column; the epilogue in
 // fp32 (alpha, beta C, bias), rounded to D's type once.
 void compute(const Product& p) {
+    const auto operand = [&](const void* data, cudaDataType type, int64_t index) {
+        const double value = load(data, type, index);
+        return p.tf32_inputs ? double{mixgpt::truncate_to_tf32(static_cast<float>(value))} : value;
+    };
     std::vector<double> op_a(p.m * p.k), op_b(p.k * p.n);
     for (uint64_t i = 0; i < p.m; ++i)
         for (uint64_t l = 0; l < p.k; ++l)
-            op_a[i * p.k + l] = load(p.a_data, p.a.type,
-                                     static_cast<int64_t>(p.transpose_a ? l + i * p.a.ld : i + l * p.a.ld));
+            op_a[i * p.k + l] = operand(p.a_data, p.a.type,
+                                        static_cast<int64_t>(p.transpose_a ? l + i * p.a.ld : i + l * p.a.ld));
     for (uint64_t l = 0; l < p.k; ++l)
         for (uint64_t j = 0; j < p.n; ++j)
-            op_b[l * p.n + j] = load(p.b_data, p.b.type,
-                                     static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
+            op_b[l * p.n + j] = operand(p.b_data, p.b.type,
+                                        static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
     // FP8: alpha · scale_A · scale_B as one fp32 factor (kernels/cpu/fp8_matmul.h's order).
     float alpha = p.alpha;
     if (p.a_scale != nullptr || p.b_scale != nullptr) {
@@ -274,7 +281,7 @@ void compute(const Product& p) {
     }
     for (uint64_t j = 0; j < p.n; ++j)
         for (uint64_t i = 0; i < p.m; ++i) {
-            float value = alpha * accumulate(&op_a[i * p.k], &op_b[j], p.n, p.k, p.tensor_core_k);
+            float value = alpha * accumulate(p, &op_a[i * p.k], &op_b[j]);
             if (p.beta != 0.f)
                 value = std::fma(
                     p.beta,
@@ -461,7 +468,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
     std::memcpy(&beta_value, beta, sizeof beta_value);
     // What the product needs is read now, as cuBLASLt reads its descriptors when called; the
     // product runs when the stream gets there.
-    const Product product{tensor_core_k(op, a.type),
+    const Product product{tensor_cores_for(op, a.type),
+                          op.compute == CUBLAS_COMPUTE_32F_FAST_TF32,
                           op.a_scale,
                           op.b_scale,
                           op.transpose_a == CUBLAS_OP_T,

@@ -9,8 +9,9 @@
 //       A registers 0..3 hold (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..);
 //       B registers 0..1 hold (k 2t..2t+1, n g), (k 2t+8.., n g);
 //       C, D floats 0..3 are (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1);
-//     the lower-indexed element of a pair sits in the register's low 16 bits. Products and sums
-//     are formed in double and rounded to fp32 once: at least as exact as the tensor cores.
+//     the lower-indexed element of a pair sits in the register's low 16 bits. Each D float is
+//     C + the row-column dot product in the simulated device's tensor-core arithmetic
+//     (tensor_cores.h: H100's or A100's model, or exact sums).
 // Each ldmatrix phase (one 8x8 matrix: 8 rows of 16 bytes) is counted with its bank conflicts.
 #pragma once
 
@@ -24,6 +25,7 @@
 
 #include "tests/cuda_sim/bank_conflicts.h"
 #include "tests/cuda_sim/block_runner.h"
+#include "tests/cuda_sim/tensor_cores.h"
 
 namespace mixgpt::cuda_sim {
 
@@ -70,6 +72,7 @@ void load_matrix_x4(uint32_t (&r)[4], const void* row_address) {
 struct MmaDeposit {
     uint32_t a[4];
     uint32_t b[2];
+    float c[4];
 };
 
 template <typename T>
@@ -81,7 +84,8 @@ double element_of(uint32_t pair, int which) {
         return __half2float(__ushort_as_half(bits));
 }
 
-// Every lane's result is the 4 products (rows, columns of its C floats) of A's row and B's column.
+// Every lane's result: its 4 C floats plus the products of A's row and B's column (rows and
+// columns of its C floats), in the tensor cores' arithmetic.
 template <typename T>
 void resolve_mma(const LaneSlot (&deposits)[32], LaneSlot (&results)[32], unsigned) {
     MmaDeposit in[32];
@@ -95,26 +99,29 @@ void resolve_mma(const LaneSlot (&deposits)[32], LaneSlot (&results)[32], unsign
         const int lane = 4 * n + (k % 8) / 2;
         return element_of<T>(in[lane].b[k >= 8 ? 1 : 0], k % 2);
     };
+    double a_values[16][16], b_values[16][8];  // A (row, k), B (k, column), each element converted once
+    for (int row = 0; row < 16; ++row)
+        for (int k = 0; k < 16; ++k) a_values[row][k] = a(row, k);
+    for (int k = 0; k < 16; ++k)
+        for (int column = 0; column < 8; ++column) b_values[k][column] = b(k, column);
+    const TensorCoreModel& model =
+        simulated_tensor_cores(std::is_same_v<T, __nv_bfloat16> ? TensorCoreInput::bf16 : TensorCoreInput::fp16);
     for (int l = 0; l < 32; ++l) {
-        double products[4];
+        float d[4];
         for (int i = 0; i < 4; ++i) {
             const int row = l / 4 + 8 * (i / 2), column = 2 * (l % 4) + (i % 2);
-            double sum = 0;
-            for (int k = 0; k < 16; ++k) sum += a(row, k) * b(k, column);
-            products[i] = sum;
+            d[i] = tensor_core_dot(model, a_values[row], &b_values[0][column], 8, 16, in[l].c[i]);
         }
-        std::memcpy(results[l].bytes, products, sizeof products);
+        std::memcpy(results[l].bytes, d, sizeof d);
     }
 }
 
 template <typename T>
 void mma_16x8x16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    const MmaDeposit deposit{{a[0], a[1], a[2], a[3]}, {b0, b1}};
+    const MmaDeposit deposit{{a[0], a[1], a[2], a[3]}, {b0, b1}, {c[0], c[1], c[2], c[3]}};
     const LaneSlot& result =
         warp_collective("mma.m16n8k16", 0xffffffffu, &deposit, sizeof deposit, resolve_mma<T>);
-    double products[4];
-    std::memcpy(products, result.bytes, sizeof products);
-    for (int i = 0; i < 4; ++i) c[i] = static_cast<float>(products[i] + double{c[i]});
+    std::memcpy(c, result.bytes, sizeof c);
 }
 
 }  // namespace mixgpt::cuda_sim

@@ -19,6 +19,7 @@
 #include "bench/kernel_lab/lab_ceilings.h"
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
+#include "bench/kernel_lab/tensor_core_probe.h"
 #include "core/atomic_file.h"
 #include "core/cuda_check.h"
 #include "core/log.h"
@@ -40,6 +41,9 @@ struct LabOptions {
     int samples = 30;
     uint64_t seed = 1;
     LabSizes sizes = LabSizes::production;
+    bool tensor_core_probe = false;
+    int probe_tiles = 4096;
+    std::string probe_failures;
 };
 
 std::string utc_now() {
@@ -68,6 +72,22 @@ DeviceInfo device_info(int device, const std::string& precision, LabSizes sizes,
     info.date = utc_now();
     info.command = command;
     return info;
+}
+
+// --tensor-core-probe: one line per product on stdout; exit 0 when every one is bit-exact.
+int run_probe(const LabOptions& options) {
+    CUDA_CHECK(cudaSetDevice(options.device));
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    bool all_exact = true;
+    for (const ProbeLine& line :
+         run_tensor_core_probe(options.device, stream, options.probe_tiles, options.seed, options.probe_failures)) {
+        std::printf("%s\n", line.text.c_str());
+        all_exact = all_exact && line.exact;
+    }
+    std::fflush(stdout);
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    return all_exact ? 0 : 1;
 }
 
 int run(const LabOptions& options, const std::string& command) {
@@ -159,6 +179,16 @@ int main(int argc, char** argv) {
     app.add_option("--samples", options.samples, "timed samples per kernel (median reported)")
         ->check(CLI::PositiveNumber);
     app.add_option("--seed", options.seed, "seed of the random inputs");
+    CLI::Option* probe = app.add_flag(
+        "--tensor-core-probe", options.tensor_core_probe,
+        "instead of the lab: compare the tensor cores' outputs bit for bit with the model the CUDA "
+        "simulator computes with (kernels/tensor_core_model.h), one line per product");
+    app.add_option("--probe-tiles", options.probe_tiles, "random mma.sync tiles per input type")
+        ->check(CLI::NonNegativeNumber)
+        ->needs(probe);
+    app.add_option("--probe-failures", options.probe_failures,
+                   "append the inputs and outputs of every tile or product that differs to this file")
+        ->needs(probe);
     std::string sizes = "production";
     app.add_option("--sizes", sizes,
                    "production: the GPT-2 124M shapes; smoke: small shapes that run every path of the "
@@ -180,6 +210,7 @@ int main(int argc, char** argv) {
     std::string command;
     for (int i = 0; i < argc; ++i) command += (i > 0 ? " " : "") + std::string(argv[i]);
     try {
+        if (options.tensor_core_probe) return mixgpt::lab::run_probe(options);
         return mixgpt::lab::run(options, command);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "mixgpt_kernel_lab: error: %s\n", error.what());

@@ -23,6 +23,7 @@ class Sizes:
     test_filter: str
     per_test_s: int
     sanitizer_filter: str  # the reduced flash attention + LayerNorm tests
+    probe: list  # the tensor-core probe's arguments (random tiles per input type)
     lab: list  # the kernel lab's size arguments
     memcheck_lab: list  # the kernel lab under memcheck: its smoke sizes
     attention_lengths: str
@@ -43,6 +44,7 @@ PRODUCTION = Sizes(
         "GpuPrecisions/GpuLayers.ResidualLayerNormForward/bf16",
         "GpuPrecisions/GpuLayers.LayerNormBackward/bf16",
     ]),
+    probe=["--probe-tiles", "4096"],
     lab=["--sizes", "production"],
     memcheck_lab=["--sizes", "smoke"],
     attention_lengths="1024",
@@ -63,6 +65,7 @@ SMOKE = Sizes(
     test_filter="GpuBackend.*:GpuPrecisions/GpuOptimizer.*:GpuPrecisions/GpuClassifier.*",
     per_test_s=30,
     sanitizer_filter=PRODUCTION.sanitizer_filter,
+    probe=["--probe-tiles", "64"],
     lab=["--sizes", "smoke"],
     memcheck_lab=["--sizes", "smoke", "--attention-lengths", "64"],
     attention_lengths="64",

@@ -111,6 +111,7 @@ def closing_lines(context, results, elapsed, budget, files):
     """The digest's closing block; `results` maps step name -> (Step, StepResult)."""
     figures = context.figures
     lines = ["== digest =="]
+    lines += figures.get("tensor_core_probe") or ["tensor-core model: probe not run"]
     lines += test_lines(figures)
     lines += throughput_lines(figures)
     lines.append(attention_line(figures))

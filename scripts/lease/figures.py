@@ -27,6 +27,15 @@ def tail(path, lines=3, width=200):
     return " | ".join(kept[-lines:])[:width]
 
 
+def probe_lines(log_path):
+    """The tensor-core probe's verdicts ("tensor-core model h100 bf16 mma.sync: 4107/4107 tiles bit-exact")."""
+    try:
+        with open(log_path, errors="replace") as log:
+            return [line.strip() for line in log if line.startswith("tensor-core model")]
+    except OSError:
+        return []
+
+
 def failure_text(outcome, log_path):
     return f"FAILED ({outcome.describe()}): {tail(log_path)}"
 

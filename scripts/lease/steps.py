@@ -42,6 +42,20 @@ def outcome_status(outcome, parsed_ok=True):
     return "ok" if outcome.exit == 0 and parsed_ok else "failed"
 
 
+# ---- the tensor-core probe: the simulator's arithmetic against the hardware's ----
+
+def run_tensor_core_probe(context, step, cap_s):
+    """mma.sync and cuBLASLt outputs bit for bit against kernels/tensor_core_model.h; the inputs of
+    every disagreement go to tensor-core-failures.txt among the logs."""
+    argv = [context.binaries.lab, "--tensor-core-probe", *context.sizes.probe, "--probe-failures",
+            context.log("tensor-core-failures.txt")]
+    outcome = command(context, step, argv, cap_s)
+    lines = parse.probe_lines(context.log(step.name + ".log"))
+    context.figures["tensor_core_probe"] = lines
+    text = "; ".join(lines) or parse.failure_text(outcome, context.log(step.name + ".log"))
+    return StepResult(outcome_status(outcome, bool(lines)), text)
+
+
 # ---- the GPU test suite ----
 
 def run_tests(context, step, cap_s):
@@ -184,6 +198,8 @@ def plan():
         sizes="bench": Step(name, f"mixgpt bench {precision} {' '.join(options)}{' (d24)' * (sizes == 'bench_d24')}"
                             .strip(), estimate, (90, 30), needs, run_bench, extra, (sizes, precision, *options))
     return [
+        Step("tensor-core-probe", "tensor cores bit for bit against the simulator's model", (10, 5), (60, 30),
+             ("device", "cublaslt"), run_tensor_core_probe),
         Step("tests", "GPU test suite against the CPU backend", (60, 10), (180, 60), ("device", "cublaslt"), run_tests),
         bench("bench-bf16", "bf16"),
         bench("bench-fp16", "fp16"),

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "tests/reference_f64.h"
 
@@ -107,8 +108,18 @@ void expect_matches_cpu(const std::vector<double>& gpu, const std::vector<double
     const double gpu_error = relative_norm_error(gpu, reference);
     const double cpu_error = relative_norm_error(cpu, reference);
     const double bound = storage == DType::f32 ? std::max(2.0 * cpu_error, kFp32Tolerance) : 2.0 * cpu_error;
+    record_error_ratio(what + " " + precision_name(precision), gpu_error, cpu_error, bound);
     EXPECT_LE(gpu_error, bound) << what << " in " << precision_name(precision) << ": GPU error " << gpu_error
                                 << ", CPU error " << cpu_error << " (against float64)";
+}
+
+void record_error_ratio(const std::string& what, double gpu_error, double cpu_error, double bound) {
+    const char* path = std::getenv("MIXGPT_TEST_RATIO_LOG");
+    if (path == nullptr) return;
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::ofstream log(path, std::ios::app);
+    log << (test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() : std::string("-")) << '\t'
+        << what << '\t' << gpu_error << '\t' << cpu_error << '\t' << bound << '\n';
 }
 
 void expect_matches_cpu(const TwinTensor& result, const std::vector<double>& reference, Precision precision,

@@ -100,6 +100,12 @@ void expect_matches_cpu(const std::vector<double>& gpu, const std::vector<double
 void expect_matches_cpu(const TwinTensor& result, const std::vector<double>& reference, Precision precision,
                         const std::string& what);
 
+// With MIXGPT_TEST_RATIO_LOG=<file> in the environment, appends one line per judged comparison,
+// "<test>\t<what>\t<GPU error>\t<CPU error>\t<bound>", for the survey of the worst ratios over
+// many seeds (scripts/tolerance_survey.py); nothing without it. Every rule that judges a GPU
+// error against the CPU's calls it.
+void record_error_ratio(const std::string& what, double gpu_error, double cpu_error, double bound);
+
 // A CPU and a CUDA backend of the test's precision (the parameter), created after the GPU gate,
 // with the run's seed traced on every failure.
 class GpuPrecisionTest : public ::testing::TestWithParam<Precision> {

@@ -95,6 +95,7 @@ TEST_P(GpuMultipleChoice, ScoresMatchFloat64AsWellAsTheCpu) {
         const std::vector<double> cpu = scored_on("cpu", precision, config, parameters, task);
         const double gpu_error = relative_norm_error(gpu, expected);
         const double cpu_error = relative_norm_error(cpu, expected);
+        gpu_test::record_error_ratio("summed losses", gpu_error, cpu_error, 2 * cpu_error);
         EXPECT_LE(gpu_error, 2 * cpu_error) << "gpu " << gpu_error << ", cpu " << cpu_error;
         RecordProperty("relative_norm_error", format("gpu %.3g, cpu %.3g", gpu_error, cpu_error));
     }

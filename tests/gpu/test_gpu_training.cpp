@@ -70,6 +70,7 @@ TEST_P(GpuTraining, FiftyStepsTrackTheCpuRun) {
         "last loss GPU %.6f, CPU fp32 %.6f\n",
         precision_name(precision), kTrackedSteps, gpu_difference, precision_name(yardstick_precision),
         cpu_difference, gpu.rbegin()->second, reference.rbegin()->second);
+    gpu_test::record_error_ratio("RMS loss difference", gpu_difference, cpu_difference, bound);
     EXPECT_GT(cpu_difference, 0) << "the yardstick run must differ from the fp32 reference";
     EXPECT_LE(gpu_difference, bound);
 }
@@ -101,6 +102,7 @@ TEST_P(GpuLlamaTraining, TwentyStepsTrackTheCpuRun) {
     std::printf("llama %s, %d steps: RMS loss difference from the CPU fp32 run: GPU %.3g, CPU %s %.3g\n",
                 precision_name(precision), kLlamaTrackedSteps, gpu_difference, precision_name(yardstick_precision),
                 cpu_difference);
+    gpu_test::record_error_ratio("llama RMS loss difference", gpu_difference, cpu_difference, bound);
     EXPECT_GT(cpu_difference, 0) << "the yardstick run must differ from the fp32 reference";
     EXPECT_LE(gpu_difference, bound);
 }

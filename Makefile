@@ -224,16 +224,21 @@ $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@echo "CXX  $<"
 	$(QUIET)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
+# Each .cu object comes with ptxas' report of its kernels (--resource-usage: registers, spills,
+# static shared memory, per architecture of GPU_ARCHS) in the .resources file beside it, read by
+# scripts/check_launch_resources.py; ccache replays the report on a hit. Only the report's lines
+# are kept off the terminal. Both files come from one run (a pattern rule's targets are grouped).
+$(BUILD)/obj/%.cu.o $(BUILD)/obj/%.cu.resources: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "NVCC $<"
-	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(QUIET)$(NVCC) $(NVCCFLAGS) --resource-usage -c $< -o $(BUILD)/obj/$*.cu.o 2> $(BUILD)/obj/$*.cu.resources; \
+	  status=$$?; grep -v -e '^ptxas info' -e '^ *[0-9]* bytes stack frame' $(BUILD)/obj/$*.cu.resources >&2; exit $$status
 
 # CUDA 12's CUB (2.3) spills 32 bytes of registers in its sm_90 radix-sort downsweep kernel, which
 # we cannot change: kernels/cuda/token_sort.cu holds only that sort and is built without the spill
 # warning under CUDA 12; every kernel of ours keeps it, and CUDA 13's CUB does not spill there.
-$(call object_of,kernels/cuda/token_sort.cu): NVCCFLAGS := $(if $(filter 12,$(NVCC_MAJOR)),$(filter-out \
-  -Xptxas=--warn-on-spills,$(NVCCFLAGS)),$(NVCCFLAGS))
+$(call object_of,kernels/cuda/token_sort.cu) $(BUILD)/obj/kernels/cuda/token_sort.cu.resources: \
+  NVCCFLAGS := $(if $(filter 12,$(NVCC_MAJOR)),$(filter-out -Xptxas=--warn-on-spills,$(NVCCFLAGS)),$(NVCCFLAGS))
 
 $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

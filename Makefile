@@ -103,6 +103,8 @@ KERNEL_LAB_SRCS := $(wildcard bench/kernel_lab/*.cu bench/kernel_lab/*.cpp)
 SIM_CU_SRCS := $(wildcard kernels/cuda/*.cu)
 SIM_SRCS := $(wildcard tests/cuda_sim/*.cpp)
 PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
+# ptxas' reports of the kernels' objects, read by scripts/check_launch_resources.py.
+KERNEL_RESOURCE_REPORTS := $(patsubst %,$(BUILD)/obj/%.resources,$(SIM_CU_SRCS))
 SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
 SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
@@ -165,7 +167,7 @@ FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sani
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
 FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lzstd -llzma -lpthread
 
-.PHONY: all sim ptx test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
+.PHONY: all sim ptx launch-resources test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
         fuzz-build test-sanitize check-cuda12 bundle-cuda12
 .DEFAULT_GOAL := all
 
@@ -179,11 +181,20 @@ sim: $(if $(filter 1,$(WITH_CUDA)),$(BUILD)/mixgpt_sim $(BUILD)/mixgpt_sim_tests
 ptx: $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES))
 	$(if $(filter 1,$(WITH_CUDA)),@scripts/check_kernel_instructions.sh $(BUILD)/ptx,@echo "ptx: no CUDA toolkit found")
 
+# Each kernel's registers, spills and shared memory (ptxas' report) against the launches it declares,
+# for every architecture of GPU_ARCHS (CUDA builds only; `make test` runs it). LAUNCH_TABLE=1 also
+# rewrites the table in kernels/README.md.
+launch-resources: $(if $(filter 1,$(WITH_CUDA)),$(KERNEL_RESOURCE_REPORTS) $(PTX_FILES))
+	$(if $(filter 1,$(WITH_CUDA)),@scripts/check_launch_resources.py $(BUILD) $(if $(filter 1,$(LAUNCH_TABLE)),--readme \
+	  kernels/README.md --toolkit "nvcc $$($(lastword $(NVCC)) --version | sed -n 's/^Cuda compilation tools, //p')"),\
+	  @echo "launch-resources: no CUDA toolkit found")
+
 help:
 	@echo "make [all]      build build/mixgpt and build/mixgpt_tests (GPU_ARCHS='$(GPU_ARCHS)', CUDA: $(WITH_CUDA))"
 	@echo "make test       install what is missing, build, run the whole test suite"
 	@echo "make sim        build the GPU tests and the kernel lab on the CUDA simulator (tests/cuda_sim; make test runs them)"
 	@echo "make ptx        the kernels' PTX, and a check of their tensor-core and 16-byte instructions (make test runs it)"
+	@echo "make launch-resources  each kernel's registers and shared memory (ptxas) against its launches (make test runs it)"
 	@echo "make test-gpu   run the GPU tests only; fails when no GPU is present"
 	@echo "make demo       prepare the KJV corpus, train a small model, evaluate, sample"
 	@echo "make bench      benchmarks (not tests): loader, training throughput"
@@ -224,16 +235,21 @@ $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@echo "CXX  $<"
 	$(QUIET)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu $(CONFIG_STAMP)
+# Each .cu object comes with ptxas' report of its kernels (--resource-usage: registers, spills,
+# static shared memory, per architecture of GPU_ARCHS) in the .resources file beside it, read by
+# scripts/check_launch_resources.py; ccache replays the report on a hit. Only the report's lines
+# are kept off the terminal. Both files come from one run (a pattern rule's targets are grouped).
+$(BUILD)/obj/%.cu.o $(BUILD)/obj/%.cu.resources: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "NVCC $<"
-	$(QUIET)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(QUIET)$(NVCC) $(NVCCFLAGS) --resource-usage -c $< -o $(BUILD)/obj/$*.cu.o 2> $(BUILD)/obj/$*.cu.resources; \
+	  status=$$?; grep -v -e '^ptxas info' -e '^ *[0-9]* bytes stack frame' $(BUILD)/obj/$*.cu.resources >&2; exit $$status
 
 # CUDA 12's CUB (2.3) spills 32 bytes of registers in its sm_90 radix-sort downsweep kernel, which
 # we cannot change: kernels/cuda/token_sort.cu holds only that sort and is built without the spill
 # warning under CUDA 12; every kernel of ours keeps it, and CUDA 13's CUB does not spill there.
-$(call object_of,kernels/cuda/token_sort.cu): NVCCFLAGS := $(if $(filter 12,$(NVCC_MAJOR)),$(filter-out \
-  -Xptxas=--warn-on-spills,$(NVCCFLAGS)),$(NVCCFLAGS))
+$(call object_of,kernels/cuda/token_sort.cu) $(BUILD)/obj/kernels/cuda/token_sort.cu.resources: \
+  NVCCFLAGS := $(if $(filter 12,$(NVCC_MAJOR)),$(filter-out -Xptxas=--warn-on-spills,$(NVCCFLAGS)),$(NVCCFLAGS))
 
 $(BUILD)/ptx/%.ptx: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -313,7 +329,7 @@ setup:
 # The whole suite: unit tests, then the multi-rank tests under mpirun.
 # Each phase prints its wall time (the suite must stay under 15 minutes on 2 cores).
 test: setup
-	@start=$$(date +%s); $(SUBMAKE) all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES)) && \
+	@start=$$(date +%s); $(SUBMAKE) all sim $(if $(filter 1,$(WITH_CUDA)),$(PTX_FILES) $(KERNEL_RESOURCE_REPORTS)) && \
 	  echo "make test: build $$(( $$(date +%s) - start )) s"
 	@/usr/bin/python3 scripts/check_structure.py
 	@scripts/run_tests.sh $(BUILD)

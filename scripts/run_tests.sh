@@ -4,7 +4,8 @@
 # simulator (tests/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
 # CUDA/NCCL tests, the kernel lab's command at its smoke sizes and the GPU lease script
 # (scripts/lease/test_gpu_lease.py); and the check of the
-# kernels' PTX (scripts/check_kernel_instructions.sh); a 3-trial crash campaign
+# kernels' PTX (scripts/check_kernel_instructions.sh) and of their launch resources
+# (scripts/check_launch_resources.py); a 3-trial crash campaign
 # (scripts/crash_campaign.py). Ends with one line
 # "N passed, N failed, N skipped" summing GoogleTest's reports of all.
 set -uo pipefail
@@ -94,6 +95,15 @@ if [[ -d "$build/ptx" ]]; then
   end_stage "PTX instruction check"
 fi
 
+# CUDA builds: every kernel's declared launches fit its registers and shared memory on each
+# architecture of the build, as ptxas reported them, and nothing spills.
+launch_status=0
+if [[ -d "$build/ptx" ]]; then
+  "$(dirname "$0")/check_launch_resources.py" "$build" | tail -n 1
+  launch_status=${PIPESTATUS[0]}
+  end_stage "launch resource check"
+fi
+
 count() {  # sums N over GoogleTest's "[  TAG  ] N test(s)" summary lines
   grep -E "^\[  $1 *\] [0-9]+ tests?[,.]" "$log" | sed -E 's/^[^]]*\] ([0-9]+) .*/\1/' |
     awk '{ n += $1 } END { print n + 0 }'
@@ -104,9 +114,10 @@ count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 printf "time per stage:\n%s" "$timings"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || crash_status != 0)); then
+if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || launch_status != 0 ||
+  crash_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
     "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status," \
-    "crash campaign exit $crash_status)" >&2
+    "launch resource check exit $launch_status, crash campaign exit $crash_status)" >&2
   exit 1
 fi

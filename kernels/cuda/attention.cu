@@ -31,6 +31,19 @@ constexpr int kTile = kWarpSize;  // rows of the other side per shared-memory ti
 constexpr int kWarps = 8;         // rows per block
 constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kMaxHeadDim = 128;
+constexpr int kCacheThreads = 256;
+
+// Dynamic shared memory of the kernels at a head dimension; a kernel of kDims lanes' worth of
+// dimensions declares that of head_dim 32 * kDims.
+constexpr size_t forward_shared_bytes(int head_dim) {
+    return (2 * size_t{kTile} * (head_dim + 1) + size_t{kWarps} * head_dim) * sizeof(float);
+}
+constexpr size_t query_shared_bytes(int head_dim) {
+    return (2 * size_t{kTile} * (head_dim + 1) + 2 * size_t{kWarps} * head_dim) * sizeof(float);
+}
+constexpr size_t key_shared_bytes(int head_dim) {
+    return (2 * size_t{kTile} * (head_dim + 2) + 2 * size_t{kWarps} * head_dim) * sizeof(float);
+}
 
 // Where the forward reads q, k, v and writes out: one (b, head) slice each, rows
 // `row_stride` apart, batches `batch_stride` apart; q head h at h * head_dim of q, its key and
@@ -176,6 +189,7 @@ __device__ __forceinline__ float dot(SharedPointer<const float> a, SharedPointer
 // kDims: head dimensions per lane (head_dim <= 32 * kDims).
 template <typename T, int kDims>
 __global__ void attention_forward_kernel(ForwardArgs<T> a) {
+    declare_launch_limits<kThreads, forward_shared_bytes(kDims * kWarpSize)>();
     const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;  // odd: lane j reading row j hits a distinct bank
@@ -239,6 +253,7 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
 // Query side of the backward: delta (B,H,T) and the q part of dqkv. Grid as the forward.
 template <typename T, int kDims>
 __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
+    declare_launch_limits<kThreads, query_shared_bytes(kDims * kWarpSize)>();
     const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
@@ -318,6 +333,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
 // y*kWarps on, for each query head of the group in turn.
 template <typename T, int kDims>
 __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
+    declare_launch_limits<kThreads, key_shared_bytes(kDims * kWarpSize)>();
     const SharedPointer<float> shared = dynamic_shared_memory<float>();
     const int hd = a.head_dim;
     const int pitch = hd + 1;
@@ -397,6 +413,7 @@ template <typename T>
 __global__ void write_cache_kernel(T* k_cache, T* v_cache, const T* qkv, int64_t rows, int Tn, int max_T,
                                    int64_t row_stride, int q_width, int kv_width, int head_dim, int position,
                                    const float* rope) {
+    declare_launch_limits<kCacheThreads>();
     const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (index >= rows * kv_width) return;
     const int64_t row = index / kv_width;
@@ -417,16 +434,6 @@ __global__ void write_cache_kernel(T* k_cache, T* v_cache, const T* qkv, int64_t
     rotate_pair<T>(x, y, angles[d], angles[half + d]);
     k_cache[cache_row * kv_width + c] = from_float<T>(x);
     k_cache[cache_row * kv_width + c + half] = from_float<T>(y);
-}
-
-size_t forward_shared_bytes(int head_dim) {
-    return (2 * size_t{kTile} * (head_dim + 1) + size_t{kWarps} * head_dim) * sizeof(float);
-}
-size_t query_shared_bytes(int head_dim) {
-    return (2 * size_t{kTile} * (head_dim + 1) + 2 * size_t{kWarps} * head_dim) * sizeof(float);
-}
-size_t key_shared_bytes(int head_dim) {
-    return (2 * size_t{kTile} * (head_dim + 2) + 2 * size_t{kWarps} * head_dim) * sizeof(float);
 }
 
 // Calls f(std::integral_constant<int, kDims>) for the head dimension.
@@ -615,9 +622,8 @@ void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, Tenso
     const TensorView rope = rope_table(params, s.head_dim, max_T);
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
-        constexpr int kCopyThreads = 256;
-        launch_kernel(write_cache_kernel<T>, blocks_for(B * Tn * s.kv_width(), kCopyThreads), kCopyThreads, 0,
-                      stream_, k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn,
+        launch_kernel(write_cache_kernel<T>, blocks_for(B * Tn * s.kv_width(), kCacheThreads), kCacheThreads,
+                      0, stream_, k_cache.as<T>(), v_cache.as<T>(), qkv.as<const T>(), B * Tn,
                       static_cast<int>(Tn), static_cast<int>(max_T), s.row(), static_cast<int>(s.q_width()),
                       static_cast<int>(s.kv_width()), s.head_dim, position, table_data(rope));
         ForwardArgs<T> args{};

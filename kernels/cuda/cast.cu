@@ -12,6 +12,7 @@ constexpr int kPerThread = 4;  // elements per thread when the sizes and address
 // out (n) = in (n) converted through fp32 (exact) and rounded to nearest even to To.
 template <typename To, typename From, int N>
 __global__ void cast_kernel(To* out, const From* in, int64_t n) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= n) return;
     float values[N];
@@ -22,6 +23,7 @@ __global__ void cast_kernel(To* out, const From* in, int64_t n) {
 // x (n) *= factor
 template <int N>
 __global__ void scale_kernel(float* x, float factor, int64_t n) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= n) return;
     float values[N];

@@ -68,8 +68,10 @@ __device__ OnlineSum block_combine(OnlineSum value) {
 // with kGradient the row becomes gradient_scale * loss_scale * (softmax - onehot), 0 past V.
 // A target outside [0, V) makes the row's loss and gradient NaN. N: elements per access.
 template <typename T, int N, bool kGradient>
-__global__ void classifier_kernel(float* losses, T* logits, const int32_t* targets, int Vp, int V,
-                                  float gradient_scale, const StepStatus* status) {
+__global__ void __launch_bounds__(kThreads)
+    classifier_kernel(float* losses, T* logits, const int32_t* targets, int Vp, int V, float gradient_scale,
+                      const StepStatus* status) {
+    declare_launch_limits<kThreads>();
     const int64_t row = blockIdx.x;
     T* x = logits + row * Vp;
     const int32_t target = targets[row];

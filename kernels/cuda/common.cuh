@@ -29,6 +29,10 @@ namespace mixgpt::cuda {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// The dynamic shared memory a kernel declares (declare_launch_limits) when its launcher asks for
+// what the shape needs, up to the device's opt-in limit, and checks that limit itself.
+constexpr size_t kDeviceSharedLimit = SIZE_MAX;
+
 // ---- conversions between the storage types and fp32 (round to nearest even) ----
 __device__ __forceinline__ float to_float(float value) { return value; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }

@@ -6,6 +6,7 @@
 #include "core/cuda_check.h"
 #include "core/log.h"
 #include "kernels/backend_factory.h"
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/fp8_support.h"
@@ -16,7 +17,7 @@ namespace cuda {
 namespace {
 
 // Never launched: asking for its attributes tells whether this build has code for the device.
-__global__ void architecture_probe_kernel() {}
+__global__ void architecture_probe_kernel() { declare_launch_limits<0>(); }
 
 }  // namespace
 

@@ -52,6 +52,17 @@ void enqueue_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t
     // clang-format on
 }
 
+// ---- what a kernel's launches ask for at most: threads per block and dynamic shared memory ----
+// Every kernel states them first thing, with the constants its launcher uses. Here they become a
+// PTX comment (ptxas ignores it), which scripts/check_launch_resources.py reads beside ptxas'
+// report of the kernel's registers and static shared memory; the simulator refuses a launch above
+// them (tests/cuda_sim/device_primitives.h).
+template <int kMaxThreads, size_t kMaxDynamicSharedBytes = 0>
+__device__ __forceinline__ void declare_launch_limits() {
+    asm volatile("// mixgpt launch limits: %0 threads, %1 bytes of dynamic shared memory" ::"n"(kMaxThreads),
+                 "n"(kMaxDynamicSharedBytes));
+}
+
 __device__ __forceinline__ uint32_t shared_address(const void* pointer) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
 }

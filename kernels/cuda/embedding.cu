@@ -21,6 +21,7 @@ constexpr int kThreads = 256;
 template <typename T, int N>
 __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
                                          int64_t rows, int seq_len, int C, int vocab) {
+    declare_launch_limits<kThreads>();
     const int64_t packs_per_row = C / N;
     const int64_t pack = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (pack >= rows * packs_per_row) return;
@@ -44,6 +45,7 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
 // dwpe (t,c) += sum over b of dout[b,t,c], in batch order; one thread per (t, c).
 template <typename T>
 __global__ void position_gradient_kernel(float* dwpe, const T* dout, int B, int seq_len, int C) {
+    declare_launch_limits<kThreads>();
     const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (index >= int64_t{seq_len} * C) return;
     float sum = 0.f;
@@ -52,6 +54,7 @@ __global__ void position_gradient_kernel(float* dwpe, const T* dout, int B, int 
 }
 
 __global__ void iota_kernel(int32_t* values, int64_t count) {
+    declare_launch_limits<kThreads>();
     const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (index < count) values[index] = static_cast<int32_t>(index);
 }
@@ -61,6 +64,7 @@ __global__ void iota_kernel(int32_t* values, int64_t count) {
 template <typename T>
 __global__ void token_gradient_kernel(float* dwte, const T* dout, const int32_t* sorted_tokens,
                                       const int32_t* sorted_positions, int64_t rows, int C, int vocab) {
+    declare_launch_limits<kThreads>();
     const int64_t start = blockIdx.x;
     const int32_t token = sorted_tokens[start];
     if ((start > 0 && sorted_tokens[start - 1] == token) || token < 0 || token >= vocab) return;

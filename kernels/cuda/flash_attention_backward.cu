@@ -46,6 +46,7 @@ struct QueryTiles {
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const Params<T> p) {
     using Tiles = KeyTiles<kHeadDim>;
+    declare_launch_limits<Tiles::kThreads, Tiles::kSharedBytes>();
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
     unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* k_tile = reinterpret_cast<T*>(shared);                                        // (kBlockN, kPitch)
@@ -143,6 +144,7 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
 template <typename T, int kHeadDim, bool kDeltaPass>
 __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(const Params<T> p) {
     using Tiles = QueryTiles<kHeadDim>;
+    declare_launch_limits<Tiles::kThreads, Tiles::kSharedBytes>();
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
     unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);                                    // (kBlockM, kPitch)

@@ -82,6 +82,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[kN / 8][4], float (&ro
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kernel(const Params<T> p) {
     using Tiles = ForwardTiles<kHeadDim>;
+    declare_launch_limits<Tiles::kThreads, Tiles::kSharedBytes>();
     constexpr int kPitch = Tiles::kPitch, kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN;
     unsigned char* shared = dynamic_shared_address<unsigned char>();
     T* q_tile = reinterpret_cast<T*>(shared);     // (kBlockM, kPitch)

@@ -27,6 +27,10 @@ constexpr int kTilePitch = kTileColumns + 4;  // bytes per row of the shared cod
 constexpr int kTileBytes = kTileRows * kTilePitch;
 constexpr int kMaxBlocks = 1024;
 constexpr int kAmaxThreads = 256;
+// Dynamic shared memory: the quantization's code tile, then a max and a count per warp; the amax
+// pass's max and (unused) count per warp.
+constexpr size_t kQuantizeSharedBytes = kTileBytes + 2 * kThreadsY * sizeof(float);
+constexpr size_t kAmaxSharedBytes = 2 * (kAmaxThreads / kWarpSize) * sizeof(float);
 static_assert(kTileColumns == 2 * kThreadsX, "a lane converts one column pair of a tile row");
 static_assert(kTileBytes % 4 == 0, "the per-warp partials follow the tile, 4-byte aligned");
 
@@ -91,6 +95,7 @@ __device__ __forceinline__ void add_block_totals(float amax, unsigned saturated,
 
 template <typename T, Fp8Format F>
 __global__ void __launch_bounds__(kThreads) fp8_quantize_kernel(Fp8QuantizeParams p) {
+    declare_launch_limits<kThreads, kQuantizeSharedBytes>();
     const SharedPointer<uint8_t> tile = dynamic_shared_memory<uint8_t>();  // (kTileRows, kTilePitch)
     const SharedPointer<float> amaxes = dynamic_shared_memory<float>() + kTileBytes / 4;  // (kThreadsY)
     const SharedPointer<unsigned> counts = dynamic_shared_memory<unsigned>() + kTileBytes / 4 + kThreadsY;
@@ -142,6 +147,7 @@ __global__ void __launch_bounds__(kThreads) fp8_quantize_kernel(Fp8QuantizeParam
 
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads) fp8_amax_kernel(const T* in, int64_t count, float* total) {
+    declare_launch_limits<kAmaxThreads, kAmaxSharedBytes>();
     const SharedPointer<float> amaxes = dynamic_shared_memory<float>();  // (warps)
     const SharedPointer<unsigned> unused = dynamic_shared_memory<unsigned>() + kAmaxThreads / kWarpSize;
     float amax = 0.f;
@@ -161,11 +167,10 @@ void launch_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
         ((p.rows + kTileRows - 1) / kTileRows) * ((p.cols + kTileColumns - 1) / kTileColumns);
     const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, kMaxBlocks)));
     const dim3 block(kThreadsX, kThreadsY);
-    const size_t shared_bytes = kTileBytes + 2 * kThreadsY * sizeof(float);
     if (p.format == Fp8Format::e4m3)
-        launch_kernel(fp8_quantize_kernel<T, Fp8Format::e4m3>, grid, block, shared_bytes, stream, p);
+        launch_kernel(fp8_quantize_kernel<T, Fp8Format::e4m3>, grid, block, kQuantizeSharedBytes, stream, p);
     else
-        launch_kernel(fp8_quantize_kernel<T, Fp8Format::e5m2>, grid, block, shared_bytes, stream, p);
+        launch_kernel(fp8_quantize_kernel<T, Fp8Format::e5m2>, grid, block, kQuantizeSharedBytes, stream, p);
 }
 
 }  // namespace
@@ -188,10 +193,9 @@ void fp8_amax(const void* in, DType in_dtype, int64_t count, float* amax, cudaSt
                    "cuda fp8_amax: in and amax must be device pointers, not null");
     const unsigned blocks =
         static_cast<unsigned>(std::min<int64_t>(blocks_for(count, kAmaxThreads), kMaxBlocks));
-    const size_t shared_bytes = 2 * (kAmaxThreads / kWarpSize) * sizeof(float);
     dispatch_dtype(in_dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_kernel(fp8_amax_kernel<T>, blocks, kAmaxThreads, shared_bytes, stream,
+        launch_kernel(fp8_amax_kernel<T>, blocks, kAmaxThreads, kAmaxSharedBytes, stream,
                       static_cast<const T*>(in), count, amax);
     });
 }

@@ -11,6 +11,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// The delayed update's dynamic shared memory: the history, then a partial max per warp.
+constexpr size_t delayed_update_shared_bytes(int history_length) {
+    return (static_cast<size_t>(history_length) + kThreads / kWarpSize) * sizeof(float);
+}
+
 __device__ __forceinline__ float scale_from_amax(float amax, float scaled_max, float fallback) {
     if (!isfinite(amax) || !(amax > 0.f)) return fallback;
     const float scale = scaled_max / amax;
@@ -21,6 +26,7 @@ __device__ __forceinline__ float scale_from_amax(float amax, float scaled_max, f
 // 0), then the history written back shifted by one slot with slot 0 zeroed.
 __global__ void __launch_bounds__(kThreads)
     fp8_delayed_update_kernel(float* values, int tensors, int length, AmaxCompute compute, float scaled_max) {
+    declare_launch_limits<kThreads, delayed_update_shared_bytes(kMaxAmaxHistory)>();
     const SharedPointer<float> history = dynamic_shared_memory<float>();  // (length)
     const SharedPointer<float> amaxes = history + length;                 // (warps)
     const int t = static_cast<int>(blockIdx.x);
@@ -52,6 +58,7 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void fp8_current_update_kernel(float* values, int tensors, int length, int tensor,
                                           float scaled_max) {
+    declare_launch_limits<1>();
     float* slot = values + 2 * tensors + static_cast<int64_t>(tensor) * length;
     const float scale = scale_from_amax(*slot, scaled_max, 1.f);
     values[tensor] = scale;
@@ -70,9 +77,9 @@ void check_state(const Fp8ScalingDevice& state, const char* op) {
 void fp8_update_delayed(const Fp8ScalingDevice& state, cudaStream_t stream) {
     check_state(state, "fp8_update_delayed");
     if (state.tensors == 0) return;
-    const size_t shared_bytes = (state.config.history_length + kThreads / kWarpSize) * sizeof(float);
-    launch_kernel(fp8_delayed_update_kernel, static_cast<unsigned>(state.tensors), kThreads, shared_bytes,
-                  stream, state.values, state.tensors, state.config.history_length, state.config.amax_compute,
+    launch_kernel(fp8_delayed_update_kernel, static_cast<unsigned>(state.tensors), kThreads,
+                  delayed_update_shared_bytes(state.config.history_length), stream, state.values,
+                  state.tensors, state.config.history_length, state.config.amax_compute,
                   fp8_scaled_max(state.format, state.config.margin));
 }
 

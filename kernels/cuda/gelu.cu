@@ -24,6 +24,7 @@ __device__ __forceinline__ float gelu_derivative(float x) {
 // out (n) = gelu(inp); N elements per thread (n % N == 0).
 template <typename T, int N>
 __global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= n) return;
     float x[N];
@@ -36,6 +37,7 @@ __global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
 // dinp (n) = dout * gelu'(pre_gelu); dinp may alias dout (each thread reads before it writes).
 template <typename T, int N>
 __global__ void gelu_backward_kernel(T* dinp, const T* dout, const T* pre_gelu, int64_t n) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= n) return;
     float dy[N], x[N];

@@ -18,6 +18,7 @@ namespace {
 
 constexpr float kEpsilon = 1e-5f;
 constexpr int kForwardWarps = 8;  // rows per forward block
+constexpr int kParameterGradientThreads = 256;
 
 template <typename T>
 __device__ __forceinline__ float round_through(float value) {
@@ -31,6 +32,7 @@ template <typename T, int N, bool kResidual>
 __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, T* residual_out, const T* inp,
                                          const T* branch, const T* weight, const T* bias, int64_t rows,
                                          int C) {
+    declare_launch_limits<kForwardWarps * kWarpSize>();
     const int lane = threadIdx.x % kWarpSize;
     const int64_t row = int64_t{blockIdx.x} * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
     if (row >= rows) return;
@@ -84,6 +86,7 @@ template <typename T, int N>
 __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dout, const T* inp,
                                           const T* weight, const float* mean, const float* rstd, int64_t rows,
                                           int C) {
+    declare_launch_limits<kNormBackwardMaxWarps * kWarpSize, kDeviceSharedLimit>();
     const SharedPointer<float> accumulators = dynamic_shared_memory<float>();  // (warps, 2C)
     const int warps = blockDim.x / kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
@@ -149,6 +152,7 @@ __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dou
 // dweight (C) += sum over blocks of partials[:, :C]; dbias (C) += of partials[:, C:].
 __global__ void layernorm_parameter_gradients_kernel(float* dweight, float* dbias, const float* partials,
                                                      int blocks, int C) {
+    declare_launch_limits<kParameterGradientThreads>();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= 2 * C) return;
     float total = 0.f;
@@ -189,9 +193,8 @@ void launch_layernorm_backward(cudaStream_t stream, const NormBackwardLayout& la
         launch(layernorm_backward_kernel<T, kPack16<T>>);
     else
         launch(layernorm_backward_kernel<T, 1>);
-    constexpr int kThreads = 256;
-    launch_kernel(layernorm_parameter_gradients_kernel, blocks_for(2 * int64_t{C}, kThreads), kThreads, 0,
-                  stream, dweight, dbias, partials, layout.blocks, C);
+    launch_kernel(layernorm_parameter_gradients_kernel, blocks_for(2 * int64_t{C}, kParameterGradientThreads),
+                  kParameterGradientThreads, 0, stream, dweight, dbias, partials, layout.blocks, C);
 }
 
 // Checks the shared arguments of both forwards; returns the number of rows.

@@ -31,12 +31,14 @@ constexpr int kColumnsPerBlock = 32;
 constexpr int kRowGroups = 8;      // threadIdx.y of the column-sum blocks
 constexpr int kMaxRowChunks = 64;  // blocks along the rows of dout
 constexpr int kMinRowsPerChunk = 256;
+constexpr int kThreads = 256;  // of the one-dimensional launches
 
 // partials (chunks, N): column sums of dout (M,N) over the rows of chunk blockIdx.y.
 // Each thread sums rows ty, ty + 8, ... of the chunk; the 8 sums are added in ty order.
 template <typename T>
 __global__ void column_sum_partials_kernel(float* partials, const T* dout, int64_t M, int N,
                                            int64_t rows_per_chunk) {
+    declare_launch_limits<kColumnsPerBlock * kRowGroups>();
     __shared__ float sums[kRowGroups][kColumnsPerBlock];
     const int column = blockIdx.x * kColumnsPerBlock + threadIdx.x;
     const int64_t first = int64_t{blockIdx.y} * rows_per_chunk;
@@ -55,6 +57,7 @@ __global__ void column_sum_partials_kernel(float* partials, const T* dout, int64
 
 // dbias (N) += sum over chunks of partials (chunks, N), in chunk order.
 __global__ void add_column_partials_kernel(float* dbias, const float* partials, int chunks, int N) {
+    declare_launch_limits<kThreads>();
     const int column = blockIdx.x * blockDim.x + threadIdx.x;
     if (column >= N) return;
     float total = 0.f;
@@ -72,6 +75,7 @@ __device__ __forceinline__ float round_to_tf32(float value) {
 // out (n) = in (n) rounded to TF32; N elements per access.
 template <int N>
 __global__ void round_to_tf32_kernel(float* out, const float* in, int64_t n) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= n) return;
     float values[N];
@@ -82,7 +86,6 @@ __global__ void round_to_tf32_kernel(float* out, const float* in, int64_t n) {
 }
 
 void launch_round_to_tf32(cudaStream_t stream, float* out, const float* in, int64_t n) {
-    constexpr int kThreads = 256;
     constexpr int N = 4;
     if (n % N == 0 && all_aligned_16({out, in}))
         launch_kernel(round_to_tf32_kernel<N>, blocks_for(n / N, kThreads), kThreads, 0, stream, out, in, n);
@@ -120,7 +123,6 @@ void launch_bias_gradient(cudaStream_t stream, float* dbias, float* partials, co
     const dim3 grid(blocks_for(N, kColumnsPerBlock), static_cast<unsigned>(layout.chunks));
     launch_kernel(column_sum_partials_kernel<T>, grid, dim3(kColumnsPerBlock, kRowGroups), 0, stream,
                   partials, dout, M, N, layout.rows_per_chunk);
-    constexpr int kThreads = 256;
     launch_kernel(add_column_partials_kernel, blocks_for(N, kThreads), kThreads, 0, stream, dbias, partials,
                   layout.chunks, N);
 }

@@ -13,6 +13,7 @@
 namespace mixgpt::cuda {
 
 constexpr size_t kNormDefaultSharedBytes = 48 * 1024;
+constexpr int kNormBackwardMaxWarps = 8;
 
 // Where the backward keeps column `column` of a row in a warp's accumulators: lane l holds
 // columns l*N .. l*N + N-1 of each pass of 32N columns (its pack), element i in word
@@ -38,7 +39,8 @@ inline NormBackwardLayout norm_backward_layout(const char* op, int64_t rows, int
                                                int multiprocessors, size_t shared_optin) {
     const size_t per_warp = static_cast<size_t>(accumulators) * C * sizeof(float);
     NormBackwardLayout layout;
-    layout.warps = static_cast<int>(std::clamp<size_t>(kNormDefaultSharedBytes / per_warp, 1, 8));
+    layout.warps =
+        static_cast<int>(std::clamp<size_t>(kNormDefaultSharedBytes / per_warp, 1, kNormBackwardMaxWarps));
     layout.shared_bytes = per_warp * static_cast<size_t>(layout.warps);
     MIXGPT_REQUIRE(layout.shared_bytes <= shared_optin,
                    format("cuda %s: C = %d needs %zu bytes of shared memory per block, the device allows %zu",

@@ -37,6 +37,7 @@ __device__ double block_sum(double value) {
 // partials (gridDim.x): each block's sum of squares of its grid-strided share of grads (n).
 template <int N>
 __global__ void squares_partials_kernel(double* partials, const float* grads, int64_t n) {
+    declare_launch_limits<kThreads>();
     double sum = 0.0;
     const int64_t stride = int64_t{gridDim.x} * blockDim.x * N;
     for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N; i < n; i += stride) {
@@ -51,6 +52,7 @@ __global__ void squares_partials_kernel(double* partials, const float* grads, in
 
 // One block: status->grad_norm_squared = the sum of the partials; skip when it is not finite.
 __global__ void finish_norm_kernel(StepStatus* status, const double* partials, int count) {
+    declare_launch_limits<kThreads>();
     double sum = 0.0;
     for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
     sum = block_sum(sum);
@@ -91,6 +93,7 @@ __device__ __forceinline__ W working_value(float value, const AdamWHyper& hyper,
 template <typename W, int N>
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, W* working, int64_t n,
                              int64_t decay_count, AdamWHyper hyper, const StepStatus* status) {
+    declare_launch_limits<kThreads>();
     if (status->skip != 0) return;
     const int step = status->optimizer_steps + 1;
     const float loss_scale = status->loss_scale;
@@ -132,14 +135,17 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
 
 // After adamw_kernel: the update it applied counts (AdamW's t).
 __global__ void count_step_kernel(StepStatus* status) {
+    declare_launch_limits<1>();
     if (status->skip == 0) status->optimizer_steps += 1;
 }
 
 __global__ void decide_skip_kernel(StepStatus* status) {
+    declare_launch_limits<1>();
     status->skip = isfinite(status->grad_norm_squared) ? 0 : 1;
 }
 
 __global__ void update_loss_scale_kernel(StepStatus* status, LossScaleConfig config) {
+    declare_launch_limits<1>();
     if (status->skip != 0) {
         status->skipped_steps += 1;
         status->clean_steps = 0;

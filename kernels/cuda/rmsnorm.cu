@@ -13,6 +13,7 @@ namespace mixgpt::cuda {
 namespace {
 
 constexpr int kForwardWarps = 8;  // rows per forward block
+constexpr int kWeightGradientThreads = 256;
 
 template <typename T>
 __device__ __forceinline__ float round_through(float value) {
@@ -25,6 +26,7 @@ __device__ __forceinline__ float round_through(float value) {
 template <typename T, int N, bool kResidual>
 __global__ void rmsnorm_forward_kernel(T* out, float* rstd, T* residual_out, const T* inp, const T* branch,
                                        const T* weight, int64_t rows, int C, float epsilon) {
+    declare_launch_limits<kForwardWarps * kWarpSize>();
     const int lane = threadIdx.x % kWarpSize;
     const int64_t row = int64_t{blockIdx.x} * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
     if (row >= rows) return;
@@ -63,6 +65,7 @@ __global__ void rmsnorm_forward_kernel(T* out, float* rstd, T* residual_out, con
 template <typename T, int N>
 __global__ void rmsnorm_backward_kernel(T* dinp, float* partials, const T* dout, const T* inp,
                                         const T* weight, const float* rstd, int64_t rows, int C) {
+    declare_launch_limits<kNormBackwardMaxWarps * kWarpSize, kDeviceSharedLimit>();
     const SharedPointer<float> accumulators = dynamic_shared_memory<float>();  // (warps, C)
     const int warps = blockDim.x / kWarpSize;
     const int warp = threadIdx.x / kWarpSize;
@@ -116,6 +119,7 @@ __global__ void rmsnorm_backward_kernel(T* dinp, float* partials, const T* dout,
 
 // dweight (C) += sum over blocks of partials (blocks, C), in block order.
 __global__ void rmsnorm_weight_gradient_kernel(float* dweight, const float* partials, int blocks, int C) {
+    declare_launch_limits<kWeightGradientThreads>();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float total = 0.f;
@@ -152,9 +156,8 @@ void launch_rmsnorm_backward(cudaStream_t stream, const NormBackwardLayout& layo
         launch(rmsnorm_backward_kernel<T, kPack16<T>>);
     else
         launch(rmsnorm_backward_kernel<T, 1>);
-    constexpr int kThreads = 256;
-    launch_kernel(rmsnorm_weight_gradient_kernel, blocks_for(C, kThreads), kThreads, 0, stream, dweight,
-                  partials, layout.blocks, C);
+    launch_kernel(rmsnorm_weight_gradient_kernel, blocks_for(C, kWeightGradientThreads),
+                  kWeightGradientThreads, 0, stream, dweight, partials, layout.blocks, C);
 }
 
 // Checks the shared arguments of both forwards; returns the number of rows.

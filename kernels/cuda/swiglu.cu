@@ -16,6 +16,7 @@ __device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)
 // (F % N == 0).
 template <typename T, int N>
 __global__ void swiglu_forward_kernel(T* out, const T* gate_up, int64_t M, int F) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= M * F) return;
     const int64_t row = i / F;
@@ -32,6 +33,7 @@ __global__ void swiglu_forward_kernel(T* out, const T* gate_up, int64_t M, int F
 // dgate_up (M,2F) = [dout * up * silu'(gate) | dout * silu(gate)], silu'(g) = s (1 + g (1 - s)).
 template <typename T, int N>
 __global__ void swiglu_backward_kernel(T* dgate_up, const T* dout, const T* gate_up, int64_t M, int F) {
+    declare_launch_limits<kThreads>();
     const int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * N;
     if (i >= M * F) return;
     const int64_t row = i / F;

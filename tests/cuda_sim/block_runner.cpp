@@ -279,6 +279,16 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block_dim, size_t dynamic
 
 unsigned char* dynamic_shared_memory() { return current_block().shared.data(); }
 
+void expect_launch_limits(const char* kernel, int max_threads, size_t max_dynamic_shared_bytes) {
+    const Block& block = current_block();
+    if (block.threads.size() > static_cast<size_t>(max_threads) ||
+        block.shared.size() > max_dynamic_shared_bytes)
+        fault(std::string(kernel) + " launched with " + std::to_string(block.threads.size()) +
+              " threads per block and " + std::to_string(block.shared.size()) +
+              " bytes of dynamic shared memory; it declares at most " + std::to_string(max_threads) +
+              " and " + std::to_string(max_dynamic_shared_bytes) + " (declare_launch_limits)");
+}
+
 void sync_threads() {
     Block& block = current_block();
     block.running->state = State::at_block_barrier;

@@ -74,6 +74,11 @@ const LaneSlot& warp_collective(const char* instruction, unsigned mask, const vo
 // Ends the launch with `message` (the running thread's position is added).
 [[noreturn]] void fault(const std::string& message);
 
+// Faults unless the running launch has at most `max_threads` threads per block and
+// `max_dynamic_shared_bytes` of dynamic shared memory, what `kernel` declares
+// (declare_launch_limits): a GPU refuses threads past __launch_bounds__ too.
+void expect_launch_limits(const char* kernel, int max_threads, size_t max_dynamic_shared_bytes);
+
 // Checks that [address, address + bytes) lies in the dynamic shared memory and is aligned to
 // `alignment`; faults naming `instruction` otherwise.
 void expect_shared(const char* instruction, const void* address, size_t bytes, size_t alignment);

@@ -54,6 +54,12 @@ void enqueue_kernel(void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t
                      std::forward<Arguments>(arguments)...)] { std::apply(kernel, parameters); });
 }
 
+// ---- what a kernel's launches ask for at most: a launch above it faults, naming the kernel ----
+template <int kMaxThreads, size_t kMaxDynamicSharedBytes = 0>
+void declare_launch_limits(const char* kernel = __builtin_FUNCTION()) {
+    cuda_sim::expect_launch_limits(kernel, kMaxThreads, kMaxDynamicSharedBytes);
+}
+
 // ---- cp.async, ldmatrix, mma.sync ----
 __device__ __forceinline__ void copy_async_16(void* shared, const void* global, bool valid) {
     cuda_sim::copy_async(shared, global, 16, valid);

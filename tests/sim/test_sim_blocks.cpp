@@ -5,12 +5,16 @@
 //     order the two, sees the write in one schedule and the poison in the other;
 //   - every block starts with its static __shared__ variables poisoned (0xff bytes), as with its
 //     dynamic shared memory, so a block that reads one before writing it sees NaN, not what the
-//     block before it left there.
+//     block before it left there;
+//   - a launch with more threads per block or dynamic shared memory than its kernel declares
+//     (declare_launch_limits) faults, naming the kernel, as __launch_bounds__ has a GPU refuse it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/cuda_sim/block_runner.h"
@@ -52,6 +56,23 @@ TEST(SimBlocks, EachStartsWithItsStaticSharedMemoryPoisoned) {
     });
     ASSERT_EQ(status, cudaSuccess);
     EXPECT_EQ(seen, std::vector<uint32_t>(3, 0xffffffffu));
+}
+
+TEST(SimBlocks, FaultWhenLaunchedAboveTheirKernelsDeclaredLimits) {
+    // A kernel declaring at most 128 threads and 64 bytes of dynamic shared memory.
+    const auto launch = [](unsigned threads, size_t shared_bytes) {
+        testing::internal::CaptureStderr();
+        const cudaError_t status = cuda_sim::launch(nullptr, dim3(2), dim3(threads), shared_bytes, [] {
+            cuda_sim::expect_launch_limits("probe_kernel", 128, 64);
+        });
+        return std::make_pair(status, testing::internal::GetCapturedStderr());
+    };
+    EXPECT_EQ(launch(128, 64).first, cudaSuccess);
+    const auto [threads_status, threads_message] = launch(256, 0);
+    EXPECT_EQ(threads_status, cudaErrorLaunchFailure);
+    EXPECT_NE(threads_message.find("probe_kernel launched with 256 threads per block"), std::string::npos)
+        << threads_message;
+    EXPECT_EQ(launch(64, 65).first, cudaErrorLaunchFailure);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -58,19 +57,6 @@ std::vector<std::string> remove_stale_temporaries(const std::string& directory) 
         if (std::filesystem::remove(entry.path(), ignored)) removed.push_back(entry.path().string());
     }
     return removed;
-}
-
-void write_whole_file(const std::string& path, const std::string& content) {
-    AtomicOutput output(path);
-    std::FILE* file = std::fopen(output.temporary_path().c_str(), "wb");
-    if (file == nullptr) throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
-    const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size() &&
-                         std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file) == 0;
-    if (!written || !closed)
-        throw Error(path + ": cannot write (" + std::strerror(written ? errno : saved_errno) + ")");
-    output.commit();
 }
 
 bool file_exists(const std::string& path) {

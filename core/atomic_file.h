@@ -5,7 +5,8 @@
 //   out.commit();                              // fsync + rename
 //
 // If commit() is never reached (exception, early return) the temporary file is
-// removed, so an interrupted run never leaves a file that looks complete.
+// removed, so an interrupted run never leaves a file that looks complete. A file the user names
+// is written through core/output_file.h, which replaces only regular files.
 #pragma once
 
 #include <string>
@@ -34,10 +35,6 @@ private:
 // <pid> exists, and it is not this one. Returns the paths removed. A writer on another machine
 // sharing the directory is not seen: do not share a run directory between machines.
 std::vector<std::string> remove_stale_temporaries(const std::string& directory);
-
-// Writes `content` to `path` through an AtomicOutput: the file appears complete or not at all;
-// throws Error naming the path and the reason ("No space left on device") when it cannot.
-void write_whole_file(const std::string& path, const std::string& content);
 
 bool file_exists(const std::string& path);
 // Creates `directory` and its parents; throws Error when that fails.

@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/atomic_file.h"
 #include "core/build_info.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "model/checkpoint_model.h"
 #include "interop/hf_layout.h"

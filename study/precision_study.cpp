@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "dist/mpi_launch.h"
 #include "kernels/device_choice.h"
 #include "study/benchmark.h"

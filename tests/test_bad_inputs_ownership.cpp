@@ -1,7 +1,10 @@
 // Bad input, ownership family (issue 36): mixgpt removes, moves or replaces only what it made.
-// train --overwrite moves a run, never a folder of other files. Each case records every file there
-// before it runs, and checks them all afterwards.
+// train --overwrite moves a run, never a folder of other files; a single-file output is never an
+// input, and a device, a pipe or standard output is written through, never replaced. Each case
+// records every file there before it runs, and checks them all afterwards.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <filesystem>
 
@@ -81,6 +84,52 @@ TEST_F(BadOwnershipTest, OverwriteMovesOnlyARun) {
     for (const char* folder : {"project", "dataset_with_run"})
         for (const fs::directory_entry& entry : fs::directory_iterator(fixture_->file(folder)))
             EXPECT_NE(entry.path().filename().string().rfind("replaced-", 0), 0u) << entry.path();
+}
+
+// eval --per-example and bench --json-out renamed their file over the path: over the task file,
+// over a device (as root), over a link to standard output.
+TEST_F(BadOwnershipTest, SingleFileOutputsAreNeverRenamedOverWhatIsNotAFile) {
+    TempDirectory scratch("mixgpt_ownership_outputs");
+    const auto eval = [](const std::string& task, const std::string& per_example) {
+        return std::vector<std::string>{"eval",      "{D}/run", "--task",        "mc",       "--data", task,
+                                        "--threads", "1",       "--per-example", per_example};
+    };
+    {
+        SCOPED_TRACE("eval --per-example onto the task file");
+        const Outcome outcome =
+            run_keeping(eval("{D}/scored_task.jsonl", "{D}/scored_task.jsonl"), 1, scratch);
+        EXPECT_NE(outcome.err.find(fixture_->file("scored_task.jsonl") + ": is an input of this command"),
+                  std::string::npos)
+            << outcome.err;
+    }
+    const std::string stdout_link = scratch.file("stdout");
+    fs::create_symlink("/proc/self/fd/1", stdout_link);
+    {
+        SCOPED_TRACE("eval --per-example onto a link to standard output");
+        const Outcome outcome = run_keeping(eval("{D}/task.jsonl", stdout_link), 0, scratch);
+        EXPECT_TRUE(fs::is_symlink(stdout_link));
+        EXPECT_NE(outcome.out.find("\"choice_norm\""), std::string::npos) << outcome.out;
+    }
+    {
+        SCOPED_TRACE("bench --json-out onto a link to standard output");
+        const Outcome outcome = run_keeping(
+            {"bench", "--model",   "d2", "--n-embd",   "32",       "--vocab-size",   "100", "-b",
+             "1",     "-t",        "8",  "--steps",    "1",        "--warmup-steps", "0",   "--precision",
+             "fp32",  "--threads", "1",  "--json-out", stdout_link},
+            0, scratch);
+        EXPECT_TRUE(fs::is_symlink(stdout_link));
+        EXPECT_NE(outcome.out.find("\"tokens_per_second\""), std::string::npos) << outcome.out;
+    }
+    const std::string full = scratch.file("full");
+    if (::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0)
+        GTEST_SKIP() << "cannot make a device node here (needs root): the /dev/full case not run";
+    {
+        SCOPED_TRACE("eval --per-example onto a full device");
+        const Outcome outcome = run_keeping(eval("{D}/task.jsonl", full), 1, scratch);
+        EXPECT_NE(outcome.err.find(full + ": cannot write (No space left on device)"), std::string::npos)
+            << outcome.err;
+        EXPECT_TRUE(fs::is_character_file(full));
+    }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/h5.h"
+#include "core/output_file.h"
 #include "core/sha256.h"
 #include "tests/test_support.h"
 

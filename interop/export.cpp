@@ -71,7 +71,7 @@ ExportResult export_hf(const ExportOptions& options) {
 
     const std::string run_directory = run_directory_of(options.source, loaded.path);
     StagingDirectory staging(options.output, options.force,
-                             {options.source, loaded.path, tokenizer.path(), run_directory}, "-o");
+                             {options.source, loaded.path, tokenizer.path(), run_directory}, "-o", "export");
     const fs::path folder(staging.path());
     const ParameterLayout layout(checkpoint.config);
     std::vector<TensorToWrite> tensors;

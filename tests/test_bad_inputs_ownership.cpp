@@ -1,14 +1,21 @@
 // Bad input, ownership family (issue 36): mixgpt removes, moves or replaces only what it made.
 // train --overwrite moves a run, never a folder of other files; a single-file output is never an
-// input, and a device, a pipe or standard output is written through, never replaced. Each case
-// records every file there before it runs, and checks them all afterwards.
+// input, and a device, a pipe or standard output is written through, never replaced; the sweep of
+// stale temporaries beside an output (prepare, export, import) spares a user's folders named like
+// one and the command's own inputs; prepare --force never takes the inputs it reads with the
+// dataset it replaces; two prepares into one new folder never mix. Each case records every file
+// there before it runs, and checks them all afterwards.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
 
 #include "tests/bad_inputs_support.h"
+#include "tokenizer/dataset_index.h"
 
 namespace mixgpt {
 namespace {
@@ -130,6 +137,111 @@ TEST_F(BadOwnershipTest, SingleFileOutputsAreNeverRenamedOverWhatIsNotAFile) {
             << outcome.err;
         EXPECT_TRUE(fs::is_character_file(full));
     }
+}
+
+// prepare with the fixture's tokenizer, all documents in the training split: quick.
+std::vector<std::string> quick_prepare(const std::string& output, const std::string& input) {
+    return {"prepare",        "--output", output,      "--tokenizer", "{DATA}/tokenizer.model",
+            "--val-fraction", "0",        "--threads", "1",           input};
+}
+
+// The sweep of stale temporaries removed, recursively, every sibling "<output>.old-N" and
+// "<output>.tmp-N" whose N was no live process: the user's backup, the user's folder, the command's
+// own input.
+TEST_F(BadOwnershipTest, StaleTemporarySweepSparesWhatIsNotOurs) {
+    TempDirectory scratch("mixgpt_ownership_sweep");
+    const std::string dead = std::to_string(gone_pid());
+    scratch.write("web.old-" + dead + "/notes.txt", "the user's backup\n");
+    scratch.write("books.tmp-" + dead + "/chapter1.txt", "It was a dark and stormy night.\n");
+    fs::copy(fixture_->file("run"), scratch.file("model.tmp-" + dead), fs::copy_options::recursive);
+    scratch.write("hf.tmp-" + dead + "/notes.txt", "the user's folder\n");
+    fs::copy(fixture_->file("hf"), scratch.file("import.tmp-" + dead), fs::copy_options::recursive);
+    {
+        SCOPED_TRACE("prepare beside a backup <output>.old-N");
+        run_keeping(quick_prepare(scratch.file("web"), "{D}/corpus"), 0, scratch);
+    }
+    {
+        SCOPED_TRACE("prepare of an input named <output>.tmp-N");
+        run_keeping(quick_prepare(scratch.file("books"), scratch.file("books.tmp-" + dead)), 0, scratch);
+    }
+    {
+        SCOPED_TRACE("export of a run named <output>.tmp-N");
+        run_keeping({"export", scratch.file("model.tmp-" + dead), "-o", scratch.file("model")}, 0, scratch);
+    }
+    {
+        SCOPED_TRACE("export beside a folder <output>.tmp-N");
+        run_keeping({"export", "{D}/run", "-o", scratch.file("hf")}, 0, scratch);
+    }
+    {
+        SCOPED_TRACE("import of a folder named <output>.tmp-N");
+        run_keeping({"import", scratch.file("import.tmp-" + dead), "-o", scratch.file("import")}, 0, scratch);
+    }
+}
+
+// prepare --output books 'books/*.txt' --force replaced the folder, books and all, with a dataset
+// made of them (and of the old index.json, read as a document).
+TEST_F(BadOwnershipTest, PrepareForceNeverReplacesItsInputs) {
+    TempDirectory scratch("mixgpt_ownership_books");
+    fs::copy(fixture_->file("data"), scratch.file("books"), fs::copy_options::recursive);
+    for (const fs::directory_entry& entry : fs::directory_iterator(fixture_->file("corpus")))
+        fs::copy(entry.path(), scratch.file("books") / entry.path().filename());
+    std::vector<std::string> arguments = quick_prepare(scratch.file("books"), scratch.file("books/*.txt"));
+    arguments.push_back("--force");
+    const Outcome outcome = run_keeping(arguments, 1, scratch);
+    EXPECT_NE(
+        outcome.err.find(scratch.file("books") + ": holds the input " + scratch.file("books/doc1000.txt")),
+        std::string::npos)
+        << outcome.err;
+}
+
+// JSON lines of `count` documents of made-up words: a corpus on which a tokenizer of 2000 tokens
+// trains for most of a second.
+std::string varied_documents(int count) {
+    static const char* const kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "sa",  "ti",  "vo",  "ze",  "qu",
+                                             "an", "el", "is", "or", "um", "bra", "cle", "dri", "fro", "glu"};
+    std::mt19937_64 random(5);
+    std::string lines;
+    for (int d = 0; d < count; ++d) {
+        std::string text;
+        for (int w = 0; w < 80; ++w) {
+            for (int s = 0, syllables = 1 + static_cast<int>(random() % 4); s < syllables; ++s)
+                text += kSyllables[random() % 20];
+            text += w + 1 < 80 ? " " : ".\n";
+        }
+        lines += nlohmann::json({{"text", text}}).dump() + "\n";
+    }
+    return lines;
+}
+
+// Two prepares into one new folder, the second started half a second after the first: both
+// finished, leaving an index of one, the tokenizer of the other and shards of both.
+TEST_F(BadOwnershipTest, SecondPrepareIntoTheSameNewFolderIsRefused) {
+    TempDirectory scratch("mixgpt_ownership_two_prepares");
+    const std::string corpus = scratch.write("corpus.jsonl", varied_documents(1200));
+    const std::string output = scratch.file("web");
+    const auto prepare = [&](const std::string& vocab_size) {  // two tokenizers: a mix shows
+        return std::vector<std::string>{
+            "prepare", "--output",  output, "--vocab-size", vocab_size, "--shard-tokens",
+            "100000",  "--threads", "1",    corpus};
+    };
+    const pid_t first = spawn(prepare("2000"), scratch.file("out1"), scratch.file("err1"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const pid_t second = spawn(prepare("1900"), scratch.file("out2"), scratch.file("err2"));
+    const Outcome outcomes[2] = {wait_for(first, scratch.file("out1"), scratch.file("err1")),
+                                 wait_for(second, scratch.file("out2"), scratch.file("err2"))};
+    EXPECT_EQ(outcomes[0].exit_status, 0) << outcomes[0].err;
+    EXPECT_EQ(outcomes[1].exit_status, 1) << outcomes[1].err;
+    std::string line;
+    EXPECT_TRUE(is_one_error_line(outcomes[1].err, line));
+    EXPECT_NE(line.find(output + ": in use by process " + std::to_string(first)), std::string::npos) << line;
+    const DatasetIndex index = read_index(output + "/index.json");
+    EXPECT_EQ(index.tokenizer.sha256, sha256_file_hex(output + "/tokenizer.model"));
+    size_t shard_files = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(output))
+        shard_files += entry.path().filename().string().rfind("shard-", 0) == 0;
+    EXPECT_EQ(shard_files, index.shards.size());
+    for (const ShardRecord& shard : index.shards)
+        EXPECT_EQ(sha256_file_hex(output + "/" + shard.file), shard.sha256) << shard.file;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `mixgpt bench`: flags (or a TOML file) onto BenchOptions; prints a table or JSON.
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -7,8 +8,8 @@
 #include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "kernels/device_choice.h"
 #include "study/benchmark.h"
 
@@ -84,10 +85,13 @@ void add_bench_command(CLI::App& app) {
         options.flash_attention = arguments->attention == "flash";
         options.exchange = parse_gradient_exchange(arguments->exchange);
         options.device = resolve_device(options.device, options.device_index);
+        std::optional<OutputFile> json_out;  // opened first: a path that cannot be written fails at once
+        if (!arguments->json_out.empty())
+            json_out.emplace(arguments->json_out, std::vector<std::string>{}, "--json-out");
         const std::vector<BenchResult> results = run_benchmark(options);
         const std::string json = bench_json(options, results) + "\n";
         std::cout << (arguments->json ? json : bench_table(options, results));
-        if (!arguments->json_out.empty()) write_whole_file(arguments->json_out, json);
+        if (json_out) json_out->write(json);
     });
 }
 

@@ -1,16 +1,14 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include "core/error.h"
+#include "core/owned_temporary.h"
 
 namespace mixgpt {
 namespace {
@@ -25,8 +23,7 @@ void fsync_path(const std::string& path, int flags) {
 }  // namespace
 
 AtomicOutput::AtomicOutput(std::string final_path)
-    : final_path_(std::move(final_path)),
-      temporary_path_(final_path_ + ".tmp-" + std::to_string(::getpid())) {}
+    : final_path_(std::move(final_path)), temporary_path_(owned_file_temporary(final_path_)) {}
 
 AtomicOutput::~AtomicOutput() {
     if (!committed_) std::remove(temporary_path_.c_str());
@@ -39,38 +36,6 @@ void AtomicOutput::commit() {
     committed_ = true;
     const std::string directory = std::filesystem::path(final_path_).parent_path().string();
     fsync_path(directory.empty() ? "." : directory, O_RDONLY | O_DIRECTORY);
-}
-
-std::vector<std::string> remove_stale_temporaries(const std::string& directory) {
-    std::vector<std::string> removed;
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-        const std::string name = entry.path().filename().string();
-        const size_t marker = name.rfind(".tmp-");
-        if (marker == std::string::npos || marker == 0) continue;
-        const std::string digits = name.substr(marker + 5);
-        if (digits.empty() || digits.size() > 9 ||
-            digits.find_first_not_of("0123456789") != std::string::npos)
-            continue;
-        const pid_t writer = static_cast<pid_t>(std::stol(digits));
-        if (writer == ::getpid() || writer <= 0 || ::kill(writer, 0) == 0 || errno != ESRCH) continue;
-        std::error_code ignored;
-        if (std::filesystem::remove(entry.path(), ignored)) removed.push_back(entry.path().string());
-    }
-    return removed;
-}
-
-void write_whole_file(const std::string& path, const std::string& content) {
-    AtomicOutput output(path);
-    std::FILE* file = std::fopen(output.temporary_path().c_str(), "wb");
-    if (file == nullptr) throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
-    const bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size() &&
-                         std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file) == 0;
-    if (!written || !closed)
-        throw Error(path + ": cannot write (" + std::strerror(written ? errno : saved_errno) + ")");
-    output.commit();
 }
 
 bool file_exists(const std::string& path) {

@@ -1,15 +1,17 @@
 // Write-then-rename: output appears under its final name only when complete.
 //
-//   AtomicOutput out("data/kjv/dataset.h5");   // reserves "dataset.h5.tmp-<pid>"
+//   AtomicOutput out("data/kjv/dataset.h5");   // reserves "dataset.h5.tmp-<pid>-<start>"
 //   write everything to out.temporary_path();
 //   out.commit();                              // fsync + rename
 //
 // If commit() is never reached (exception, early return) the temporary file is
-// removed, so an interrupted run never leaves a file that looks complete.
+// removed, so an interrupted run never leaves a file that looks complete. The temporary's name
+// says which process wrote it (core/owned_temporary.h): the sweep after a kill -9,
+// remove_stale_owned_files, removes it, and nothing else. A file the user names is written
+// through core/output_file.h, which replaces only regular files.
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace mixgpt {
 
@@ -29,15 +31,6 @@ private:
     std::string temporary_path_;
     bool committed_ = false;
 };
-
-// Removes the temporaries ("<name>.tmp-<pid>") in `directory` whose writer is gone: no process
-// <pid> exists, and it is not this one. Returns the paths removed. A writer on another machine
-// sharing the directory is not seen: do not share a run directory between machines.
-std::vector<std::string> remove_stale_temporaries(const std::string& directory);
-
-// Writes `content` to `path` through an AtomicOutput: the file appears complete or not at all;
-// throws Error naming the path and the reason ("No space left on device") when it cannot.
-void write_whole_file(const std::string& path, const std::string& content);
 
 bool file_exists(const std::string& path);
 // Creates `directory` and its parents; throws Error when that fails.

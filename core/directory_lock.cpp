@@ -12,17 +12,12 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/process_identity.h"
 
 namespace mixgpt {
 namespace {
 
 constexpr const char* kLockFileName = "run.lock";
-
-std::string host_name() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown host";
-    return name;
-}
 
 // "process <pid> on <host>" from the lock file's text "pid <pid> host <host>".
 std::string describe_holder(int descriptor) {
@@ -80,7 +75,9 @@ DirectoryLock::DirectoryLock(const std::string& directory) : path_(file_of(direc
 }
 
 DirectoryLock::~DirectoryLock() {
-    ::unlink(path_.c_str());  // while still holding the lock: see the header
+    // While still holding the lock (see the header), and only while the path names our file: a
+    // directory renamed away (prepare --force, export --force) leaves the path to a newer holder.
+    if (same_file(descriptor_, path_)) ::unlink(path_.c_str());
     ::close(descriptor_);
 }
 

@@ -3,8 +3,11 @@
 // when the process ends in any way (kill -9 included), so a stale lock never blocks anyone. The
 // file holds "pid <pid> host <host>" of the holder, for the message of the process refused.
 //
-// The holder removes the file when it lets go; a process that locked a file that was removed
-// meanwhile (the path no longer names its inode) tries again, so two holders are impossible.
+// The holder removes the file when it lets go (unless the directory was renamed away meanwhile,
+// and the path names another file); a process that locked a file that was removed meanwhile (the
+// path no longer names its inode) tries again, so two holders are impossible. Every writer of a
+// folder takes it before it writes anything there: train (its run directory), prepare (its
+// dataset folder), study (its study folder), export and import (their output folder).
 // Advisory: only mixgpt's own writers take it. flock on NFS works between clients on Linux 2.6.12+.
 #pragma once
 

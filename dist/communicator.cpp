@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/process_identity.h"
 
 namespace mixgpt {
 
@@ -31,12 +32,6 @@ void require_root(int root, int world_size, const char* collective) {
     MIXGPT_REQUIRE(root >= 0 && root < world_size, std::string(collective) + ": root " +
                                                        std::to_string(root) + " outside a world of " +
                                                        std::to_string(world_size) + " ranks");
-}
-
-std::string host_name() {
-    char name[256] = {};
-    if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-    return name;
 }
 
 std::string SingleProcessCommunicator::describe() const { return "host " + host_name(); }

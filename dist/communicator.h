@@ -94,7 +94,5 @@ void require_f32(const TensorView& values, const char* collective);
 int64_t require_blocks(const TensorView& values, int world_size, const char* collective);
 void require_root(int root, int world_size, const char* collective);
 
-// The host name of this machine ("unknown" if it cannot be read).
-std::string host_name();
 
 }  // namespace mixgpt

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/process_identity.h"
 #include "dist/mpi_launch.h"
 
 namespace mixgpt {

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "core/mpi_check.h"
+#include "core/process_identity.h"
 #include "dist/communicator.h"
 
 namespace mixgpt {

@@ -1,16 +1,14 @@
 #include "eval/run_multiple_choice.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "core/progress.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "kernels/precision.h"
@@ -86,14 +84,11 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
     report.result.skipped_lines = task.skipped_lines;
 
     // Opened before the work, so that a path that cannot be written fails at once.
-    std::optional<AtomicOutput> per_example;
-    std::ofstream per_example_file;
-    if (!options.per_example.empty()) {
-        per_example.emplace(options.per_example);
-        per_example_file.open(per_example->temporary_path());
-        MIXGPT_REQUIRE(per_example_file.is_open(),
-                       options.per_example + ": cannot write (" + std::strerror(errno) + ")");
-    }
+    std::optional<OutputFile> per_example;
+    if (!options.per_example.empty())
+        per_example.emplace(options.per_example,
+                            std::vector<std::string>{options.data, loaded.path, tokenizer.path()},
+                            "--per-example");
 
     const auto start = std::chrono::steady_clock::now();
     Progress progress(report.result.task, static_cast<double>(task.examples.size()), "ex");
@@ -104,10 +99,9 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
                            percent(report.result.totals.acc_norm()).c_str()));
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (per_example) {
-        write_per_example_scores(per_example_file, task, scores);
-        per_example_file.close();
-        MIXGPT_REQUIRE(per_example_file.good(), options.per_example + ": cannot write");
-        per_example->commit();
+        std::ostringstream lines;
+        write_per_example_scores(lines, task, scores);
+        per_example->write(lines.str());
     }
     return report;
 }

@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/atomic_file.h"
 #include "core/build_info.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "model/checkpoint_model.h"
 #include "interop/hf_layout.h"
@@ -71,7 +71,7 @@ ExportResult export_hf(const ExportOptions& options) {
 
     const std::string run_directory = run_directory_of(options.source, loaded.path);
     StagingDirectory staging(options.output, options.force,
-                             {options.source, loaded.path, tokenizer.path(), run_directory}, "-o");
+                             {options.source, loaded.path, tokenizer.path(), run_directory}, "-o", "export");
     const fs::path folder(staging.path());
     const ParameterLayout layout(checkpoint.config);
     std::vector<TensorToWrite> tensors;

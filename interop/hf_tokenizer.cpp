@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "interop/hf_tokenizer_gpt2.h"
 
 namespace mixgpt::interop {

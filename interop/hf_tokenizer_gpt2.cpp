@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/output_file.h"
 
 namespace mixgpt::interop {
 namespace {

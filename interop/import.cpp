@@ -186,7 +186,8 @@ ImportResult import_hf(const ImportOptions& options) {
             checkpoint.options.emplace_back(option, metadata_text(file, key));
 
     stop_if_signalled(signals, options.output);
-    StagingDirectory staging(options.output, options.force, {options.directory, tokenizer.path()}, "-o");
+    StagingDirectory staging(options.output, options.force, {options.directory, tokenizer.path()}, "-o",
+                             "import");
     checkpoint.tokenizer_path =
         (fs::path(options.output) / copy_tokenizer_files(tokenizer, staging.path())).string();
     const std::string staged =

@@ -98,7 +98,7 @@ void write_reference_outputs(const ReferenceOptions& options) {
     stop_if_signalled(signals, options.output);
     StagingDirectory staging(options.output, options.force,
                              {loaded.path, tokenizer.path(), info.path, options.export_output},
-                             "--reference-out");
+                             "--reference-out", "export");
     const fs::path folder(staging.path());
     const nlohmann::ordered_json reference = {{"checkpoint", loaded.path},
                                               {"seq_len", t},

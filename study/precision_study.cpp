@@ -7,9 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "dist/mpi_launch.h"
 #include "kernels/device_choice.h"
 #include "study/benchmark.h"
@@ -170,7 +171,7 @@ bool run_study(const StudyOptions& asked) {
     const std::vector<uint64_t> seeds = study_seeds(options);
     const TrainPlan plan =
         plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);
-    make_directories(options.output_dir);
+    const DirectoryLock lock(options.output_dir);  // before anything is written: one study per folder
 
     const int count = static_cast<int>(options.variants.size() * seeds.size());
     int index = 0;

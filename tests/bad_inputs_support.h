@@ -137,6 +137,14 @@ private:
     TempDirectory output_{"mixgpt_bad_inputs_output"};
 };
 
+// A process id that no process has any more: a child that has exited and been reaped.
+inline pid_t gone_pid() {
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, nullptr, 0);
+    return child;
+}
+
 // A tiny training command; `extra` adds options or replaces the default of the same name.
 inline std::vector<std::string> train_with(const std::vector<std::string>& extra,
                                            const std::string& output = "{D}/new_run") {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/directory_lock.h"
+#include "core/owned_temporary.h"
 #include "model/parameters.h"
 #include "tests/bad_inputs_support.h"
 
@@ -255,26 +256,26 @@ TEST_F(BadRunDirectoryTest, ResumeIfPresentStartsAFreshRunInAnEmptyDirectory) {
     EXPECT_EQ(list_checkpoints(scratch.file("run/checkpoints")).size(), 1u);
 }
 
-// A process id that no process has any more: a child that has exited and been reaped.
-pid_t gone_pid() {
-    const pid_t child = fork();
-    if (child == 0) _exit(0);
-    waitpid(child, nullptr, 0);
-    return child;
-}
-
-// kill -9 (or a second SIGTERM) leaves <out>.tmp-<pid> and <out>.replaced.tmp-<pid>: the next
-// export or import to the same place removes them, and nothing else.
+// kill -9 (or a second SIGTERM) leaves <out>.tmp-<pid> and <out>.replaced.tmp-<pid>, marked as
+// theirs: the next export or import to the same place removes them, and nothing else.
 TEST_F(BadRunDirectoryTest, TemporariesOfAKilledExportOrImportAreRemovedNextTime) {
     TempDirectory scratch("mixgpt_stale_staging");
-    const std::string dead = std::to_string(gone_pid());
-    const std::string alive = std::to_string(::getpid());
+    ProcessIdentity writer = ProcessIdentity::self();
+    const std::string alive = std::to_string(writer.pid);
+    writer.pid = gone_pid();
+    const std::string dead = std::to_string(writer.pid);
     for (const auto& [command, output] :
          {std::pair<std::vector<std::string>, std::string>{{"export", "{D}/run"}, scratch.file("hf")},
           {{"import", "{D}/hf"}, scratch.file("imported")}}) {
-        for (const std::string& stale : {output + ".tmp-" + dead, output + ".replaced.tmp-" + dead})
-            scratch.write(fs::path(stale).filename().string() + "/model.safetensors", "half written");
-        scratch.write(fs::path(output).filename().string() + ".tmp-" + alive + "/keep", "a live writer's");
+        for (const std::string& stale : {output + ".tmp-" + dead, output + ".replaced.tmp-" + dead}) {
+            const std::string name = fs::path(stale).filename().string();
+            scratch.write(name + "/model.safetensors", "half written");
+            scratch.write(name + "/" + kTemporaryMarkerName, temporary_marker_text(command[0], writer));
+        }
+        const std::string live = fs::path(output).filename().string() + ".tmp-" + alive;
+        scratch.write(live + "/keep", "a live writer's");
+        scratch.write(live + "/" + kTemporaryMarkerName,
+                      temporary_marker_text(command[0], ProcessIdentity::self()));
         std::vector<std::string> arguments = command;
         arguments.insert(arguments.end(), {"-o", output});
         const Outcome outcome = runner_.run(arguments);

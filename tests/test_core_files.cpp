@@ -1,7 +1,6 @@
-// HDF5 helpers, write-then-rename outputs and SHA-256 (core/).
+// HDF5 helpers, write-then-rename outputs and SHA-256 (core/). Temporaries and user-named outputs:
+// test_core_owned_temporary.cpp, test_core_output_file.cpp.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/h5.h"
+#include "core/output_file.h"
 #include "core/sha256.h"
 #include "tests/test_support.h"
 
@@ -110,22 +110,6 @@ TEST(AtomicOutput, CommitRenamesAndAbandonRemovesTemporary) {
     std::string content;
     input >> content;
     EXPECT_EQ(content, "complete");
-}
-
-// A temporary is stale when no process has its pid; this process's own and a live one's stay.
-TEST(AtomicOutput, RemovesOnlyTemporariesWhoseWriterIsGone) {
-    TempDirectory dir;
-    const pid_t gone = fork();
-    if (gone == 0) _exit(0);
-    waitpid(gone, nullptr, 0);  // reaped: no process has this pid now
-    const std::string stale = dir.write("step_00000004.h5.tmp-" + std::to_string(gone), "partial");
-    const std::string own = dir.write("step_00000006.h5.tmp-" + std::to_string(getpid()), "being written");
-    const std::string live = dir.write("metrics.jsonl.tmp-1", "pid 1 is init");
-    const std::string not_temporary = dir.write("step_00000002.h5", "complete");
-    const std::string odd = dir.write("notes.tmp-abc", "not a pid");
-    EXPECT_EQ(remove_stale_temporaries(dir.path()), std::vector<std::string>{stale});
-    EXPECT_FALSE(file_exists(stale));
-    for (const std::string& kept : {own, live, not_temporary, odd}) EXPECT_TRUE(file_exists(kept)) << kept;
 }
 
 TEST(AtomicOutput, WriteWholeFileIsCompleteOrAbsent) {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 
 namespace mixgpt {
 namespace {

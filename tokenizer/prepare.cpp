@@ -11,8 +11,10 @@
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/paths.h"
 #include "core/progress.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/kjv_corpus.h"
@@ -440,13 +442,30 @@ std::string without_trailing_slashes(std::string path) {
     return path;
 }
 
-}  // namespace
+// The files and folders the run reads: the inputs as given, and the files they expand to.
+std::vector<std::string> input_paths(const PrepareOptions& options) {
+    if (!options.builtin_corpus.empty()) return {};
+    std::vector<std::string> paths;
+    for (const std::string& input : options.corpus.inputs)
+        if (input != "-" && fs::exists(input)) paths.push_back(input);
+    for (const InputFile& file : resolve_inputs(options.corpus).files)
+        if (file.path != "-") paths.push_back(file.path);
+    return paths;
+}
 
-PrepareResult run_prepare(const PrepareOptions& options) {
-    check_options(options);
-    const std::string directory = without_trailing_slashes(
-        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory);
-    PrepareFolder folder = open_prepare_folder(options, directory);
+// An input inside the dataset folder would be replaced with it (--force), or read back as a document.
+void require_inputs_outside(const std::string& directory, const std::vector<std::string>& inputs) {
+    for (const std::string& input : inputs)
+        MIXGPT_REQUIRE(!path_lies_within(input, directory),
+                       directory + ": holds the input " + input +
+                           "; prepare writes its dataset folder apart from what it reads (--force would "
+                           "replace the input with it): choose another --output, or move the inputs out");
+}
+
+// The run itself, once the folder is locked.
+PrepareResult prepare_in_locked_folder(const PrepareOptions& options, const std::string& directory,
+                                       const std::vector<std::string>& inputs) {
+    PrepareFolder folder = open_prepare_folder(options, directory, inputs);
     for (const std::string& path : folder.removed)
         log_info("removed " + path + " (left by a process that is gone)");
     if (folder.start == PrepareStart::complete) {
@@ -468,6 +487,29 @@ PrepareResult run_prepare(const PrepareOptions& options) {
                     format("; %zu complete shards are kept in %s: `mixgpt prepare "
                            "--resume` with the same inputs continues",
                            run.shards_complete(), folder.work.c_str()));
+    }
+}
+
+}  // namespace
+
+// The folder is locked before anything is written in it or beside it, so that a second prepare
+// (or an export, import or train) into the same folder is refused at once.
+PrepareResult run_prepare(const PrepareOptions& options) {
+    check_options(options);
+    const std::string directory = without_trailing_slashes(
+        options.output_directory.empty() ? "data/" + options.builtin_corpus : options.output_directory);
+    MIXGPT_REQUIRE(fs::is_directory(directory) || !fs::exists(directory),
+                   directory + ": exists and is not a folder");
+    const std::vector<std::string> inputs = input_paths(options);
+    require_inputs_outside(directory, inputs);
+    const bool existed = fs::exists(directory);
+    try {
+        const DirectoryLock lock(directory);
+        return prepare_in_locked_folder(options, directory, inputs);
+    } catch (const Error&) {
+        std::error_code ignored;
+        if (!existed) fs::remove(directory, ignored);  // only while empty: nothing was kept
+        throw;
     }
 }
 

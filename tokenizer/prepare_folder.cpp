@@ -1,15 +1,13 @@
 #include "tokenizer/prepare_folder.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/h5.h"
 #include "core/log.h"
+#include "core/owned_temporary.h"
 #include "core/sha256.h"
 #include "tokenizer/prepare.h"
 
@@ -18,29 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool process_gone(const std::string& digits) {
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
-        return false;
-    const pid_t pid = static_cast<pid_t>(std::stol(digits));
-    return pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-// Sibling folders "<name>.tmp-PID" (a --force run's new dataset) and "<name>.old-PID" (the
-// dataset it replaced) whose process is gone.
-void remove_stale_siblings(const fs::path& directory, std::vector<std::string>& removed) {
-    const fs::path parent = directory.parent_path().empty() ? fs::path(".") : directory.parent_path();
-    const std::string name = directory.filename().string();
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(parent, error)) {
-        const std::string sibling = entry.path().filename().string();
-        for (const std::string marker : {".tmp-", ".old-"}) {
-            const std::string prefix = name + marker;
-            if (sibling.rfind(prefix, 0) != 0 || !process_gone(sibling.substr(prefix.size()))) continue;
-            std::error_code ignored;
-            if (fs::remove_all(entry.path(), ignored) > 0) removed.push_back(entry.path().string());
-        }
-    }
-}
+constexpr const char* kTool = "prepare";
 
 // A single-file dataset (format version 1) as the first shard of a folder index.
 DatasetIndex index_of_single_file(const std::string& path, const PrepareOptions& options) {
@@ -72,14 +48,13 @@ DatasetIndex index_of_single_file(const std::string& path, const PrepareOptions&
 std::string PrepareFolder::index_path() const { return (fs::path(work) / kIndexFileName).string(); }
 std::string PrepareFolder::journal_path() const { return (fs::path(work) / kJournalFileName).string(); }
 
-PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory) {
+PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory,
+                                  const std::vector<std::string>& inputs) {
     PrepareFolder folder;
     folder.directory = folder.work = directory;
-    const bool exists = fs::is_directory(directory);
-    MIXGPT_REQUIRE(exists || !fs::exists(directory), directory + ": exists and is not a folder");
-    remove_stale_siblings(fs::path(directory), folder.removed);
-    if (exists)
-        for (const std::string& path : remove_stale_temporaries(directory)) folder.removed.push_back(path);
+    folder.removed = remove_stale_owned_folders(directory, inputs);
+    for (const std::string& path : remove_stale_owned_files(directory, inputs))
+        folder.removed.push_back(path);
     const bool has_index = fs::exists(folder.index_path()), has_journal = fs::exists(folder.journal_path());
     const std::string single_file = (fs::path(directory) / kDatasetFileName).string();
     const bool has_single_file = !has_index && fs::exists(single_file);
@@ -119,27 +94,30 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
     if (has_dataset || has_journal) {
         folder.start = PrepareStart::replace;
         folder.work = directory + ".tmp-" + std::to_string(::getpid());
-        folder.created_directory = true;
-        make_directories(folder.work);
+        create_owned_folder(folder.work, kTool);
         return folder;
     }
     folder.start = PrepareStart::fresh;
-    folder.created_directory = !exists;
-    make_directories(directory);
     return folder;
 }
 
 void finish_prepare_folder(const PrepareFolder& folder) {
     if (folder.start != PrepareStart::replace) return;
     const std::string old = folder.directory + ".old-" + std::to_string(::getpid());
+    create_owned_folder(old, kTool);
+    const fs::path aside = fs::path(old) / fs::path(folder.directory).filename();
     std::error_code error;
-    fs::rename(folder.directory, old, error);
-    if (error)
+    fs::rename(folder.directory, aside, error);
+    if (error) {
+        std::error_code ignored;
+        fs::remove_all(old, ignored);
         throw Error(folder.directory + ": cannot move the old dataset aside (" + error.message() + ")");
+    }
+    release_owned_folder(folder.work);
     fs::rename(folder.work, folder.directory, error);
     if (error) {
         std::error_code ignored;
-        fs::rename(old, folder.directory, ignored);
+        fs::rename(aside, folder.directory, ignored);
         throw Error(folder.directory + ": cannot move the new dataset into place (" + error.message() + ")");
     }
     fs::remove_all(old, error);
@@ -157,7 +135,6 @@ void undo_prepare_folder(const PrepareFolder& folder,
             fs::remove(folder.journal_path(), ignored);
             for (const std::string& name : tokenizer_files_written)
                 fs::remove(fs::path(folder.work) / name, ignored);
-            if (folder.created_directory) fs::remove(folder.work, ignored);  // only when empty
             return;
         case PrepareStart::append:
             fs::remove(folder.journal_path(), ignored);

@@ -1,6 +1,7 @@
 // The output folder of `mixgpt prepare` (tokenizer/prepare.h): what it holds
 // when a run starts, where the run writes, and what is undone when a run
-// fails before its first shard.
+// fails before its first shard. The caller holds the folder's lock
+// (core/directory_lock.h) throughout: the folder exists.
 #pragma once
 
 #include <cstdint>
@@ -25,30 +26,31 @@ enum class PrepareStart {
 
 struct PrepareFolder {
     PrepareStart start = PrepareStart::fresh;
-    std::string directory;             // the dataset's folder
-    std::string work;                  // where this run writes: directory, or the sibling folder for replace
+    std::string directory;  // the dataset's folder
+    std::string work;       // where this run writes: directory, or "<directory>.tmp-<pid>" for replace
     std::optional<DatasetIndex> base;  // append: the dataset's index (a single-file dataset as one shard)
     std::optional<PrepareJournal> journal;  // resume
-    bool created_directory = false;
-    std::vector<std::string> removed;  // stale temporaries removed at start-up
+    std::vector<std::string> removed;       // stale temporaries removed at start-up
 
     std::string index_path() const;
     std::string journal_path() const;
 };
 
-// Looks at the folder, removes temporaries of dead processes (files
-// "*.tmp-PID" inside it, sibling folders "<name>.tmp-PID" and "<name>.old-PID"),
-// and decides how the run starts; throws Error when the options do not fit
-// what is there (a dataset without --force/--append, an unfinished prepare
-// without --resume...). Creates the folder (and the sibling work folder) when needed.
-PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory);
+// Looks at the folder, removes the temporaries of prepares that are gone (core/owned_temporary.h:
+// files "*.tmp-<pid>-<start>" inside it, marked sibling folders "<name>.tmp-<pid>" and
+// "<name>.old-<pid>"; never one of `inputs`), and decides how the run starts; throws Error when
+// the options do not fit what is there (a dataset without --force/--append, an unfinished prepare
+// without --resume...). Creates the sibling work folder for replace.
+PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory,
+                                  const std::vector<std::string>& inputs);
 
-// After a complete run: for replace, the new folder takes the old one's place.
+// After a complete run: for replace, the new folder takes the old one's place (the old one goes
+// into the marked folder "<name>.old-<pid>" first, removed last).
 void finish_prepare_folder(const PrepareFolder& folder);
 
 // After a failed run that committed no shard: removes what it wrote (the
 // journal, the tokenizer files it wrote, named in the work folder, the work
-// folder if this run created it).
+// folder of replace).
 void undo_prepare_folder(const PrepareFolder& folder,
                          const std::vector<std::string>& tokenizer_files_written);
 

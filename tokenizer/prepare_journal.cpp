@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace mixgpt {
 namespace {

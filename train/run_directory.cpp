@@ -8,6 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 
 namespace mixgpt {
 namespace {
@@ -16,9 +17,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kRunIdFile = "run_id";
 constexpr const char* kReplacedPrefix = "replaced-";
+// What a run writes in its directory besides run.lock and replaced-*/ (train/trainer.h).
+constexpr const char* kRunEntries[] = {"checkpoints", "metrics.jsonl", kRunIdFile, "eval.json"};
 
 bool starts_with(const std::string& text, const std::string& prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// One of kRunEntries, or its temporary while it is written (core/atomic_file.h).
+bool is_run_entry(const std::string& name) {
+    for (const std::string entry : kRunEntries)
+        if (name == entry || starts_with(name, entry + ".tmp-")) return true;
+    return false;
 }
 
 // "replaced-20251126-013000", or with "-2", "-3", ... when that exists already.
@@ -77,14 +87,20 @@ void RunDirectory::write_run_id(const std::string& run_id) const {
 }
 
 std::string RunDirectory::move_run_aside() const {
-    const fs::path folder = replaced_folder(path_);
-    make_directories(folder.string());
     const std::string lock_name = fs::path(DirectoryLock::file_of(path_)).filename().string();
     std::vector<fs::path> entries;  // listed first: the directory changes while they move
     for (const fs::directory_entry& entry : fs::directory_iterator(path_)) {
         const std::string name = entry.path().filename().string();
-        if (name != lock_name && !starts_with(name, kReplacedPrefix)) entries.push_back(entry.path());
+        if (name == lock_name || starts_with(name, kReplacedPrefix)) continue;
+        MIXGPT_REQUIRE(is_run_entry(name),
+                       path_ + ": holds " + entry.path().string() +
+                           ", which is not part of a run; --overwrite moves only a run's files "
+                           "(checkpoints/, metrics.jsonl, run_id, eval.json): move it elsewhere, or train "
+                           "into another directory");
+        entries.push_back(entry.path());
     }
+    const fs::path folder = replaced_folder(path_);
+    make_directories(folder.string());
     for (const fs::path& entry : entries) {
         std::error_code error;
         fs::rename(entry, folder / entry.filename(), error);

@@ -6,11 +6,14 @@
 //                 resumed run keeps its checkpoint's; every checkpoint records it in its header, and
 //                 rotation removes only checkpoints of this lineage
 //   metrics.jsonl, checkpoints/step_<8 digits>.h5    (train/trainer.h)
+//   eval.json          the task evaluation after the last step (--task-eval)
 //   replaced-<time>/   a previous run, moved aside by `train --overwrite`
 //
 // Nothing of another run is ever removed or mixed in: a fresh start into a directory that holds a
 // run (checkpoints, metrics.jsonl or run_id) is refused unless --overwrite, which moves that run's
 // files into replaced-<time>/ and says so; --resume FILE of another lineage is refused the same way.
+// --overwrite moves only those files (and their temporaries), and refuses a directory that holds
+// anything else (a project's sources, a dataset), naming one such entry.
 #pragma once
 
 #include <optional>
@@ -36,8 +39,9 @@ public:
     // The lineage recorded in run_id; "" when there is none.
     std::string run_id() const;
     void write_run_id(const std::string& run_id) const;
-    // Moves every entry but run.lock and earlier replaced-* folders into a new replaced-<time>/
-    // folder inside the directory and returns that folder's path.
+    // Moves the run's files (the list above, but run.lock and earlier replaced-* folders) into a
+    // new replaced-<time>/ folder inside the directory and returns that folder's path; throws
+    // Error, having moved nothing, when the directory holds an entry that is not part of a run.
     std::string move_run_aside() const;
 
 private:

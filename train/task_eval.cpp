@@ -3,9 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 
 namespace mixgpt {
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <optional>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/owned_temporary.h"
 #include "core/progress.h"
 #include "core/stop_signal.h"
 #include "dist/checkpoint_broadcast.h"
@@ -542,7 +542,7 @@ TrainResult Trainer::run() {
     log_ranks();
     if (is_root())
         for (const std::string& directory : {options_.output_dir, checkpoint_directory(options_.output_dir)})
-            for (const std::string& stale : remove_stale_temporaries(directory))
+            for (const std::string& stale : remove_stale_owned_files(directory, {}))
                 log_info("removed " + stale + " (a temporary whose writer is gone)");
     const std::string path = start_checkpoint();
     const bool resumed = !path.empty();

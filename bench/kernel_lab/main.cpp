@@ -20,9 +20,9 @@
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
 #include "bench/kernel_lab/tensor_core_probe.h"
-#include "core/atomic_file.h"
 #include "core/cuda_check.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/launch_recorder.h"
 

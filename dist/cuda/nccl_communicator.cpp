@@ -2,6 +2,7 @@
 
 #include "core/cuda_check.h"
 #include "core/log.h"
+#include "core/process_identity.h"
 #include "dist/device_communicator.h"
 #include "dist/mpi_launch.h"
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/dtype.h"
+#include "core/process_identity.h"
 #include "dist/mpi_communicator.h"
 #include "tests/mpi/mpi_test_support.h"
 

@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include "core/log.h"
+#include "core/process_identity.h"
 #include "kernels/device_discovery.h"
 #include "tests/mpi/mpi_test_support.h"
 #include "dist/device_communicator.h"

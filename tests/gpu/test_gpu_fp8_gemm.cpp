@@ -1,19 +1,11 @@
 // The FP8 product through cuBLASLt (kernels/cuda/cublaslt_matmul.h: run_fp8_gemm) against the
-// CPU's (kernels/cpu/fp8_matmul.h), the checks of cuBLASLt's FP8 rules, the device check, and a
-// whole FP8 linear layer (scales from the device state, both operands quantized on the device,
-// the product) against the same layer on the CPU. CUDA builds only (tests/gpu/gpu_fp8_support.h).
-//
-// Tolerance: both sides multiply the same FP8 values (the quantization is bit for bit the CPU's,
-// tested in test_gpu_fp8_cast.cpp), so FP8's own error is not part of the comparison; what differs
-// is how the fp32 sums are grouped (the CPU adds one product at a time, cuBLASLt sums a tensor-core
-// instruction's products first) and nothing else. The project's rule therefore applies as for any
-// product (GUIDE.md 2.7): against the float64 product of the same FP8 values, the GPU's relative
-// error is at most twice the CPU's; fp32 outputs may instead meet 1e-5.
+// CPU's (kernels/cpu/fp8_matmul.h; the check and its tolerance: gpu_fp8_gemm_check.h), the checks
+// of cuBLASLt's FP8 rules, the device check, and a whole FP8 linear layer (scales from the device
+// state, both operands quantized on the device, the product) against the same layer on the CPU.
+// CUDA builds only (tests/gpu/gpu_fp8_support.h).
 #ifdef MIXGPT_WITH_CUDA
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,120 +20,17 @@
 #include "kernels/cuda/fp8_scaling.h"
 #include "kernels/cuda/fp8_support.h"
 #include "kernels/fp8_scaling.h"
+#include "tests/gpu/gpu_fp8_gemm_check.h"
 #include "tests/gpu/gpu_fp8_support.h"
-#include "tests/fp8_test_support.h"
 
 namespace mixgpt::gpu_test {
 namespace {
 
-constexpr double kFp32Tolerance = 1e-5;
+class GpuFp8Gemm : public GpuFp8GemmCheck, public ::testing::WithParamInterface<GemmCase> {};
 
-std::vector<double> as_doubles(const std::vector<unsigned char>& bytes, DType dtype) {
-    std::vector<float> values(bytes.size() / dtype_size(dtype));
-    convert_to_float(bytes.data(), dtype, values.data(), values.size());
-    return {values.begin(), values.end()};
-}
+TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) { expect_gemm_matches_the_cpu(GetParam()); }
 
-double relative_error(const std::vector<double>& values, const std::vector<double>& reference) {
-    double difference = 0, norm = 0;
-    for (size_t i = 0; i < values.size(); ++i) {
-        difference += (values[i] - reference[i]) * (values[i] - reference[i]);
-        norm += reference[i] * reference[i];
-    }
-    return std::sqrt(difference / norm);
-}
-
-// The GPU's error against float64 at most twice the CPU's (fp32 outputs: or 1e-5).
-void expect_within_twice_the_cpus_error(const std::vector<double>& gpu, const std::vector<double>& cpu,
-                                        const std::vector<double>& reference, DType out_dtype) {
-    const double gpu_error = relative_error(gpu, reference), cpu_error = relative_error(cpu, reference);
-    const double bound = std::max(2 * cpu_error, out_dtype == DType::f32 ? kFp32Tolerance : 0.0);
-    EXPECT_LE(gpu_error, bound) << "GPU error " << gpu_error << ", CPU error " << cpu_error;
-}
-
-struct GemmCase {
-    const char* name;
-    Fp8Format a_format, b_format;
-    DType out_dtype;
-    bool bias, accumulate;
-    int64_t M, N, K;
-};
-
-void PrintTo(const GemmCase& gemm_case, std::ostream* out) { *out << gemm_case.name; }
-
-class GpuFp8Gemm : public GpuFp8Test, public ::testing::WithParamInterface<GemmCase> {};
-
-TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) {
-    const GemmCase& c = GetParam();
-    const uint32_t seed = run_seed();
-    const std::vector<uint8_t> a = test::random_fp8_codes(static_cast<size_t>(c.M * c.K), c.a_format, seed);
-    const std::vector<uint8_t> b = test::random_fp8_codes(static_cast<size_t>(c.N * c.K), c.b_format, seed + 1);
-    const float a_scale_inverse = 0.01f, b_scale_inverse = 0.3f;
-    const DType bias_dtype = c.out_dtype == DType::f16 ? DType::f16 : DType::bf16;
-    std::mt19937 random(seed + 2);
-    std::normal_distribution<float> normal(0.f, 500.f);
-    std::vector<float> bias_values(static_cast<size_t>(c.N)), initial(static_cast<size_t>(c.M * c.N));
-    for (float& value : bias_values) value = normal(random);
-    for (float& value : initial) value = normal(random);
-    std::vector<unsigned char> bias(bias_values.size() * dtype_size(bias_dtype));
-    convert_from_float(bias_values.data(), bias.data(), bias_dtype, bias_values.size());
-    std::vector<unsigned char> cpu_out(initial.size() * dtype_size(c.out_dtype));
-    convert_from_float(initial.data(), cpu_out.data(), c.out_dtype, initial.size());
-    const std::vector<double> stored_initial = as_doubles(cpu_out, c.out_dtype);
-    const std::vector<double> stored_bias = as_doubles(bias, bias_dtype);
-
-    // float64 reference on the same FP8 values.
-    std::vector<double> reference(initial.size());
-    for (int64_t m = 0; m < c.M; ++m)
-        for (int64_t n = 0; n < c.N; ++n) {
-            double sum = 0;
-            for (int64_t k = 0; k < c.K; ++k)
-                sum += static_cast<double>(fp8_bits_to_float(a[m * c.K + k], c.a_format)) *
-                       fp8_bits_to_float(b[n * c.K + k], c.b_format);
-            double value = sum * a_scale_inverse * b_scale_inverse;
-            if (c.accumulate) value += stored_initial[static_cast<size_t>(m * c.N + n)];
-            if (c.bias) value += stored_bias[static_cast<size_t>(n)];
-            reference[static_cast<size_t>(m * c.N + n)] = value;
-        }
-
-    const Buffer gpu_out = upload(cpu_out);
-    cpu::fp8_matmul(TensorView(cpu_out.data(), c.out_dtype, {c.M, c.N}),
-                    {a.data(), c.M, c.K, c.a_format, a_scale_inverse},
-                    {b.data(), c.N, c.K, c.b_format, b_scale_inverse},
-                    c.bias ? TensorView(bias.data(), bias_dtype, {c.N}) : TensorView(), c.accumulate);
-
-    const Buffer a_device = upload(a), b_device = upload(b), bias_device = upload(bias);
-    const Buffer scales = upload(std::vector<float>{a_scale_inverse, b_scale_inverse});
-    cuda::LtMatmulRunner runner(*allocator, stream);
-    cuda::Fp8Gemm gemm;
-    gemm.a = a_device.as<uint8_t>();
-    gemm.a_format = c.a_format;
-    gemm.a_scale_inverse = scales.as<float>();
-    gemm.b = b_device.as<uint8_t>();
-    gemm.b_format = c.b_format;
-    gemm.b_scale_inverse = scales.as<float>() + 1;
-    gemm.out = gpu_out.data();
-    gemm.out_dtype = c.out_dtype;
-    gemm.bias = c.bias ? bias_device.data() : nullptr;
-    gemm.M = c.M;
-    gemm.N = c.N;
-    gemm.K = c.K;
-    gemm.accumulate = c.accumulate;
-    cuda::run_fp8_gemm(runner, gemm);
-    const std::vector<unsigned char> gpu_bytes = download<unsigned char>(gpu_out.data(), cpu_out.size());
-    expect_within_twice_the_cpus_error(as_doubles(gpu_bytes, c.out_dtype), as_doubles(cpu_out, c.out_dtype),
-                                       reference, c.out_dtype);
-}
-
-INSTANTIATE_TEST_SUITE_P(GpuCombinations, GpuFp8Gemm,
-                         ::testing::Values(GemmCase{"e4m3_e4m3_bf16_bias", Fp8Format::e4m3, Fp8Format::e4m3,
-                                                    DType::bf16, true, false, 24, 40, 96},
-                                           GemmCase{"e4m3_e4m3_fp16", Fp8Format::e4m3, Fp8Format::e4m3,
-                                                    DType::f16, false, false, 7, 16, 32},
-                                           GemmCase{"e5m2_e4m3_bf16_accumulate", Fp8Format::e5m2,
-                                                    Fp8Format::e4m3, DType::bf16, false, true, 33, 24, 64},
-                                           GemmCase{"e4m3_e5m2_fp32_accumulate_bias", Fp8Format::e4m3,
-                                                    Fp8Format::e5m2, DType::f32, true, true, 16, 20, 48}),
+INSTANTIATE_TEST_SUITE_P(GpuCombinations, GpuFp8Gemm, ::testing::ValuesIn(fp8_gemm_cases()),
                          [](const ::testing::TestParamInfo<GemmCase>& info) {
                              return std::string(info.param.name);
                          });

@@ -20,8 +20,8 @@
 //     0.11111.11 in E5M2). The PTX ISA says only "NaN in the destination format"; 0x7f is what
 //     NVIDIA's own software conversion returns (`__nv_cvt_float_to_fp8(x, __NV_SATFINITE, ...)` in
 //     cuda_fp8.hpp, the host path of cuda_fp8.h, which first replaces any NaN by 0x7fffffff, "Canonical
-//     NaN"), and tests/sim/test_sim_fp8_conversions.cpp compares with that function. Which NaN
-//     pattern a GPU writes is unverified; nothing in mixgpt depends on it.
+//     NaN"), and tests/test_fp8_conversions.cpp (AgreesWithNvidiasHostConversion) compares with that
+//     function. Which NaN pattern a GPU writes is unverified; nothing in mixgpt depends on it.
 // FP8 -> fp32 is exact (every FP8 value is an fp32 value); NaN gives a quiet NaN of the same sign.
 //
 // tests/test_fp8_conversions.cpp checks both directions against a reference written from the OCP

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the unit tests (GPU tests skip without a GPU), the
 # data-parallel tests under mpirun with 2 ranks, and, in CUDA builds, on the CUDA
-# simulator (tests/cuda_sim/): the GPU tests under both of its schedules, the 2-rank
+# simulator (tests/cuda_sim/): the GPU tests under both of its schedules, the model tests with
+# cuBLASLt refusing products, the 2-rank
 # CUDA/NCCL tests, the kernel lab's command at its smoke sizes and the GPU lease script
 # (scripts/lease/test_gpu_lease.py); and the check of the
 # kernels' PTX (scripts/check_kernel_instructions.sh) and of their launch resources
@@ -65,6 +66,15 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
     --gtest_brief=1 --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*'
   sim_status=$((sim_status | $?))
   end_stage "simulated GPU tests, backward schedule"
+  # The whole model with the simulated cuBLASLt refusing the bias epilogue, 16-bit outputs and FP8
+  # into fp32 (tests/cuda_sim/README.md): every product takes a fallback route
+  # (kernels/cuda/README.md, "When cuBLASLt offers nothing"). Its one warning per product is left out.
+  echo "GPU model tests on the CUDA simulator, cuBLASLt refusing products (fallback routes)"
+  MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_CUBLASLT_REFUSE='fp8,bias;fp8,d=f32;bias;d=bf16;d=f16' \
+    "$build/mixgpt_sim_tests" --gtest_brief=1 --gtest_color=no --gtest_filter='*GpuFp8Model*:*GpuModel.*' 2>&1 |
+    grep -v 'cuBLASLt offers no algorithm' | tee -a "$log"
+  sim_status=$((sim_status | PIPESTATUS[0]))
+  end_stage "simulated GPU model tests, cuBLASLt refusing"
   echo "2-rank tests with the CUDA backend and NCCL on the CUDA simulator"
   MIXGPT_CUDA_SIM_DEVICES=2 mpirun -np 2 --bind-to none "$build/mixgpt_sim_mpi_tests" --gtest_brief=1 \
     --gtest_color=no --gtest_filter='*cuda*' 2>&1 | tee -a "$log"

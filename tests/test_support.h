@@ -1,8 +1,10 @@
 // Helpers shared by every test binary (unit, GPU and multi-rank tests): a temporary directory,
-// the message of an expected Error, and environment variables set for a scope. Header-only, so that tests/mpi
+// the message of an expected Error, environment variables set for a scope, and stderr captured
+// for a scope. Header-only, so that tests/mpi
 // (built from its own sources) can use it too.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -94,6 +96,26 @@ private:
         std::string value;
     };
     std::vector<Saved> saved_;
+};
+
+// What is written to stderr while it lives (gtest's capture), read once with take(). The capture
+// ends with the object even when a test throws, so the next one starts clean.
+class CapturedStderr {
+public:
+    CapturedStderr() { ::testing::internal::CaptureStderr(); }
+    ~CapturedStderr() {
+        if (!taken_) ::testing::internal::GetCapturedStderr();
+    }
+    CapturedStderr(const CapturedStderr&) = delete;
+    CapturedStderr& operator=(const CapturedStderr&) = delete;
+
+    std::string take() {
+        taken_ = true;
+        return ::testing::internal::GetCapturedStderr();
+    }
+
+private:
+    bool taken_ = false;
 };
 
 }  // namespace mixgpt::test

@@ -69,9 +69,15 @@ double measure_gemm_throughput(Backend& gpu, cudaStream_t stream, int n, const T
                                                       &workspace_bytes, sizeof(workspace_bytes)));
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
-    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(gemm.handle, gemm.operation, gemm.a, gemm.b, gemm.d, gemm.d,
-                                                gemm.preference, 1, &heuristic, &found));
-    MIXGPT_REQUIRE(found > 0, format("kernel lab: cuBLASLt has no bf16 GEMM algorithm for n = %d", n));
+    // cuBLASLt says it has no algorithm in any of three ways (cublasLt.h): NOT_SUPPORTED, no
+    // result, or a result whose state is not SUCCESS. The ceiling measures cuBLASLt itself, so
+    // there is no fallback: one line.
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        gemm.handle, gemm.operation, gemm.a, gemm.b, gemm.d, gemm.d, gemm.preference, 1, &heuristic, &found);
+    MIXGPT_REQUIRE(
+        status == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS,
+        format("kernel lab: cuBLASLt has no bf16 GEMM algorithm for n = %d (%s)", n,
+               cublasLtGetStatusString(status == CUBLAS_STATUS_SUCCESS ? heuristic.state : status)));
 
     const float alpha = 1.f, beta = 0.f;
     const double milliseconds = time_with_events(

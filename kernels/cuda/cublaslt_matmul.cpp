@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/cuda/cublaslt_fallback.h"
 
 namespace mixgpt::cuda {
 namespace {
@@ -33,14 +35,6 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof value));
 }
 
-cudaDataType b_type_of(const LtProduct& product) {
-    return product.b_type < 0 ? product.input_type : static_cast<cudaDataType>(product.b_type);
-}
-
-cudaDataType bias_type_of(const LtProduct& product) {
-    return product.bias_type < 0 ? product.output_type : static_cast<cudaDataType>(product.bias_type);
-}
-
 // The per-call pointers: bias and the FP8 scales. The heuristic reads the bias's value for the
 // alignment it may assume, so they are set before the heuristic too, and plans are keyed by that
 // alignment and by which scales are present.
@@ -54,7 +48,16 @@ void set_call_pointers(cublasLtMatmulDesc_t operation, const LtProduct& product)
 
 }  // namespace
 
-LtMatmulRunner::LtMatmulRunner(DeviceAllocator& allocator, cudaStream_t stream) : stream_(stream) {
+cudaDataType b_type_of(const LtProduct& product) {
+    return product.b_type < 0 ? product.input_type : static_cast<cudaDataType>(product.b_type);
+}
+
+cudaDataType bias_type_of(const LtProduct& product) {
+    return product.bias_type < 0 ? product.output_type : static_cast<cudaDataType>(product.bias_type);
+}
+
+LtMatmulRunner::LtMatmulRunner(DeviceAllocator& allocator, cudaStream_t stream)
+    : stream_(stream), scratch_(allocator, stream) {
     workspace_ = allocator.allocate(kWorkspaceBytes);
     CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
@@ -152,11 +155,48 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
     return plan;
 }
 
-bool LtMatmulRunner::try_run(const LtProduct& product) {
+LtMatmulRunner::Plan& LtMatmulRunner::plan_for(const LtProduct& product) {
     const Key key = key_of(product);
     auto found = plans_.find(key);
     if (found == plans_.end()) found = plans_.emplace(key, make_plan(product)).first;
-    Plan& plan = found->second;
+    return found->second;
+}
+
+LtRoute LtMatmulRunner::choose_route(const LtProduct& product, const char* op) {
+    if (plan_for(product).has_algorithm) return LtRoute::as_asked;
+    const std::vector<LtRoute> routes = fallback_routes(product);
+    std::string tried;
+    for (const LtRoute route : routes) {
+        void* scratch = scratch_.get(ScratchSlot::cublaslt_fallback, fallback_bytes(product, route));
+        if (plan_for(rerouted_product(product, route, scratch)).has_algorithm) {
+            log_warning(format("%s: cuBLASLt offers no algorithm for %s; computing it with %s", op,
+                               describe_product(product).c_str(), route_name(product, route).c_str()));
+            return route;
+        }
+        tried += (tried.empty() ? ", nor with " : " or with ") + route_name(product, route);
+    }
+    throw Error(format("%s: cuBLASLt offers no algorithm for %s%s", op, describe_product(product).c_str(),
+                       tried.c_str()));
+}
+
+void LtMatmulRunner::run(const LtProduct& product, const char* op) {
+    const Key key = key_of(product);
+    auto chosen = routes_.find(key);
+    if (chosen == routes_.end()) chosen = routes_.emplace(key, choose_route(product, op)).first;
+    const LtRoute route = chosen->second;
+    if (route == LtRoute::as_asked) {
+        try_run(product);
+        return;
+    }
+    const LtProduct rerouted = rerouted_product(
+        product, route, scratch_.get(ScratchSlot::cublaslt_fallback, fallback_bytes(product, route)));
+    widen_operands(product, rerouted, stream_);
+    try_run(rerouted);
+    finish_product(product, rerouted, stream_);
+}
+
+bool LtMatmulRunner::try_run(const LtProduct& product) {
+    Plan& plan = plan_for(product);
     if (!plan.has_algorithm) return false;
     set_call_pointers(plan.operation, product);
     const float alpha = 1.f;
@@ -232,10 +272,7 @@ void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& g) {
     p.accumulate = g.accumulate;
     p.a_scale = g.b_scale_inverse;
     p.b_scale = g.a_scale_inverse;
-    MIXGPT_REQUIRE(runner.try_run(p), "cuBLASLt has no FP8 algorithm for M " + std::to_string(g.M) + ", N " +
-                                          std::to_string(g.N) + ", K " + std::to_string(g.K) + " (" +
-                                          fp8_format_name(g.a_format) + " x " + fp8_format_name(g.b_format) +
-                                          " -> " + dtype_name(g.out_dtype) + ")");
+    runner.run(p, "cuda fp8 gemm");
 }
 
 }  // namespace mixgpt::cuda

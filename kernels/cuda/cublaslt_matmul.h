@@ -1,7 +1,8 @@
 // cuBLASLt products with their descriptors and heuristic-chosen algorithm cached
 // per problem (shape, layouts, types, epilogue, operand alignment), and one
-// 32 MiB workspace for the stream they run on; and the FP8 product in row-major
-// terms (run_fp8_gemm), with the rules cuBLASLt sets for it checked first.
+// 32 MiB workspace for the stream they run on; a fallback route for a product
+// cuBLASLt offers no algorithm for (cublaslt_fallback.h); and the FP8 product in
+// row-major terms (run_fp8_gemm), with the rules cuBLASLt sets for it checked first.
 #pragma once
 
 #include <cublasLt.h>
@@ -15,6 +16,7 @@
 #include "core/fp8.h"
 #include "core/memory.h"
 #include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/scratch.h"
 
 namespace mixgpt::cuda {
 
@@ -45,6 +47,14 @@ struct LtProduct {
     const float* b_scale = nullptr;
 };
 
+// B's type and the bias's, defaults resolved.
+cudaDataType b_type_of(const LtProduct& product);
+cudaDataType bias_type_of(const LtProduct& product);
+
+// How LtMatmulRunner::run computes a product: as asked, or on a fallback route
+// (cublaslt_fallback.h) when cuBLASLt offers no algorithm for it as asked.
+enum class LtRoute { as_asked, fp32_output, widened_operands };
+
 class LtMatmulRunner {
 public:
     static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
@@ -54,8 +64,14 @@ public:
     LtMatmulRunner(const LtMatmulRunner&) = delete;
     LtMatmulRunner& operator=(const LtMatmulRunner&) = delete;
 
-    // Enqueues the product on the stream. Returns false, enqueuing nothing, when cuBLASLt has
-    // no algorithm for it (some type and alignment combinations); throws on errors.
+    // Enqueues the product on the stream, on the first fallback route cuBLASLt has an algorithm
+    // for when it has none for the product as asked (logged once per problem). Throws Error,
+    // one line starting with `op`, naming the product's types and shape, when it has none for
+    // any route either; and on errors.
+    void run(const LtProduct& product, const char* op);
+
+    // Enqueues the product on the stream as asked. Returns false, enqueuing nothing, when
+    // cuBLASLt has no algorithm for it; throws on errors.
     bool try_run(const LtProduct& product);
 
 private:
@@ -69,12 +85,16 @@ private:
 
     static Key key_of(const LtProduct& product);
     Plan make_plan(const LtProduct& product);
+    Plan& plan_for(const LtProduct& product);
+    LtRoute choose_route(const LtProduct& product, const char* op);
     static void destroy(Plan& plan);
 
     cudaStream_t stream_;
     cublasLtHandle_t handle_ = nullptr;
     Buffer workspace_;
+    ScratchSpace scratch_;  // the fallback routes' fp32 results and widened operands
     std::map<Key, Plan> plans_;
+    std::map<Key, LtRoute> routes_;  // per product run() was asked for
 };
 
 // An FP8 product in row-major terms, what the CPU's cpu::fp8_matmul computes
@@ -95,10 +115,12 @@ struct Fp8Gemm {
     bool accumulate = false;  // out += instead of out =
 };
 
-// Enqueues the product on the runner's stream as cuBLASLt's "TN" product out^T = B · A^T. Throws
-// Error, before cuBLASLt sees it, when the product breaks one of cuBLASLt's FP8 rules (a type
-// combination outside its table, K or N·sizeof(out) not a multiple of 16 bytes, a pointer not
-// 16-byte aligned: the rule named), and when cuBLASLt has no algorithm for it anyway.
+// Enqueues the product on the runner's stream as cuBLASLt's "TN" product out^T = B · A^T, through
+// LtMatmulRunner::run (its fallbacks: fp32 output with the bias added by a kernel, operands
+// widened to bf16). Throws Error, before cuBLASLt sees it, when the product breaks one of
+// cuBLASLt's FP8 rules (a type combination outside its table, K or N·sizeof(out) not a multiple
+// of 16 bytes, a pointer not 16-byte aligned: the rule named), and when cuBLASLt has no
+// algorithm for it on any route.
 void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& gemm);
 
 // The cudaDataType of an FP8 format (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2).

@@ -1,7 +1,8 @@
 // The primitives of the kernels that only a GPU runs as written: shared memory, the launch
-// itself (the <<<...>>> chevrons) and the sm_80 instructions the flash attention kernels are
+// itself (the <<<...>>> chevrons), the sm_80 instructions the flash attention kernels are
 // built from, as inline PTX (cp.async, ldmatrix, mma.sync; their fragment layouts:
-// flash_mma.cuh). common.cuh includes this file under nvcc. The CUDA simulator's build
+// flash_mma.cuh), and sm_89's FP8 conversion (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32) the FP8
+// quantization is built from. common.cuh includes this file under nvcc. The CUDA simulator's build
 // (tests/cuda_sim/) does not: its force-included prelude defines these same names for the CPU
 // (tests/cuda_sim/device_primitives.h), so the kernels hold no branch for it.
 #pragma once
@@ -13,6 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+
+#include "core/fp8.h"
 
 namespace mixgpt::cuda {
 
@@ -127,6 +130,26 @@ __device__ __forceinline__ void mma_16x8x16(float (&c)[4], const uint32_t (&a)[4
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
+}
+
+// ---- cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b: two fp32 values to FP8 codes of format F ----
+// Each rounded to nearest even, beyond the largest finite value the largest finite value, NaN to
+// NaN; "the value converted from input a is stored in the upper 8 bits of d and the value
+// converted from input b is stored in the lower 8 bits" (PTX ISA, cvt). The instruction needs
+// sm_89: code compiled for an older target (the sm_80 code of the default GPU_ARCHS, which an
+// Ada GPU runs) computes the same codes with core/fp8.h's conversion instead.
+template <Fp8Format F>
+__device__ __forceinline__ uint16_t convert_to_fp8x2(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    uint16_t d;
+    if constexpr (F == Fp8Format::e4m3)
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(a), "f"(b));
+    else
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(a), "f"(b));
+    return d;
+#else
+    return static_cast<uint16_t>(float_to_fp8_bits(a, F) << 8 | float_to_fp8_bits(b, F));
+#endif
 }
 
 }  // namespace mixgpt::cuda

@@ -34,22 +34,11 @@ constexpr size_t kAmaxSharedBytes = 2 * (kAmaxThreads / kWarpSize) * sizeof(floa
 static_assert(kTileColumns == 2 * kThreadsX, "a lane converts one column pair of a tile row");
 static_assert(kTileBytes % 4 == 0, "the per-warp partials follow the tile, 4-byte aligned");
 
-// FP8 codes of two fp32 values, `low`'s in the low byte. On sm_89 and newer the conversion
-// instruction (its first source goes to the high byte, PTX ISA: cvt); elsewhere core/fp8.h's, the
-// same function in software (tests/test_fp8_conversions.cpp). An sm_89 device running the sm_80
-// code of the default GPU_ARCHS takes the software path: same codes, more instructions.
+// FP8 codes of two fp32 values, `low`'s in the low byte: the conversion instruction, whose first
+// source goes to the high byte (device_primitives.cuh; the simulator's: tests/cuda_sim/).
 template <Fp8Format F>
 __device__ __forceinline__ uint32_t fp8_pair(float low, float high) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    unsigned short pair;
-    if constexpr (F == Fp8Format::e4m3)
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(high), "f"(low));
-    else
-        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(high), "f"(low));
-    return pair;
-#else
-    return float_to_fp8_bits(low, F) | static_cast<uint32_t>(float_to_fp8_bits(high, F)) << 8;
-#endif
+    return convert_to_fp8x2<F>(high, low);
 }
 
 // p[0] = the pair's low byte and, when `both`, p[1] = its high byte: one 2-byte store when aligned.

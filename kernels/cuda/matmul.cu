@@ -147,12 +147,6 @@ cublasComputeType_t compute_type_for(DType act, Precision precision) {
                                                              : CUBLAS_COMPUTE_32F;
 }
 
-[[noreturn]] void no_algorithm(const char* op, int64_t M, int64_t N, int64_t K, DType dtype) {
-    throw Error(format("cuda %s: cuBLASLt offers no algorithm for M=%lld N=%lld K=%lld in %s", op,
-                       static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
-                       dtype_name(dtype)));
-}
-
 }  // namespace
 
 void CudaBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView inp, TensorView weight,
@@ -201,7 +195,7 @@ void CudaBackend::matmul_forward(TensorView out, TensorView pre_gelu, TensorView
     if (product.compute_type == CUBLAS_COMPUTE_32F_FAST_TF32)
         use_tf32_operands(product, N * K, M * K, *scratch_, stream_);
     if (with_gelu) product.d = pre_gelu.data;
-    if (!matmuls_->try_run(product)) no_algorithm(op, M, N, K, act);
+    matmuls_->run(product, "cuda matmul_forward");
     if (with_gelu) gelu_forward(out, pre_gelu);
 }
 
@@ -231,7 +225,7 @@ void CudaBackend::matmul_backward_input(TensorView dinp, TensorView dout, Tensor
     product.accumulate = accumulate;
     if (product.compute_type == CUBLAS_COMPUTE_32F_FAST_TF32)
         use_tf32_operands(product, N * K, M * N, *scratch_, stream_);
-    if (!matmuls_->try_run(product)) no_algorithm(op, M, N, K, act);
+    matmuls_->run(product, "cuda matmul_backward_input");
 }
 
 void CudaBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, TensorView dout,
@@ -264,7 +258,7 @@ void CudaBackend::matmul_backward_weight(TensorView dweight, TensorView dbias, T
     product.accumulate = true;
     if (product.compute_type == CUBLAS_COMPUTE_32F_FAST_TF32)
         use_tf32_operands(product, M * K, M * N, *scratch_, stream_);
-    if (!matmuls_->try_run(product)) no_algorithm(op, M, N, K, act);
+    matmuls_->run(product, "cuda matmul_backward_weight");
     if (dbias.valid()) add_bias_gradient(dbias, dout);
 }
 

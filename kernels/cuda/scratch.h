@@ -23,6 +23,7 @@ enum class ScratchSlot {
     matmul_bias,         // matmul_forward's bias copied to 16-byte alignment when it is not aligned
     fp8_operand_a,       // the first FP8 operand's codes (and transpose) of an fp8_matmul_* op
     fp8_operand_b,       // the second one's
+    cublaslt_fallback,   // a product's fp32 result and widened operands on a fallback route (LtMatmulRunner)
     count
 };
 

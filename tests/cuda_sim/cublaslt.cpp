@@ -4,7 +4,8 @@
 //   - attribute values must have the size of the attribute's type, as cuBLASLt checks;
 //   - the heuristic offers one algorithm for the documented type combinations and refuses the
 //     others (CUBLAS_STATUS_NOT_SUPPORTED); the algorithm remembers the operand alignments it was
-//     chosen for, and a product whose pointers are less aligned is refused;
+//     chosen for, and a product whose pointers are less aligned is refused; a test or the
+//     environment can make it refuse more, as the real library may (cublaslt_refusals.h);
 //   - layouts must agree on m, n and k, and every leading dimension must cover its rows;
 //   - FP8 operands (E4M3, E5M2) only as cuBLASLt's documentation allows them: on a device of
 //     compute capability 8.9 or newer, compute type CUBLAS_COMPUTE_32F with fp32 scale, A
@@ -32,6 +33,7 @@
 #include "core/fp8.h"
 #include "kernels/cuda_libraries.h"
 #include "kernels/tensor_core_model.h"
+#include "tests/cuda_sim/cublaslt_refusals.h"
 #include "tests/cuda_sim/device_limits.h"
 #include "tests/cuda_sim/runtime.h"
 #include "tests/cuda_sim/tensor_cores.h"
@@ -198,6 +200,24 @@ Problem problem_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLt
     return {*ours<cublasLtMatmulDescOpaque_t, MatmulDesc>(desc),
             *ours<cublasLtMatrixLayoutOpaque_t, Layout>(a), *ours<cublasLtMatrixLayoutOpaque_t, Layout>(b),
             *ours<cublasLtMatrixLayoutOpaque_t, Layout>(c), *ours<cublasLtMatrixLayoutOpaque_t, Layout>(d)};
+}
+
+// The heuristic's view of a validated problem, for the refusals a test or the environment asks
+// for (cublaslt_refusals.h).
+mixgpt::cuda_sim::HeuristicQuery query_of(const Problem& p) {
+    return {p.a.type,
+            p.b.type,
+            p.d.type,
+            p.op.compute,
+            p.op.epilogue == CUBLASLT_EPILOGUE_BIAS,
+            p.op.transpose_a == CUBLAS_OP_T,
+            p.op.transpose_b == CUBLAS_OP_T,
+            p.m,
+            p.n,
+            p.k,
+            p.a.ld,
+            p.b.ld,
+            p.d.ld};
 }
 
 // CUBLAS_STATUS_SUCCESS (and m, n, k set) when cuBLASLt would take the problem.
@@ -427,6 +447,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     if (is_fp8(problem.a.type) && *std::min_element(p.alignment, p.alignment + 4) < 16)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     results[0] = cublasLtMatmulHeuristicResult_t{};
+    if (const auto refusal = mixgpt::cuda_sim::refusal_for(query_of(problem))) {
+        if (*refusal == mixgpt::cuda_sim::RefusalForm::not_supported) return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (*refusal == mixgpt::cuda_sim::RefusalForm::failed_result) {
+            results[0].state = CUBLAS_STATUS_NOT_SUPPORTED;
+            *found = 1;
+        }
+        return CUBLAS_STATUS_SUCCESS;
+    }
     const Algorithm algorithm{kAlgorithmTag,
                               {p.alignment[0], p.alignment[1], p.alignment[2], p.alignment[3]}};
     static_assert(sizeof algorithm <= sizeof results[0].algo.data, "fits the algorithm's opaque data");

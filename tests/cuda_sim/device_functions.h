@@ -1,11 +1,23 @@
 // The CUDA device functions the kernels call, for the simulator: barriers, warp shuffles, integer
-// atomics and bit casts, in the global namespace under their CUDA names. Shuffles follow the CUDA C++
-// Programming Guide: an xor partner outside the caller's `width` segment gives the caller's own
-// value, and reading from a lane outside `mask` is a fault. Only what the kernels call is here.
+// atomics and bit casts, in the global namespace under their CUDA names. Only what the kernels call
+// is here (no __shfl_up_sync or __shfl_down_sync).
+//
+// Shuffles follow the CUDA C++ Programming Guide ("Warp Shuffle Functions"): `width` (a power of 2
+// from 1 to warpSize, else a fault: the guide leaves other widths undefined) splits the warp into
+// groups of `width` consecutive lanes;
+//   - __shfl_sync reads lane srcLane modulo width of the caller's own group;
+//   - __shfl_xor_sync reads lane (caller ^ laneMask): "each group of width consecutive threads are
+//     able to access elements from earlier groups of threads, however if they attempt to access
+//     elements from later groups of threads their own value of var will be returned" (the PTX ISA's
+//     shfl.sync.bfly says the same: the source j is taken when j <= the last lane of the caller's
+//     group). A laneMask outside 0..31 is a fault: the guide's rule and the PTX ISA's (which reads
+//     only its low 5 bits) disagree there.
+// Reading from a lane outside `mask` is a fault.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "tests/cuda_sim/block_runner.h"
@@ -51,17 +63,35 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
     mixgpt::cuda_sim::warp_collective("__syncwarp", mask, nullptr, 0, mixgpt::cuda_sim::resolve_nothing);
 }
 
+namespace mixgpt::cuda_sim {
+
+// The first lane of the caller's group of `width` lanes; faults on a width the guide leaves undefined.
+inline int shuffle_group_start(const char* instruction, int width) {
+    if (width < 1 || width > 32 || (width & (width - 1)) != 0)
+        fault(std::string(instruction) + ": width " + std::to_string(width) +
+              " is not a power of 2 from 1 to 32");
+    return lane() & ~(width - 1);
+}
+
+}  // namespace mixgpt::cuda_sim
+
 template <typename T>
 T __shfl_sync(unsigned mask, T value, int source_lane, int width = 32) {
     using namespace mixgpt::cuda_sim;
-    return shuffle("__shfl_sync", mask, value, lane() / width * width + source_lane % width);
+    // source_lane modulo width, negative ones included (two's complement: the low bits).
+    return shuffle("__shfl_sync", mask, value,
+                   shuffle_group_start("__shfl_sync", width) + (source_lane & (width - 1)));
 }
 
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
     using namespace mixgpt::cuda_sim;
+    const int group_end =
+        shuffle_group_start("__shfl_xor_sync", width) + width;  // one past the caller's group
+    if (lane_mask < 0 || lane_mask > 31)
+        fault("__shfl_xor_sync: laneMask " + std::to_string(lane_mask) + " outside 0..31");
     const int source = lane() ^ lane_mask;
-    return shuffle("__shfl_xor_sync", mask, value, source / width == lane() / width ? source : lane());
+    return shuffle("__shfl_xor_sync", mask, value, source < group_end ? source : lane());
 }
 
 template <typename To, typename From>

@@ -1,8 +1,9 @@
 // What kernels/cuda/device_primitives.cuh gives the kernels under nvcc, for the simulator, under
 // the same names in the same namespace (prelude.h includes it; the real header is left out of
 // this build): shared memory seen through SharedPointer (shared_pointer.h), launches that run on
-// the simulated stream (runtime.h), and cp.async, ldmatrix and mma.sync (async_copy.h,
-// warp_matrix.h). The kernels' sources are the same in both builds.
+// the simulated stream (runtime.h), cp.async, ldmatrix and mma.sync (async_copy.h,
+// warp_matrix.h), and the FP8 conversion instruction. The kernels' sources are the same in both
+// builds.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/fp8.h"
 #include "tests/cuda_sim/async_copy.h"
 #include "tests/cuda_sim/block_runner.h"
 #include "tests/cuda_sim/runtime.h"
@@ -88,6 +90,18 @@ template <typename T>
 __device__ __forceinline__ void mma_16x8x16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "bf16 or fp16 inputs");
     cuda_sim::mma_16x8x16<T>(c, a, b0, b1);
+}
+
+// ---- cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, a, b, from the PTX ISA (cvt): "each input is
+// converted to the specified format, and the converted values are packed in the destination
+// operand d such that the value converted from input a is stored in the upper 8 bits of d and the
+// value converted from input b is stored in the lower 8 bits of d"; .rn rounds to nearest even,
+// .satfinite gives the largest finite value beyond it and NaN for NaN. Each conversion is
+// core/fp8.h's, which tests/test_fp8_conversions.cpp checks over every fp32 input against the OCP
+// specification; tests/sim/test_sim_fp8_instruction.cpp checks the packing.
+template <Fp8Format F>
+__device__ __forceinline__ uint16_t convert_to_fp8x2(float a, float b) {
+    return static_cast<uint16_t>(float_to_fp8_bits(a, F) << 8 | float_to_fp8_bits(b, F));
 }
 
 }  // namespace mixgpt::cuda

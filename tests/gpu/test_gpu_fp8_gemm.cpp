@@ -1,22 +1,11 @@
 // The FP8 product through cuBLASLt (kernels/cuda/cublaslt_matmul.h: run_fp8_gemm) against the
-// CPU's (kernels/cpu/fp8_matmul.h), the checks of cuBLASLt's FP8 rules, the device check, and a
-// whole FP8 linear layer (scales from the device state, both operands quantized on the device,
-// the product) against the same layer on the CPU. CUDA builds only (tests/gpu/gpu_fp8_support.h).
-//
-// Tolerance: both sides multiply the same FP8 values (the quantization is bit for bit the CPU's,
-// tested in test_gpu_fp8_cast.cpp), so FP8's own error is not part of the comparison; what differs
-// is how the sums are formed. The CPU adds one product at a time in fp32; Hopper's FP8 tensor cores
-// keep 13 fraction bits between cuBLASLt's promotions into fp32 (kernels/tensor_core_model.h), an
-// error of about 2^-13 relative that an fp32 output shows (1e-4 against the CPU's 1e-7) and bf16
-// and fp16 outputs round away. So the yardstick is the larger of the CPU's error and that of the
-// modelled hardware's product of the same values: what FP8 achieves on either (GUIDE.md 2.7). The
-// GPU's relative error against the float64 product is at most twice it; fp32 outputs may instead
-// meet 1e-5.
+// CPU's (kernels/cpu/fp8_matmul.h; the check and its tolerance: gpu_fp8_gemm_check.h), the checks
+// of cuBLASLt's FP8 rules, the device check, and a whole FP8 linear layer (scales from the device
+// state, both operands quantized on the device, the product) against the same layer on the CPU.
+// CUDA builds only (tests/gpu/gpu_fp8_support.h).
 #ifdef MIXGPT_WITH_CUDA
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,143 +20,17 @@
 #include "kernels/cuda/fp8_scaling.h"
 #include "kernels/cuda/fp8_support.h"
 #include "kernels/fp8_scaling.h"
-#include "kernels/tensor_core_model.h"
+#include "tests/gpu/gpu_fp8_gemm_check.h"
 #include "tests/gpu/gpu_fp8_support.h"
-#include "tests/fp8_test_support.h"
 
 namespace mixgpt::gpu_test {
 namespace {
 
-constexpr double kFp32Tolerance = 1e-5;
+class GpuFp8Gemm : public GpuFp8GemmCheck, public ::testing::WithParamInterface<GemmCase> {};
 
-std::vector<double> as_doubles(const std::vector<unsigned char>& bytes, DType dtype) {
-    std::vector<float> values(bytes.size() / dtype_size(dtype));
-    convert_to_float(bytes.data(), dtype, values.data(), values.size());
-    return {values.begin(), values.end()};
-}
+TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) { expect_gemm_matches_the_cpu(GetParam()); }
 
-double relative_error(const std::vector<double>& values, const std::vector<double>& reference) {
-    double difference = 0, norm = 0;
-    for (size_t i = 0; i < values.size(); ++i) {
-        difference += (values[i] - reference[i]) * (values[i] - reference[i]);
-        norm += reference[i] * reference[i];
-    }
-    return std::sqrt(difference / norm);
-}
-
-// The GPU's error against float64 at most twice the yardstick's: the larger of the CPU's and the
-// modelled tensor cores' (fp32 outputs: or 1e-5).
-void expect_within_twice_the_cpus_error(const std::vector<double>& gpu, const std::vector<double>& cpu,
-                                        const std::vector<double>& modelled, const std::vector<double>& reference,
-                                        DType out_dtype) {
-    const double gpu_error = relative_error(gpu, reference);
-    const double cpu_error = std::max(relative_error(cpu, reference), relative_error(modelled, reference));
-    const double bound = std::max(2 * cpu_error, out_dtype == DType::f32 ? kFp32Tolerance : 0.0);
-    gpu_test::record_error_ratio(std::string("fp8 gemm ") + dtype_name(out_dtype), gpu_error, cpu_error, bound);
-    EXPECT_LE(gpu_error, bound) << "GPU error " << gpu_error << ", CPU error " << cpu_error;
-}
-
-struct GemmCase {
-    const char* name;
-    Fp8Format a_format, b_format;
-    DType out_dtype;
-    bool bias, accumulate;
-    int64_t M, N, K;
-};
-
-void PrintTo(const GemmCase& gemm_case, std::ostream* out) { *out << gemm_case.name; }
-
-class GpuFp8Gemm : public GpuFp8Test, public ::testing::WithParamInterface<GemmCase> {};
-
-TEST_P(GpuFp8Gemm, MatchesTheCpuProductWithinTwiceItsError) {
-    const GemmCase& c = GetParam();
-    const uint32_t seed = run_seed();
-    const std::vector<uint8_t> a = test::random_fp8_codes(static_cast<size_t>(c.M * c.K), c.a_format, seed);
-    const std::vector<uint8_t> b = test::random_fp8_codes(static_cast<size_t>(c.N * c.K), c.b_format, seed + 1);
-    const float a_scale_inverse = 0.01f, b_scale_inverse = 0.3f;
-    const DType bias_dtype = c.out_dtype == DType::f16 ? DType::f16 : DType::bf16;
-    std::mt19937 random(seed + 2);
-    std::normal_distribution<float> normal(0.f, 500.f);
-    std::vector<float> bias_values(static_cast<size_t>(c.N)), initial(static_cast<size_t>(c.M * c.N));
-    for (float& value : bias_values) value = normal(random);
-    for (float& value : initial) value = normal(random);
-    std::vector<unsigned char> bias(bias_values.size() * dtype_size(bias_dtype));
-    convert_from_float(bias_values.data(), bias.data(), bias_dtype, bias_values.size());
-    std::vector<unsigned char> cpu_out(initial.size() * dtype_size(c.out_dtype));
-    convert_from_float(initial.data(), cpu_out.data(), c.out_dtype, initial.size());
-    const std::vector<double> stored_initial = as_doubles(cpu_out, c.out_dtype);
-    const std::vector<double> stored_bias = as_doubles(bias, bias_dtype);
-
-    // float64 reference on the same FP8 values.
-    std::vector<double> reference(initial.size());
-    for (int64_t m = 0; m < c.M; ++m)
-        for (int64_t n = 0; n < c.N; ++n) {
-            double sum = 0;
-            for (int64_t k = 0; k < c.K; ++k)
-                sum += static_cast<double>(fp8_bits_to_float(a[m * c.K + k], c.a_format)) *
-                       fp8_bits_to_float(b[n * c.K + k], c.b_format);
-            double value = sum * a_scale_inverse * b_scale_inverse;
-            if (c.accumulate) value += stored_initial[static_cast<size_t>(m * c.N + n)];
-            if (c.bias) value += stored_bias[static_cast<size_t>(n)];
-            reference[static_cast<size_t>(m * c.N + n)] = value;
-        }
-
-    // The H100's FP8 tensor cores on the same codes: each output's dot product in their arithmetic,
-    // then cuBLASLt's fp32 epilogue (scales, C, bias), rounded to the output type.
-    const TensorCoreModel model =
-        tensor_core_model(90, c.a_format == Fp8Format::e4m3 ? TensorCoreInput::e4m3 : TensorCoreInput::e5m2);
-    std::vector<double> modelled(initial.size());
-    for (int64_t m = 0; m < c.M; ++m) {
-        std::vector<double> row(static_cast<size_t>(c.K)), column(static_cast<size_t>(c.K));
-        for (int64_t k = 0; k < c.K; ++k) row[k] = fp8_bits_to_float(a[m * c.K + k], c.a_format);
-        for (int64_t n = 0; n < c.N; ++n) {
-            for (int64_t k = 0; k < c.K; ++k) column[k] = fp8_bits_to_float(b[n * c.K + k], c.b_format);
-            float value = (a_scale_inverse * b_scale_inverse) *
-                          tensor_core_dot(model, row.data(), column.data(), 1, static_cast<uint64_t>(c.K), 0.f);
-            if (c.accumulate) value += static_cast<float>(stored_initial[static_cast<size_t>(m * c.N + n)]);
-            if (c.bias) value += static_cast<float>(stored_bias[static_cast<size_t>(n)]);
-            modelled[static_cast<size_t>(m * c.N + n)] = round_to_dtype(value, c.out_dtype);
-        }
-    }
-
-    const Buffer gpu_out = upload(cpu_out);
-    cpu::fp8_matmul(TensorView(cpu_out.data(), c.out_dtype, {c.M, c.N}),
-                    {a.data(), c.M, c.K, c.a_format, a_scale_inverse},
-                    {b.data(), c.N, c.K, c.b_format, b_scale_inverse},
-                    c.bias ? TensorView(bias.data(), bias_dtype, {c.N}) : TensorView(), c.accumulate);
-
-    const Buffer a_device = upload(a), b_device = upload(b), bias_device = upload(bias);
-    const Buffer scales = upload(std::vector<float>{a_scale_inverse, b_scale_inverse});
-    cuda::LtMatmulRunner runner(*allocator, stream);
-    cuda::Fp8Gemm gemm;
-    gemm.a = a_device.as<uint8_t>();
-    gemm.a_format = c.a_format;
-    gemm.a_scale_inverse = scales.as<float>();
-    gemm.b = b_device.as<uint8_t>();
-    gemm.b_format = c.b_format;
-    gemm.b_scale_inverse = scales.as<float>() + 1;
-    gemm.out = gpu_out.data();
-    gemm.out_dtype = c.out_dtype;
-    gemm.bias = c.bias ? bias_device.data() : nullptr;
-    gemm.M = c.M;
-    gemm.N = c.N;
-    gemm.K = c.K;
-    gemm.accumulate = c.accumulate;
-    cuda::run_fp8_gemm(runner, gemm);
-    const std::vector<unsigned char> gpu_bytes = download<unsigned char>(gpu_out.data(), cpu_out.size());
-    expect_within_twice_the_cpus_error(as_doubles(gpu_bytes, c.out_dtype), as_doubles(cpu_out, c.out_dtype),
-                                       modelled, reference, c.out_dtype);
-}
-
-INSTANTIATE_TEST_SUITE_P(GpuCombinations, GpuFp8Gemm,
-                         ::testing::Values(GemmCase{"e4m3_e4m3_bf16_bias", Fp8Format::e4m3, Fp8Format::e4m3,
-                                                    DType::bf16, true, false, 24, 40, 96},
-                                           GemmCase{"e4m3_e4m3_fp16", Fp8Format::e4m3, Fp8Format::e4m3,
-                                                    DType::f16, false, false, 7, 16, 32},
-                                           GemmCase{"e5m2_e4m3_bf16_accumulate", Fp8Format::e5m2,
-                                                    Fp8Format::e4m3, DType::bf16, false, true, 33, 24, 64},
-                                           GemmCase{"e4m3_e5m2_fp32_accumulate_bias", Fp8Format::e4m3,
-                                                    Fp8Format::e5m2, DType::f32, true, true, 16, 20, 48}),
+INSTANTIATE_TEST_SUITE_P(GpuCombinations, GpuFp8Gemm, ::testing::ValuesIn(fp8_gemm_cases()),
                          [](const ::testing::TestParamInfo<GemmCase>& info) {
                              return std::string(info.param.name);
                          });
@@ -351,10 +214,9 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
             reference[static_cast<size_t>(m * N + n)] =
                 sum * static_cast<double>(state.scale_inverse(0)) * state.scale_inverse(1);
         }
-    // A bf16 output rounds the tensor cores' 13-bit accumulator away: the CPU's error is the yardstick.
-    const std::vector<double> cpu_values = as_doubles(cpu_out, DType::bf16);
-    expect_within_twice_the_cpus_error(as_doubles(download<unsigned char>(out.data(), cpu_out.size()), DType::bf16),
-                                       cpu_values, cpu_values, reference, DType::bf16);
+    expect_within_twice_the_cpus_error(
+        as_doubles(download<unsigned char>(out.data(), cpu_out.size()), DType::bf16),
+        as_doubles(cpu_out, DType::bf16), reference, DType::bf16);
 }
 
 }  // namespace

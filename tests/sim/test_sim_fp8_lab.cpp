@@ -1,7 +1,8 @@
 // The kernel lab's FP8 section (bench/kernel_lab/fp8_gemm_lab.h) at its smoke sizes on the CUDA
 // simulator: every product and the quantization pass their validation, every row is timed, and
 // the rows are the documented ones (BF16 and FP8 per linear layer of d12 and d24, the MLP-up input
-// gradient in both, the quantization). The times are the simulator's and mean nothing.
+// gradient in both, the quantization). The times are the simulator's and mean nothing. Without a
+// cuBLASLt algorithm for the bf16 baseline, the section fails in one line.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,8 @@
 #include "bench/kernel_lab/fp8_gemm_lab.h"
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
+#include "tests/cuda_sim/cublaslt_refusals.h"
+#include "tests/test_support.h"
 
 namespace mixgpt::lab {
 namespace {
@@ -41,6 +44,25 @@ TEST(SimFp8Lab, EveryRowValidatesAndIsTimedAtSmokeSizes) {
     }
     EXPECT_EQ(fp8_rows, static_cast<int>(shapes.size()) + 2);
     EXPECT_EQ(quantize_rows, 2);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+// The bf16 baseline measures cuBLASLt itself, so it takes no fallback: without an algorithm the
+// section fails in one line naming the product.
+TEST(SimFp8Lab, Bf16BaselineWithoutAnAlgorithmIsOneLine) {
+    const std::unique_ptr<Backend> gpu = make_backend({"cuda", 0, Precision::bf16, 0});
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    LabContext context(*gpu);
+    context.stream = stream;
+    context.l2_bytes = kSmokeCacheBytes;
+    context.timing = {1, 2};
+    context.sizes = LabSizes::smoke;
+    {
+        const cuda_sim::CublasLtRefusal refusal("a=bf16");
+        EXPECT_EQ(test::error_of([&] { fp8_gemm_rows(context); }),
+                  "kernel lab: cuBLASLt has no bf16 algorithm for 96x80x128");
+    }
     EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 

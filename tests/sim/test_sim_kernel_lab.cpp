@@ -21,6 +21,8 @@
 #include "bench/kernel_lab/lab_check.h"
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
+#include "tests/cuda_sim/cublaslt_refusals.h"
+#include "tests/test_support.h"
 
 namespace mixgpt::lab {
 namespace {
@@ -117,6 +119,21 @@ TEST_P(SimKernelLab, BackendRowsPassValidation) {
     for (const Row& row : rows) {
         expect_valid_and_timed(row);
         EXPECT_EQ(row.rate, Rate::gb_per_s);
+    }
+}
+
+// The GEMM ceiling measures cuBLASLt itself: without an algorithm, in any of the heuristic's
+// three ways of saying so, it fails in one line naming the size, and runs nothing.
+TEST_P(SimKernelLab, GemmCeilingWithoutAnAlgorithmIsOneLine) {
+    for (const cuda_sim::RefusalForm form :
+         {cuda_sim::RefusalForm::not_supported, cuda_sim::RefusalForm::none_found,
+          cuda_sim::RefusalForm::failed_result}) {
+        const cuda_sim::CublasLtRefusal refusal([](const cuda_sim::HeuristicQuery&) { return true; }, form);
+        const std::string message = test::error_of(
+            [&] { measure_gemm_throughput(*gpu_, stream_, kSmokeCeilings.gemm_size, context_->timing); });
+        EXPECT_EQ(message.rfind("kernel lab: cuBLASLt has no bf16 GEMM algorithm for n = 256 (", 0), 0u)
+            << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
 }
 

@@ -15,6 +15,7 @@ size_t round_up(size_t bytes) { return (bytes + kPieceAlignment - 1) / kPieceAli
 // out (count) = in (count), exactly: bf16 or fp16 to fp32.
 template <typename From>
 __global__ void widen_kernel(float* out, const From* in, int64_t count) {
+    declare_launch_limits<kThreads>();
     const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (i < count) out[i] = to_float(in[i]);
 }
@@ -22,6 +23,7 @@ __global__ void widen_kernel(float* out, const From* in, int64_t count) {
 // out (count) = the FP8 codes in (count) as bf16, exactly (every E4M3 and E5M2 value is a bf16
 // value: 3 and 2 mantissa bits, exponents within bf16's).
 __global__ void widen_fp8_kernel(__nv_bfloat16* out, const uint8_t* in, Fp8Format format, int64_t count) {
+    declare_launch_limits<kThreads>();
     const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (i < count) out[i] = from_float<__nv_bfloat16>(fp8_bits_to_float(in[i], format));
 }
@@ -33,6 +35,7 @@ template <typename T, typename B>
 __global__ void finish_product_kernel(T* d, int64_t ldd, const float* result, int64_t m, int64_t n,
                                       const float* a_scale, const float* b_scale, bool accumulate,
                                       const B* bias) {
+    declare_launch_limits<kThreads>();
     const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (index >= m * n) return;
     const int64_t i = index % m, j = index / m;

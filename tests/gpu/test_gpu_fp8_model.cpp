@@ -85,7 +85,7 @@ TEST_P(GpuFp8Model, RecomputationChangesNoBit) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, GpuFp8Model, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(GpuFamilies, GpuFp8Model, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                              return info.param ? "llama" : "gpt2";
                          });

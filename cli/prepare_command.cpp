@@ -107,7 +107,8 @@ void add_prepare_command(CLI::App& app) {
         ".text, .jsonl, .ndjson, .json, optionally .gz/.zst/.xz)");
     command->add_flag(
         "--skip-binary", options.corpus.skip_binary,
-        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing");
+        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing "
+        "(each input file is then read through once more, to judge all of it)");
     command
         ->add_option("--shard-tokens", options.shard_tokens,
                      "Tokens per shard: a shard closes at the first document end past this")

@@ -303,7 +303,7 @@ void Corpus::seek(const CorpusPosition& position) {
 }
 
 TrainingSample Corpus::sample(size_t budget) const {
-    TrainingSample sample;
+    TrainingSample sample(0);
     // An input of unknown size (standard input) counts as one of `budget` bytes.
     long double total = 0;
     for (const Input& input : inputs_) total += input.size_known ? input.bytes : budget;
@@ -311,6 +311,7 @@ TrainingSample Corpus::sample(size_t budget) const {
     for (const Input& input : inputs_) {
         const long double bytes = input.size_known ? input.bytes : budget;
         const size_t share = static_cast<size_t>(static_cast<long double>(budget) * bytes / total);
+        sample.raise_budget(share);
         if (share > 0) input.open(StreamUse::replayable)->sample(share, sample);
     }
     return sample;

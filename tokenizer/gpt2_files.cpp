@@ -271,6 +271,16 @@ void validate(const Gpt2Vocabulary& vocabulary, const TokenIds& ids, const std::
         }
         made[static_cast<size_t>(result->second)] = static_cast<int64_t>(rank);
     }
+    // Every token but the bytes and <|endoftext|> is made by a merge: a merge file cut short
+    // (to half its merges, to its version line) leaves tokens BPE never produces.
+    for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
+        const std::string& token = vocabulary.tokens[id];
+        MIXGPT_REQUIRE(made[id] >= 0 || token.size() == 1 || static_cast<int32_t>(id) == vocabulary.eot_id,
+                       path + format(": %zu merges, but %s holds %zu tokens (256 bytes, %s and one per merge; "
+                                     "cut short?): no merge makes token %zu '%s'",
+                                     vocabulary.merges.size(), vocabulary_path.c_str(), vocabulary.tokens.size(),
+                                     kGpt2EndOfText, id, byte_alphabet_text(token).c_str()));
+    }
 }
 
 }  // namespace

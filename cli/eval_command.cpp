@@ -92,6 +92,9 @@ void add_eval_command(CLI::App& app) {
     add_threads_option(*command, options->device.threads, "CPU threads (0: OpenMP's default)");
     command->add_flag("--allow-nonfinite", options->allow_nonfinite,
                       "use weights that are NaN or Inf anyway");
+    command->add_flag("--verify-data", options->verify_data,
+                      "check every shard's SHA-256 against index.json before scoring (without it, each "
+                      "shard is checked when its tokens are first read)");
     command->add_option("--precision", options->device.precision,
                         "fp32, tf32, bf16, fp16, fp8 (default: training's)");
     command->add_flag("--json", *json, "print one JSON object");

@@ -212,6 +212,11 @@ void add_train_command(CLI::App& app) {
             "start a new run (without it such a directory is refused)")
         ->group("Run");
     command
+        ->add_flag("--verify-data", o.verify_data,
+                   "check every shard's SHA-256 against index.json before the first step (without it, "
+                   "each shard is checked when its tokens are first read)")
+        ->group("Run");
+    command
         ->add_flag("--allow-nonfinite", o.allow_nonfinite,
                    "resume even from weights, AdamW moments or a loss scale that are NaN or Inf")
         ->group("Run");

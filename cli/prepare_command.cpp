@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
@@ -112,7 +113,7 @@ void add_prepare_command(CLI::App& app) {
     command
         ->add_option("--shard-tokens", options.shard_tokens,
                      "Tokens per shard: a shard closes at the first document end past this")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     command->add_flag(
         "--append", options.append,

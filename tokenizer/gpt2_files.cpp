@@ -1,5 +1,6 @@
 #include "tokenizer/gpt2_files.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,8 @@ std::string base64_decode(std::string_view text, const std::string& where) {
 
 void read_tiktoken(const std::string& path, Gpt2Vocabulary& vocabulary) {
     const std::string text = read_file(path);
+    // Ranks run 0..N-1 over the file's N lines: a larger one is refused before anything is sized by it.
+    const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
     std::vector<bool> seen;
     size_t line_number = 0;
     for (size_t start = 0; start < text.size();) {
@@ -195,6 +198,9 @@ void read_tiktoken(const std::string& path, Gpt2Vocabulary& vocabulary) {
         } catch (const std::logic_error&) {
             throw Error(where + ": rank is not a number");
         }
+        MIXGPT_REQUIRE(rank < lines, where + format(": rank %zu is not below the file's %zu lines (ranks run from "
+                                                    "0, one per line)",
+                                                    rank, lines));
         if (rank >= vocabulary.tokens.size()) {
             vocabulary.tokens.resize(rank + 1);
             seen.resize(rank + 1, false);

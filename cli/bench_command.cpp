@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/device_option.h"
 #include "cli/model_options.h"
+#include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
@@ -55,7 +56,7 @@ void add_bench_command(CLI::App& app) {
     command
         ->add_option("--peak-tflops", o.peak_tflops,
                      "peak TFLOP/s for MFU (default: looked up by device name)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     command

@@ -17,4 +17,9 @@ void add_info_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 
+// Every option of every subcommand that may be given several times takes one value each time it
+// is given (`--include A --include B`), never the words after it: CLI11 lets a vector option
+// swallow them, so `prepare --include '*.md' DIR` took DIR as a pattern and left no input.
+void take_one_value_per_flag(CLI::App& app);
+
 }  // namespace mixgpt::cli

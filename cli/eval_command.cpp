@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/device_option.h"
+#include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_eval.h"
@@ -39,7 +40,7 @@ void add_task_options(CLI::App& command, TaskEvalOptions& task) {
         ->needs(task_option)
         ->group("Task");
     command.add_option("--limit", task.limit, "only the first N examples")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->needs(task_option)
         ->group("Task");
     command
@@ -78,20 +79,23 @@ void add_eval_command(CLI::App& app) {
         ->add_option("--batch-size,-b", options->batch_size,
                      "windows per forward pass (default: training's); with --task, rows (choices) per pass "
                      "(default: 16)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     command->add_option("--seq-len,-t", options->seq_len, "window length T (default: the model's context)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     command
         ->add_option("--stride", options->stride,
                      "sliding windows: advance by this many tokens, scoring only the new ones (default: T)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     command->add_option("--max-tokens", options->max_tokens, "evaluate only this many leading tokens")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     add_device_option(*command, options->device.device);
     command->add_option("--device-index", options->device.device_index, "CUDA device ordinal");
     add_threads_option(*command, options->device.threads, "CPU threads (0: OpenMP's default)");
     command->add_flag("--allow-nonfinite", options->allow_nonfinite,
                       "use weights that are NaN or Inf anyway");
+    command->add_flag("--verify-data", options->verify_data,
+                      "check every shard's SHA-256 against index.json before scoring (without it, each "
+                      "shard is checked when its tokens are first read)");
     command->add_option("--precision", options->device.precision,
                         "fp32, tf32, bf16, fp16, fp8 (default: training's)");
     command->add_flag("--json", *json, "print one JSON object");

@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
+#include "kernels/precision.h"
 #include "model/fp8_linears.h"
 
 namespace mixgpt::cli {
@@ -17,10 +19,12 @@ struct Fp8Arguments {
     int margin = 0;
     std::string bf16_layers;
     bool head = false;
+    std::vector<const CLI::Option*> options;  // the flags above, to see which were given
 };
 
 void add_fp8_options(CLI::App& command, Fp8Arguments& arguments);
-// Throws Error naming the flag on a bad value.
-Fp8Options parse_fp8_arguments(const Fp8Arguments& arguments);
+// Throws Error naming the flag on a bad value, and on any flag given with a precision other than
+// fp8 (ignored, it would say nothing; as model options of the other family are refused).
+Fp8Options parse_fp8_arguments(const Fp8Arguments& arguments, Precision precision);
 
 }  // namespace mixgpt::cli

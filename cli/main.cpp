@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
     mixgpt::cli::add_info_command(app);
     mixgpt::cli::add_export_command(app);
     mixgpt::cli::add_import_command(app);
+    mixgpt::cli::take_one_value_per_flag(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {

@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include "cli/number_checks.h"
+
 namespace mixgpt::cli {
 
 void add_model_options(CLI::App& command, ModelOptions& options) {
@@ -18,21 +20,21 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
     command.add_option("--n-embd", options.n_embd, "override the preset's width")->group(group);
     command.add_option("--n-kv-head", options.n_kv_head,
                      "llama: key/value heads, dividing the head count (default: the head count)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->group(group);
     command.add_option("--ffn-hidden", options.ffn_hidden,
                      "llama: the MLP's hidden width F (default: 2/3 * 4 * width, rounded up to a multiple of 256; of 64 for widths under 512)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->group(group);
     command.add_option("--ffn-multiplier", options.ffn_multiplier,
                      "llama: multiply the default hidden width by this before rounding (Llama 3: 1.3)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->group(group);
     command.add_option("--rms-norm-eps", options.rms_norm_eps, "llama: RMSNorm's epsilon (default 1e-5)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->group(group);
-    command.add_option("--rope-theta", options.rope_theta, "llama: RoPE's base (default 10000)")
-        ->check(CLI::PositiveNumber)
+    command.add_option("--rope-theta", options.rope_theta, "llama: RoPE's base, above 1 (default 10000)")
+        ->check(greater_than(1))
         ->group(group);
     command.add_option("--tie-embeddings", options.tie_embeddings,
                      "llama: true (default) computes the logits with the token embedding, false with an output "

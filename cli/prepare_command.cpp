@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
@@ -107,11 +108,12 @@ void add_prepare_command(CLI::App& app) {
         ".text, .jsonl, .ndjson, .json, optionally .gz/.zst/.xz)");
     command->add_flag(
         "--skip-binary", options.corpus.skip_binary,
-        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing");
+        "Leave inputs that look binary (Parquet, zip, PDF, executables, not UTF-8...) instead of failing "
+        "(each input file is then read through once more, to judge all of it)");
     command
         ->add_option("--shard-tokens", options.shard_tokens,
                      "Tokens per shard: a shard closes at the first document end past this")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     command->add_flag(
         "--append", options.append,

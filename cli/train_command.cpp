@@ -8,6 +8,7 @@
 #include "cli/device_option.h"
 #include "cli/fp8_options.h"
 #include "cli/model_options.h"
+#include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "train/trainer.h"
@@ -47,7 +48,7 @@ void run(TrainArguments& arguments) {
     options.lr_decay = parse_lr_decay(arguments.lr_schedule);
     options.precision = parse_precision(arguments.precision);
     options.recompute = parse_recompute(arguments.recompute);
-    options.fp8 = parse_fp8_arguments(arguments.fp8);
+    options.fp8 = parse_fp8_arguments(arguments.fp8, options.precision);
     if (options.dry_run) {
         print_memory_plans(options, std::cout);
         return;
@@ -179,11 +180,11 @@ void add_train_command(CLI::App& app) {
     command
         ->add_option("--task-eval-interval", o.task_eval_interval,
                      "steps between task evaluations (0: only at the end)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative())
         ->needs(task_eval)
         ->group("Run");
-    command->add_option("--task-eval-limit", o.task_eval_limit, "examples per task (0: all)")
-        ->check(CLI::NonNegativeNumber)
+    command->add_option("--task-eval-limit", o.task_eval_limit, "only the first N examples of each task (default: all)")
+        ->check(positive())
         ->needs(task_eval)
         ->group("Run");
     command
@@ -210,6 +211,11 @@ void add_train_command(CLI::App& app) {
             "--overwrite", o.overwrite,
             "the output directory holds another run: move its files into replaced-<time>/ inside it and "
             "start a new run (without it such a directory is refused)")
+        ->group("Run");
+    command
+        ->add_flag("--verify-data", o.verify_data,
+                   "check every shard's SHA-256 against index.json before the first step (without it, "
+                   "each shard is checked when its tokens are first read)")
         ->group("Run");
     command
         ->add_flag("--allow-nonfinite", o.allow_nonfinite,

@@ -103,7 +103,7 @@ EvalReport run_evaluation(const EvalOptions& options) {
             options.dataset.empty() ? checkpoint_option(loaded.checkpoint, "dataset") : options.dataset;
         MIXGPT_REQUIRE(!given.empty(), "dataset: not given and not recorded in the checkpoint");
         const std::string dataset = resolve_dataset_path(given);
-        const DatasetInfo info = read_dataset_info(dataset);
+        const DatasetInfo info = read_checked_dataset_info(dataset);
         MIXGPT_REQUIRE(info.tokenizer.sha256 == loaded.checkpoint.tokenizer_sha256,
                        dataset + ": tokenizer_sha256 is " + info.tokenizer.sha256 + ", the checkpoint " +
                            loaded.path + " was trained with " + loaded.checkpoint.tokenizer_sha256);
@@ -118,6 +118,7 @@ EvalReport run_evaluation(const EvalOptions& options) {
             loader_options.seq_len = seq_len;
             loader_options.mode = LoaderMode::eval;
             loader_options.prefetch = false;
+            loader_options.verify_data = options.verify_data;
             loader_options.vocab_limit = loaded.checkpoint.config.vocab_size;
             DataLoader loader(loader_options);
             Progress progress("eval", static_cast<double>(loader.batches_per_epoch()), "batch");

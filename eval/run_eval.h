@@ -24,6 +24,7 @@ struct EvalOptions {
     int64_t max_tokens = 0;                // evaluate a prefix of this many tokens; 0: everything
     DeviceOptions device;
     bool allow_nonfinite = false;  // use weights that are NaN or Inf anyway (model/finite_check.h)
+    bool verify_data = false;      // every shard's SHA-256 checked at open, not each at its first read
 };
 
 struct EvalReport {

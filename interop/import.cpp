@@ -91,6 +91,16 @@ std::string metadata_text(const SafetensorsFile& file, const char* key) {
     return found == file.header.metadata.end() ? "" : found->second;
 }
 
+Precision metadata_precision(const SafetensorsFile& file) {
+    const std::string precision = metadata_text(file, kMetadataPrecision);
+    if (precision.empty()) return Precision::fp32;
+    try {
+        return parse_precision(precision);
+    } catch (const Error& error) {
+        throw Error(file.path + ": __metadata__ " + kMetadataPrecision + ": " + error.what());
+    }
+}
+
 // Buffers that older transformers versions saved beside the weights: GPT-2's attention masks,
 // Llama's RoPE frequencies; recomputed, never read.
 bool is_buffer(const std::string& name) {
@@ -170,8 +180,7 @@ ImportResult import_hf(const ImportOptions& options) {
     Checkpoint checkpoint;
     checkpoint.config = config.model;
     read_parameters(file, config.model, options.allow_nonfinite, checkpoint.parameters);
-    const std::string precision = metadata_text(file, kMetadataPrecision);
-    checkpoint.precision = precision.empty() ? Precision::fp32 : parse_precision(precision);
+    checkpoint.precision = metadata_precision(file);
     checkpoint.step = metadata_int(file, kMetadataStep);
     checkpoint.tokens_seen = metadata_int(file, kMetadataTokensSeen);
     checkpoint.tokenizer_sha256 = tokenizer.sha256();

@@ -167,7 +167,7 @@ bool run_study(const StudyOptions& asked) {
                    "eval-interval: must be positive (the study compares runs at every evaluation)");
     MIXGPT_REQUIRE(!options.train.dataset.empty(),
                    "dataset: required (a directory or file from `mixgpt prepare`)");
-    const DatasetInfo dataset = read_dataset_info(resolve_dataset_path(options.train.dataset));
+    const DatasetInfo dataset = read_checked_dataset_info(resolve_dataset_path(options.train.dataset));
     const std::vector<uint64_t> seeds = study_seeds(options);
     const TrainPlan plan =
         plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);

@@ -11,6 +11,7 @@
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tokenizer/corpus.h"
+#include "tokenizer/json_text_prefix.h"
 #include "tokenizer/prepare.h"
 
 namespace mixgpt {
@@ -225,6 +226,22 @@ TEST(CorpusInputs, SeekingToAReportedDocumentEndContinuesExactly) {
         EXPECT_EQ(rest.size(), all.size() - d - 1);
         EXPECT_EQ(resumed.skipped_lines(), 6);
     }
+}
+
+// The start of a JSON line cut short: the part of the text field it holds, escapes whole.
+TEST(CorpusInputs, JsonTextPrefixTakesWhatACutLineHolds) {
+    std::string text;
+    EXPECT_TRUE(json_text_prefix(R"({"id": 7, "meta": {"a": [1, "}"]}, "text": "caf\u00e9 \"x\" and mor)", "text", text));
+    EXPECT_EQ(text, "caf\xc3\xa9 \"x\" and mor");
+    EXPECT_TRUE(json_text_prefix(R"({"text": "ab\u00)", "text", text));
+    EXPECT_EQ(text, "ab");
+    EXPECT_TRUE(json_text_prefix(R"({"text": "ab\ud83d)", "text", text));
+    EXPECT_EQ(text, "ab");
+    EXPECT_TRUE(json_text_prefix(R"({"text": "whole", "meta": "cut he)", "text", text));
+    EXPECT_EQ(text, "whole");
+    EXPECT_FALSE(json_text_prefix(R"({"meta": "cut before the te)", "text", text));
+    EXPECT_FALSE(json_text_prefix(R"({"text": 12)", "text", text));
+    EXPECT_FALSE(json_text_prefix("[1, 2", "text", text));
 }
 
 }  // namespace

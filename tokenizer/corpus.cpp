@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "tokenizer/document_readers.h"
 #include "tokenizer/input_sniff.h"
+#include "tokenizer/input_stream.h"
 
 namespace mixgpt {
 namespace fs = std::filesystem;
@@ -36,6 +37,19 @@ bool is_text_like(const std::string& name) {
         if (ends_with(base, extension)) return true;
     }
     return false;
+}
+
+// Why the text of `path` is not text, read to its end (tokenizer/text_check.h), or "".
+std::string not_text_reason(const std::string& path) {
+    InputStream stream(path);
+    std::string buffer(size_t{1} << 18, '\0');
+    try {
+        while (stream.read(buffer.data(), buffer.size()) > 0) {
+        }
+    } catch (const NotTextError& error) {
+        return error.reason();
+    }
+    return "";
 }
 
 bool is_hidden(const fs::path& path) {
@@ -72,11 +86,17 @@ private:
 
     void add_file(const std::string& path, uint64_t bytes) {
         const InputSniff sniff = sniff_input(path);
-        if (!sniff.binary.empty()) {
-            if (!options_.skip_binary)
-                throw Error(path + ": looks like " + sniff.binary +
-                            ", not text (--skip-binary leaves such inputs)");
-            result_.left.push_back({path, "binary: " + sniff.binary});
+        if (!sniff.binary.empty() && !options_.skip_binary)
+            throw Error(path + ": looks like " + sniff.binary + ", not text (--skip-binary leaves such inputs)");
+        if (!sniff.not_text.empty() && !options_.skip_binary)
+            throw Error(path + ": " + sniff.not_text + " (--skip-binary leaves such inputs)");
+        // Left inputs are judged over all their text; standard input cannot be read twice.
+        const std::string not_text = !sniff.binary.empty() ? sniff.binary
+                                     : !sniff.not_text.empty() || !options_.skip_binary || path == kStandardInputPath
+                                         ? sniff.not_text
+                                         : not_text_reason(path);
+        if (!not_text.empty()) {
+            result_.left.push_back({path, "binary: " + not_text});
             return;
         }
         InputFormat format = options_.format;
@@ -218,6 +238,7 @@ Corpus Corpus::from_files(std::vector<InputFile> files, const CorpusOptions& opt
         corpus.inputs_.push_back(std::move(input));
     }
     corpus.description_ = files.size() == 1 ? files[0].path : std::to_string(files.size()) + " input files";
+    corpus.skip_binary_ = options.skip_binary;
     return corpus;
 }
 
@@ -239,7 +260,7 @@ bool Corpus::next(TextSegment& segment) {
             if (next_input_ == inputs_.size()) return false;
             reader_ = inputs_[next_input_].open(stream_use_);
         }
-        if (reader_->next(segment)) {
+        if (next_text_segment(segment)) {
             segment.document = next_document_;
             if (segment.last) {
                 ++next_document_;
@@ -253,6 +274,15 @@ bool Corpus::next(TextSegment& segment) {
         finished_skipped_ += reader_->skipped_lines();
         reader_.reset();
         ++next_input_;
+    }
+}
+
+bool Corpus::next_text_segment(TextSegment& segment) {
+    try {
+        return reader_->next(segment);
+    } catch (const NotTextError& error) {
+        if (skip_binary_) throw;
+        throw Error(std::string(error.what()) + " (--skip-binary leaves such inputs)");
     }
 }
 
@@ -273,7 +303,7 @@ void Corpus::seek(const CorpusPosition& position) {
 }
 
 TrainingSample Corpus::sample(size_t budget) const {
-    TrainingSample sample;
+    TrainingSample sample(0);
     // An input of unknown size (standard input) counts as one of `budget` bytes.
     long double total = 0;
     for (const Input& input : inputs_) total += input.size_known ? input.bytes : budget;
@@ -281,6 +311,7 @@ TrainingSample Corpus::sample(size_t budget) const {
     for (const Input& input : inputs_) {
         const long double bytes = input.size_known ? input.bytes : budget;
         const size_t share = static_cast<size_t>(static_cast<long double>(budget) * bytes / total);
+        sample.raise_budget(share);
         if (share > 0) input.open(StreamUse::replayable)->sample(share, sample);
     }
     return sample;

@@ -7,7 +7,11 @@
 // compressed: .gz, .zst, .xz) and those matching an `include` pattern; hidden
 // entries and the rest are left, and listed. Every input is plain or
 // compressed (gzip, zstd, xz: detected from the content), and one that looks
-// binary (tokenizer/input_sniff.h) is refused, or left with `skip_binary`.
+// binary (tokenizer/input_sniff.h) is refused, or left with `skip_binary`. Every
+// reader judges all the text it reads (tokenizer/text_check.h), so an input that
+// stops being text after its head is refused when reading reaches it; with
+// `skip_binary` each input file is read through once when the inputs are resolved,
+// and left when any part of it is not text.
 //
 // A file is JSON lines when its name ends in .jsonl or .ndjson (then
 // optionally .gz/.zst/.xz), or in .json or is standard input and its first
@@ -135,6 +139,8 @@ public:
     const std::string& description() const { return description_; }  // for messages
 
 private:
+    bool next_text_segment(TextSegment& segment);  // of reader_; an input that is not text says so
+
     struct Input {
         std::function<std::unique_ptr<DocumentReader>(StreamUse)> open;
         uint64_t bytes = 0;
@@ -150,6 +156,7 @@ private:
     uint64_t finished_bytes_ = 0;   // bytes of the inputs already read to the end
     int64_t finished_skipped_ = 0;  // skipped lines of the inputs already read to the end
     int64_t next_document_ = 0;
+    bool skip_binary_ = false;  // (CorpusOptions) an input not text is refused without a hint
 };
 
 }  // namespace mixgpt

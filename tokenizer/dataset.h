@@ -57,6 +57,7 @@ struct TokenizerIdentity {
 struct ShardInfo {
     std::string path;
     uint64_t bytes = 0;  // file size
+    std::string sha256;  // of the file, as index.json records it ("" for a single-file dataset)
     SplitInfo train, val;
     const SplitInfo& split(const std::string& name) const { return name == "train" ? train : val; }
 };
@@ -82,6 +83,11 @@ struct DatasetInfo {
 // opens it and checks its format, version, attributes and that every dataset
 // has the length its attributes give. Throws Error naming the file.
 DatasetInfo read_dataset_info(const std::string& dataset_path);
+// The same, for the commands that train on or score a dataset (train, eval, study): a folder's
+// index is also checked against the tokenizer beside it (its files' SHA-256, vocab_size, eot_id,
+// unk_id), so that a model is never sized by an index that is not its tokenizer's. Throws Error
+// naming index.json and the field.
+DatasetInfo read_checked_dataset_info(const std::string& dataset_path);
 
 // The element type of /<split>/tokens for a vocabulary.
 h5::Type token_storage_type(int vocab_size);

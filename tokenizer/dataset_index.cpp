@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/output_file.h"
+#include "core/sha256.h"
 
 namespace mixgpt {
 namespace {
@@ -197,6 +198,14 @@ DatasetIndex parse_index(const std::string& text, const std::string& path) {
     return index;
 }
 
+void check_shard_checksum(const std::string& path, const std::string& expected) {
+    const std::string actual = sha256_file_hex(path);
+    if (actual != expected)
+        throw Error(path + ": SHA-256 " + actual.substr(0, 12) + "... is not the " + expected.substr(0, 12) +
+                    "... " + kIndexFileName +
+                    " records (the shard changed since prepare: a flipped bit, an edit; prepare it again)");
+}
+
 DatasetInfo dataset_info_of_index(const std::string& folder, const DatasetIndex& index) {
     DatasetInfo info;
     info.path = folder;
@@ -215,7 +224,7 @@ DatasetInfo dataset_info_of_index(const std::string& folder, const DatasetIndex&
             throw Error(path + format(": holds %llu bytes, %s says %llu (truncated or replaced)",
                                       static_cast<unsigned long long>(bytes), kIndexFileName,
                                       static_cast<unsigned long long>(shard.bytes)));
-        info.shards.push_back({path, shard.bytes, shard.train, shard.val});
+        info.shards.push_back({path, shard.bytes, shard.sha256, shard.train, shard.val});
         add(info.train, shard.train);
         add(info.val, shard.val);
         info.invalid_utf8_bytes += shard.invalid_utf8_bytes;

@@ -72,4 +72,9 @@ DatasetIndex parse_index(const std::string& text, const std::string& path);
 // each shard file checked to exist with its recorded size. Throws Error.
 DatasetInfo dataset_info_of_index(const std::string& folder, const DatasetIndex& index);
 
+// Hashes the shard at `path` and throws Error naming it when its SHA-256 is not `expected`
+// (index.json's record). A shard is checked so when its tokens are first read
+// (tokenizer/token_store.h), and all of a dataset's at open with --verify-data.
+void check_shard_checksum(const std::string& path, const std::string& expected);
+
 }  // namespace mixgpt

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace mixgpt {
 namespace {
@@ -37,11 +38,16 @@ public:
         stream_.avail_out = static_cast<uInt>(std::min<size_t>(capacity, 1u << 30));
         while (stream_.avail_out > 0 && !finished_) {
             if (between_members_) {
-                // Another member follows (pigz, bgzip, cat a.gz b.gz); anything else ends the data.
-                if (!starts_with(source_, kGzipMagic)) {
+                // Another member follows (pigz, bgzip, cat a.gz b.gz), or nothing: anything else
+                // is refused, as zstd and xz refuse it (cat a.gz b.jsonl would lose b.jsonl).
+                if (source_.fill(1) == 0) {
                     finished_ = true;
                     break;
                 }
+                if (!starts_with(source_, kGzipMagic))
+                    throw Error(source_.path() + format(": byte %llu: data after the end of the gzip data "
+                                                        "(not a gzip member: plain text joined to a .gz file?)",
+                                                        static_cast<unsigned long long>(source_.consumed())));
                 inflateReset(&stream_);
                 between_members_ = false;
             }

@@ -2,7 +2,8 @@
 // their names: gzip (zlib; concatenated members too), zstd (libzstd;
 // concatenated frames) and xz (liblzma; concatenated streams). An input that
 // ends inside a compressed stream is an error ("truncated zstd data"), never a
-// silently shorter document.
+// silently shorter document; so is one with other data after its compressed data
+// (`cat a.gz b.jsonl`), never silently dropped.
 #pragma once
 
 #include <memory>

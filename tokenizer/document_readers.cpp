@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "tokenizer/input_stream.h"
+#include "tokenizer/json_text_prefix.h"
 #include "tokenizer/segment_builder.h"
 
 namespace mixgpt {
@@ -16,11 +17,12 @@ constexpr size_t kMaxSampleRegions = 256;
 constexpr size_t kUnlimitedLine = static_cast<size_t>(-1);
 
 // Calls `add_line(piece)` for the lines of `file` until about `budget` bytes
-// were taken: the whole file when it fits, else regions spread evenly over it
-// (from the start only for compressed files, which cannot seek). A region
-// starting inside a line skips to the next one.
+// were taken or `sample` is full: the whole file when it fits, else regions
+// spread evenly over it (from the start only for compressed files, which cannot
+// seek). A region starting inside a line skips to the next one.
 template <typename AddLine>
-void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, AddLine add_line) {
+void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, const TrainingSample& sample,
+                  AddLine add_line) {
     InputStream stream(file.path);
     const bool spread = stream.seekable() && file.bytes > budget;
     const size_t regions = spread ? std::clamp<size_t>(budget / kSampleRegionBytes, 1, kMaxSampleRegions) : 1;
@@ -32,7 +34,7 @@ void sample_lines(const InputFile& file, size_t max_piece_bytes, size_t budget, 
         LineReader::Piece piece;
         bool skipping = offset > 0;
         size_t taken = 0;
-        while (taken < region_budget && lines.next(piece)) {
+        while (taken < region_budget && !sample.full() && lines.next(piece)) {
             if (skipping) {
                 skipping = !piece.line_end;
                 continue;
@@ -68,7 +70,7 @@ public:
     }
 
     void sample(size_t budget, TrainingSample& sample) override {
-        sample_lines(file_, TextSegment::kSegmentBytes, budget,
+        sample_lines(file_, TextSegment::kSegmentBytes, budget, sample,
                      [&](const LineReader::Piece& piece) -> size_t {
                          if (piece.line_start && piece.line_end && is_separator(piece.text)) return 0;
                          const size_t before = sample.bytes();
@@ -187,12 +189,17 @@ public:
     }
 
     // A file whose sampled lines all lack the key says so, rather than leaving an empty sample.
+    // A line longer than `budget` is read no further than `budget` bytes: the part of its text
+    // they hold is taken (tokenizer/json_text_prefix.h), so that memory stays within the budget.
     void sample(size_t budget, TrainingSample& sample) override {
         std::string text;
         const char* problem = nullptr;
         size_t added = 0;
-        sample_lines(file_, kUnlimitedLine, budget, [&](const LineReader::Piece& piece) -> size_t {
-            const char* line_problem = extract_text(piece.text, text);
+        sample_lines(file_, std::max<size_t>(budget, 1), budget, sample, [&](const LineReader::Piece& piece) -> size_t {
+            if (!piece.line_start) return 0;
+            const char* line_problem = piece.line_end                                ? extract_text(piece.text, text)
+                                       : json_text_prefix(piece.text, key_, text) ? nullptr
+                                                                                  : cut_line_problem_.c_str();
             if (line_problem != nullptr) {
                 problem = line_problem;
                 return 0;
@@ -225,6 +232,8 @@ private:
     std::string key_;
     std::string missing_key_message_ =
         "no string field '" + key_ + "' (--jsonl-key names the field holding the text)";
+    std::string cut_line_problem_ = "a line longer than the tokenizer sample whose start holds no string field '" +
+                                    key_ + "' (--jsonl-key names the field holding the text)";
     bool skip_bad_lines_;
     InputStream stream_;
     LineReader lines_;
@@ -270,6 +279,7 @@ public:
         for (const auto& document : *documents_) total += document.size();
         uint64_t seen = 0, taken = 0;
         for (const auto& document : *documents_) {
+            if (sample.full()) return;
             seen += document.size();
             if (total > budget && static_cast<double>(taken) >= static_cast<double>(budget) * seen / total)
                 continue;

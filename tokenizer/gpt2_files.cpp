@@ -1,5 +1,6 @@
 #include "tokenizer/gpt2_files.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,8 @@ std::string base64_decode(std::string_view text, const std::string& where) {
 
 void read_tiktoken(const std::string& path, Gpt2Vocabulary& vocabulary) {
     const std::string text = read_file(path);
+    // Ranks run 0..N-1 over the file's N lines: a larger one is refused before anything is sized by it.
+    const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
     std::vector<bool> seen;
     size_t line_number = 0;
     for (size_t start = 0; start < text.size();) {
@@ -195,6 +198,9 @@ void read_tiktoken(const std::string& path, Gpt2Vocabulary& vocabulary) {
         } catch (const std::logic_error&) {
             throw Error(where + ": rank is not a number");
         }
+        MIXGPT_REQUIRE(rank < lines, where + format(": rank %zu is not below the file's %zu lines (ranks run from "
+                                                    "0, one per line)",
+                                                    rank, lines));
         if (rank >= vocabulary.tokens.size()) {
             vocabulary.tokens.resize(rank + 1);
             seen.resize(rank + 1, false);
@@ -270,6 +276,16 @@ void validate(const Gpt2Vocabulary& vocabulary, const TokenIds& ids, const std::
                            path + format(": merge %zu uses a token that no earlier merge makes", rank));
         }
         made[static_cast<size_t>(result->second)] = static_cast<int64_t>(rank);
+    }
+    // Every token but the bytes and <|endoftext|> is made by a merge: a merge file cut short
+    // (to half its merges, to its version line) leaves tokens BPE never produces.
+    for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
+        const std::string& token = vocabulary.tokens[id];
+        MIXGPT_REQUIRE(made[id] >= 0 || token.size() == 1 || static_cast<int32_t>(id) == vocabulary.eot_id,
+                       path + format(": %zu merges, but %s holds %zu tokens (256 bytes, %s and one per merge; "
+                                     "cut short?): no merge makes token %zu '%s'",
+                                     vocabulary.merges.size(), vocabulary_path.c_str(), vocabulary.tokens.size(),
+                                     kGpt2EndOfText, id, byte_alphabet_text(token).c_str()));
     }
 }
 

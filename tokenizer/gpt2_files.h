@@ -38,8 +38,9 @@ std::vector<std::string> find_gpt2_files(const std::string& path);
 bool is_gpt2_tokenizer_path(const std::string& path);
 
 // Reads and validates the files of find_gpt2_files: every byte has a token, every merge joins
-// two tokens into a third and only uses tokens of earlier merges, there is an <|endoftext|>
-// token. Throws Error naming the file, line or token.
+// two tokens into a third and only uses tokens of earlier merges, every other token is made by
+// a merge (so a merge file cut short is refused), there is an <|endoftext|> token. Throws Error
+// naming the file, line or token.
 Gpt2Vocabulary read_gpt2_vocabulary(const std::vector<std::string>& files);
 
 // GPT-2's byte alphabet: `bytes` written as printable characters, as in vocab.json and merges.txt.

@@ -1,12 +1,10 @@
 #include "tokenizer/input_sniff.h"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "core/log.h"
 #include "tokenizer/input_stream.h"
-#include "tokenizer/utf8.h"
+#include "tokenizer/text_check.h"
 
 namespace mixgpt {
 namespace {
@@ -41,37 +39,24 @@ const Signature kSignatures[] = {
 };
 // clang-format on
 
-constexpr double kMaxNulFraction = 0.01;
-constexpr double kMaxInvalidUtf8Fraction = 0.10;
-constexpr size_t kMinInvalidUtf8Bytes =
-    64;  // fewer say nothing reliable (a short file with a few stray bytes)
-
-std::string percent(size_t part, size_t whole) {
-    return format("%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
-}
-
-std::string binary_kind(std::string_view head) {
+std::string signature_kind(std::string_view head) {
     for (const Signature& signature : kSignatures) {
         if (head.size() >= signature.offset + signature.bytes.size() &&
             head.substr(signature.offset, signature.bytes.size()) == signature.bytes)
             return signature.looks_like;
     }
-    if (head.empty()) return "";
-    const size_t nuls = static_cast<size_t>(std::count(head.begin(), head.end(), '\0'));
-    if (nuls > kMaxNulFraction * static_cast<double>(head.size()))
-        return "binary data (" + percent(nuls, head.size()) + " NUL bytes in its first " +
-               std::to_string(head.size()) + " bytes; UTF-16 text must be converted to UTF-8)";
-    size_t invalid = 0;
-    for (size_t at = 0; at < head.size();) {
-        const size_t length = utf8::character_length(head.data() + at, head.size() - at);
-        // A character cut by the end of the head is not counted.
-        if (length == 0 && head.size() - at >= 4) ++invalid;
-        at += length > 0 ? length : 1;
+    return "";
+}
+
+// Why `head` is not text (tokenizer/text_check.h), or "". `whole`: the head is the whole input.
+std::string not_text_reason(const std::string& path, const std::string& head, bool whole) {
+    try {
+        TextCheck check(path);
+        check.add(head.data(), head.size());
+        if (whole) check.finish();
+    } catch (const NotTextError& error) {
+        return error.reason();
     }
-    if (invalid >= kMinInvalidUtf8Bytes &&
-        invalid > kMaxInvalidUtf8Fraction * static_cast<double>(head.size()))
-        return "binary data or text not in UTF-8 (" + percent(invalid, head.size()) + " of its first " +
-               std::to_string(head.size()) + " bytes are not valid UTF-8)";
     return "";
 }
 
@@ -87,15 +72,8 @@ bool starts_json_lines(std::string_view head) {
 
 }  // namespace
 
-InputSniff sniff_text(const std::string& head) {
-    InputSniff sniff;
-    sniff.binary = binary_kind(head);
-    sniff.json_lines = sniff.binary.empty() && starts_json_lines(head);
-    return sniff;
-}
-
 InputSniff sniff_input(const std::string& path) {
-    InputStream stream(path);
+    InputStream stream(path, StreamUse::replayable, TextJudgement::none);
     std::string head(kSniffBytes, '\0');
     size_t filled = 0;
     while (filled < head.size()) {
@@ -104,8 +82,11 @@ InputSniff sniff_input(const std::string& path) {
         filled += count;
     }
     head.resize(filled);
-    InputSniff sniff = sniff_text(head);
+    InputSniff sniff;
     sniff.compression = stream.compression();
+    sniff.binary = signature_kind(head);
+    if (sniff.binary.empty()) sniff.not_text = not_text_reason(path, head, filled < kSniffBytes);
+    sniff.json_lines = sniff.binary.empty() && sniff.not_text.empty() && starts_json_lines(head);
     return sniff;
 }
 

@@ -14,7 +14,9 @@ constexpr size_t kReadBytes = size_t{1} << 18;
 
 }  // namespace
 
-InputStream::InputStream(const std::string& path, StreamUse use) : source_(path, use) {
+InputStream::InputStream(const std::string& path, StreamUse use, TextJudgement judgement)
+    : source_(path, use) {
+    if (judgement == TextJudgement::all) check_.emplace(path);
     compression_ = detect_compression(source_);
     if (compressed()) decompressor_ = open_decompressor(compression_, source_);
 }
@@ -31,6 +33,8 @@ size_t InputStream::read(char* buffer, size_t capacity) {
         source_.consume(count);
     }
     position_ += count;
+    if (check_ && count > 0) check_->add(buffer, count);
+    if (check_ && count == 0) check_->finish();
     return count;
 }
 
@@ -38,6 +42,7 @@ void InputStream::seek(uint64_t offset) {
     MIXGPT_REQUIRE(seekable(), path() + ": cannot seek in compressed input or standard input");
     source_.seek(offset);
     position_ = offset;
+    if (check_) check_.emplace(path(), offset);
 }
 
 void InputStream::skip(uint64_t bytes) {

@@ -1,28 +1,35 @@
 // Reading corpus inputs: files or standard input ("-"), plain or compressed
 // (gzip, zstd, xz: tokenizer/decompressor.h, detected from the content), and
-// splitting them into lines with bounded memory.
+// splitting them into lines with bounded memory. All the text read is judged
+// to be text as it is read (tokenizer/text_check.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "tokenizer/byte_source.h"
 #include "tokenizer/decompressor.h"
+#include "tokenizer/text_check.h"
 
 namespace mixgpt {
+
+// `none`: for a reader that judges the bytes itself (tokenizer/input_sniff.h).
+enum class TextJudgement { all, none };
 
 class InputStream {
 public:
     // Throws Error "<path>: cannot open (<reason>)".
-    explicit InputStream(const std::string& path, StreamUse use = StreamUse::replayable);
+    explicit InputStream(const std::string& path, StreamUse use = StreamUse::replayable,
+                         TextJudgement judgement = TextJudgement::all);
     ~InputStream();
     InputStream(const InputStream&) = delete;
     InputStream& operator=(const InputStream&) = delete;
 
     // Reads up to `capacity` bytes of text; returns 0 at the end. Throws on a read error or
-    // corrupt or truncated compressed data.
+    // corrupt or truncated compressed data, and NotTextError when what was read is not text.
     size_t read(char* buffer, size_t capacity);
     Compression compression() const { return compression_; }
     bool compressed() const { return compression_ != Compression::none; }
@@ -38,6 +45,7 @@ private:
     Compression compression_ = Compression::none;
     std::unique_ptr<Decompressor> decompressor_;
     uint64_t position_ = 0;
+    std::optional<TextCheck> check_;
 };
 
 // Lines of a stream, each with its '\n' when it has one. A line longer than

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tokenizer/dataset_index.h"
 #include "tokenizer/mixture_order.h"
 #include "tokenizer/split_windows.h"
 #include "tokenizer/window_order.h"
@@ -261,6 +262,9 @@ std::vector<DatasetInfo> open_datasets(const LoaderOptions& options) {
             throw Error(dataset.path + ": made with tokenizer " + short_hash(dataset.tokenizer.sha256) +
                         "..., but the model's tokenizer is " + short_hash(options.expected_tokenizer_sha256) +
                         "... (a dataset made with another tokenizer)");
+        if (options.verify_data)
+            for (const ShardInfo& shard : dataset.shards)
+                if (!shard.sha256.empty()) check_shard_checksum(shard.path, shard.sha256);
     }
     return datasets;
 }

@@ -78,14 +78,22 @@ std::string settings_json(const PrepareOptions& options, const std::vector<Input
 struct OpenedCorpus {
     Corpus corpus;
     ResolvedInputs inputs;
+    std::vector<std::string> described;  // what was taken (and left), for the log
 };
 
 OpenedCorpus open_corpus(const PrepareOptions& options) {
-    if (options.builtin_corpus == "kjv")
-        return {Corpus::from_documents(kjv_chapters(), "the KJV corpus"), {}};
+    if (options.builtin_corpus == "kjv") {
+        std::vector<std::string> chapters = kjv_chapters();
+        const size_t count = chapters.size();
+        Corpus corpus = Corpus::from_documents(std::move(chapters), "the KJV corpus");
+        const std::string line = format("inputs: %s, %zu documents, %.1f MB", corpus.description().c_str(), count,
+                                        static_cast<double>(corpus.total_bytes()) / 1e6);
+        return {std::move(corpus), {}, {line}};
+    }
     ResolvedInputs inputs = resolve_inputs(options.corpus);
     Corpus corpus = Corpus::from_files(inputs.files, options.corpus);
-    return {std::move(corpus), std::move(inputs)};
+    std::vector<std::string> described = inputs.describe();
+    return {std::move(corpus), std::move(inputs), std::move(described)};
 }
 
 // Reads documents (up to kCensusBytes of text) until both splits have one: a corpus too small
@@ -324,7 +332,7 @@ public:
 
     PrepareResult run() {
         OpenedCorpus opened = open_corpus(options_);
-        for (const std::string& line : opened.inputs.describe()) log_info(line);
+        for (const std::string& line : opened.described) log_info(line);
         const std::string settings = settings_json(options_, opened.inputs.files);
         CorpusPosition start;
         auto clock = Clock::now();
@@ -399,7 +407,7 @@ public:
         PrepareResult result = result_of(folder_, index_);
         result.shards_written = shards_written_;
         result.resumed_at_document = folder_.start == PrepareStart::resume ? start.next_document : -1;
-        result.input_lines = opened.inputs.describe();
+        result.input_lines = opened.described;
         result.threads = encoder.threads();
         result.tokenizer_seconds = tokenizer_seconds;
         result.encode_seconds = seconds_since(clock);

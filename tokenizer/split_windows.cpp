@@ -16,7 +16,7 @@ SplitWindows::SplitWindows(const std::vector<DatasetInfo>& datasets, const std::
         for (const ShardInfo& shard : dataset.shards) {
             const int64_t tokens = shard.split(split).tokens;
             if (tokens == 0) continue;
-            auto store = std::make_unique<TokenStore>(shard.path, split, vocab_limit);
+            auto store = std::make_unique<TokenStore>(shard.path, split, vocab_limit, shard.sha256);
             if (store->size() != tokens)
                 throw Error(shard.path +
                             format(": /%s/tokens holds %lld tokens, the dataset's index says %lld",

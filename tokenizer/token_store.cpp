@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/hdf5_check.h"
 #include "core/log.h"
+#include "tokenizer/dataset_index.h"
 
 namespace mixgpt {
 namespace {
@@ -76,8 +77,9 @@ FileIdentity identity_of(const struct stat& status) {
 
 }  // namespace
 
-TokenStore::TokenStore(const std::string& path, const std::string& split, int32_t vocab_limit)
-    : path_(path), dataset_("/" + split + "/tokens"), vocab_limit_(vocab_limit) {
+TokenStore::TokenStore(const std::string& path, const std::string& split, int32_t vocab_limit,
+                       std::string sha256)
+    : path_(path), dataset_("/" + split + "/tokens"), vocab_limit_(vocab_limit), sha256_(std::move(sha256)) {
     {
         const h5::File file = h5::File::open_read(path);
         const auto shape = file.shape(dataset_);
@@ -190,6 +192,10 @@ void TokenStore::read(int64_t offset, int64_t count, int32_t* out) {
                    format("%s: read of %s[%lld, %lld) beyond its %lld tokens", path_.c_str(),
                           dataset_.c_str(), static_cast<long long>(offset),
                           static_cast<long long>(offset + count), static_cast<long long>(tokens_)));
+    if (!sha256_.empty()) {
+        check_shard_checksum(path_, sha256_);
+        sha256_.clear();
+    }
     while (count > 0) {
         const int64_t chunk = offset / chunk_elements_;
         const int64_t first = offset - chunk * chunk_elements_;

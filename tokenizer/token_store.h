@@ -5,7 +5,8 @@
 // uncompressed, native byte order) and the file address of each chunk is
 // looked up; tokens are then read with pread() from a descriptor held open.
 // Token ids are checked against the vocabulary limit chunk by chunk, the
-// first time a chunk is read (no full scan at open).
+// first time a chunk is read (no full scan at open); the file's SHA-256, when
+// given (index.json's record), the first time any token is read.
 //
 // A file replaced, truncated or rewritten while a run reads it (`cp other.h5
 // dataset.h5`) is an Error naming it, never garbage or a crash: after every
@@ -31,7 +32,8 @@ struct FileIdentity {
 
 class TokenStore {
 public:
-    TokenStore(const std::string& path, const std::string& split, int32_t vocab_limit);
+    // `sha256`: the file's recorded SHA-256, checked at the first read ("": none recorded).
+    TokenStore(const std::string& path, const std::string& split, int32_t vocab_limit, std::string sha256 = "");
     ~TokenStore();
     TokenStore(const TokenStore&) = delete;
     TokenStore& operator=(const TokenStore&) = delete;
@@ -50,6 +52,7 @@ private:
     std::string path_;
     std::string dataset_;  // "/train/tokens"
     int32_t vocab_limit_;
+    std::string sha256_;  // still to check; "" once checked
     int64_t tokens_ = 0;
     h5::Type type_ = h5::Type::u16;
     int64_t chunk_elements_ = 0;

@@ -63,7 +63,7 @@ TokenizerModelType parse_tokenizer_model_type(const std::string& name) {
 
 void TrainingSample::add_text(std::string_view text) {
     size_t start = 0;
-    while (start < text.size()) {
+    while (start < text.size() && !full()) {
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) end = text.size();
         add_line(text.substr(start, end - start));
@@ -77,7 +77,11 @@ void TrainingSample::add_line(std::string_view line) {
         add_line(line.substr(0, cut));
         line.remove_prefix(cut);
     }
-    if (line.empty()) return;
+    if (line.empty() || full()) return;
+    if (line.size() > budget_ - bytes_) {  // the sample ends before the first sentence past its budget
+        budget_ = bytes_;
+        return;
+    }
     sentences_.emplace_back(line);
     bytes_ += line.size();
 }

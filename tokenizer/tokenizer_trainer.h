@@ -5,6 +5,7 @@
 // split, and the control token <|endoftext|>. No <s> or </s>.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,13 +28,19 @@ class TrainingSample {
 public:
     static constexpr size_t kMaxSentenceBytes = 4096;
 
+    // At most `budget` bytes are kept: the sample ends before the first sentence that would pass it.
+    explicit TrainingSample(size_t budget = std::numeric_limits<size_t>::max()) : budget_(budget) {}
+    void raise_budget(size_t bytes) { budget_ += bytes; }  // (a budget given share by share)
+
     void add_text(std::string_view text);
     size_t bytes() const { return bytes_; }
+    bool full() const { return bytes_ >= budget_; }
     const std::vector<std::string>& sentences() const { return sentences_; }
 
 private:
     void add_line(std::string_view line);
 
+    size_t budget_;
     std::vector<std::string> sentences_;
     size_t bytes_ = 0;
 };

@@ -69,6 +69,7 @@ struct TrainOptions {
     std::string resume;
     bool overwrite = false;        // move the output directory's run into replaced-<time>/ first
     bool allow_nonfinite = false;  // resume from weights or moments that are NaN/Inf anyway
+    bool verify_data = false;      // every shard's SHA-256 checked at start, not each at its first read
     bool dry_run = false;          // print the memory plan for each recompute policy and stop
     // Multiple-choice tasks evaluated during training (train/task_eval.h): "hellaswag:FILE" or "mc:FILE"
     std::vector<std::string> task_evals;

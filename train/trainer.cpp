@@ -132,7 +132,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
                                 : std::make_unique<ProcessCommunicator>(options.collective_timeout)),
       quiet_(communicator().rank() == 0) {
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
-    dataset_ = read_dataset_info(resolve_dataset_path(options.dataset));
+    dataset_ = read_checked_dataset_info(resolve_dataset_path(options.dataset));
+    for (const DatasetSource& source : options.mixture) read_checked_dataset_info(source.path);
     plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
     if (is_root()) run_directory_ = std::make_unique<RunDirectory>(options.output_dir);
 
@@ -162,6 +163,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
 
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.data_seed.value_or(options.seed);
+    loader_options.verify_data = options.verify_data;
     Backend* backend = backend_.get();
     loader_options.allocate_staging = [backend](size_t bytes) {
         return backend->allocate_host_staging(bytes);
@@ -644,7 +646,8 @@ TrainResult run_training(const TrainOptions& options, Communicator& communicator
 
 void print_memory_plans(const TrainOptions& options, std::ostream& out) {
     const int vocab_size =
-        options.dataset.empty() ? 50257 : read_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
+        options.dataset.empty() ? 50257
+                                : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
     const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
     const int ranks = launcher_world_size();
     const int accumulation_steps =

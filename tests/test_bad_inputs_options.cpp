@@ -1,0 +1,122 @@
+// Bad input, options family (issue 36): the command line says what it wants in words and takes
+// nothing silently. An option given several times takes one value each time, never the
+// positionals after it; range checks say "must be > 0", not 309 digits of DBL_MAX; --fp8-*
+// without --precision fp8 is refused, as family options are for the wrong family; a 0 that
+// means "all" is refused on the command line everywhere; and errors name their file and field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/bad_inputs_support.h"
+#include "tests/test_tokenizer_support.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace test;
+namespace fs = std::filesystem;
+
+class BadOptionsTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        fixture_ = make_bad_input_fixture("mixgpt_bad_options").release();
+        const TempDirectory& d = *fixture_;
+        BadInputRunner runner(d);
+        ASSERT_EQ(runner.run({"export", "{D}/run", "-o", "{D}/hf"}).exit_status, 0);
+        d.write("task.jsonl", "{\"context\": \"the cat\", \"choices\": [\"sees\", \"likes\"], \"label\": 0}\n");
+        d.write("far_rank.tiktoken", "IQ== 0\nIg== 3000000000\n");
+        fs::copy(d.file("hf"), d.file("hf_fp7"), fs::copy_options::recursive);
+        set_safetensors_metadata(d.file("hf_fp7/model.safetensors"), "mixgpt_precision", "fp7");
+    }
+    static void TearDownTestSuite() {
+        delete fixture_;
+        fixture_ = nullptr;
+    }
+
+    // Rewrites one __metadata__ entry of a safetensors file (the header padded to 8 bytes).
+    static void set_safetensors_metadata(const std::string& path, const std::string& key,
+                                         const std::string& value) {
+        const std::string bytes = testing::read_file(path);
+        uint64_t header_bytes = 0;
+        std::memcpy(&header_bytes, bytes.data(), 8);
+        nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_bytes));
+        header["__metadata__"][key] = value;
+        std::string text = header.dump();
+        text.append((8 - text.size() % 8) % 8, ' ');
+        const uint64_t size = text.size();
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(&size), 8);
+        out << text << bytes.substr(8 + header_bytes);
+    }
+
+    static inline TempDirectory* fixture_ = nullptr;
+    BadInputRunner runner_{*fixture_};
+};
+
+std::vector<BadInput> option_cases() {
+    return {
+        // CLI11's PositiveNumber printed "Value 0 not in range 0.000000 to 1797..." (309 digits).
+        {"train --n-kv-head 0", train_with({"--n-kv-head", "0"}, "{D}/run_kv"), 2, {"--n-kv-head: must be > 0 (got 0)"}},
+        {"eval --limit 0", {"eval", "{D}/run", "--task", "mc", "--data", "{D}/task.jsonl", "--limit", "0"}, 2,
+         {"--limit: must be > 0 (got 0)"}},
+        // Documented as positive, refused below 1 by the library only after the command line passed it.
+        {"train --rope-theta 1", train_with({"--arch", "llama", "--rope-theta", "1"}, "{D}/run_rope"), 2,
+         {"--rope-theta: must be > 1 (got 1)"}},
+        // Ignored without a word, while family options are refused for the wrong family.
+        {"train --fp8-margin without --precision fp8", train_with({"--fp8-margin", "2"}, "{D}/run_fp8"), 1,
+         {"--fp8-margin: only with --precision fp8 (the precision is fp32)"}},
+        // 0 meant "all" here and was refused by eval --limit.
+        {"train --task-eval-limit 0", train_with({"--task-eval", "mc:{D}/task.jsonl", "--task-eval-limit", "0"}, "{D}/run_limit"),
+         2, {"--task-eval-limit: must be > 0 (got 0)"}},
+        // One value per flag: a second one is not taken as another value of the option.
+        {"train --dataset A B", train_with({"--dataset", "{DATA}", "{DATA}"}, "{D}/run_two"), 2, {"{DATA}"}},
+        // "out of memory (std::bad_alloc)", naming neither file nor line.
+        {"prepare with a .tiktoken rank of 3e9",
+         {"prepare", "--output", "{D}/out_tiktoken", "--tokenizer", "{D}/far_rank.tiktoken", "--threads", "1",
+          "{D}/corpus"},
+         1,
+         {"{D}/far_rank.tiktoken:2: rank 3000000000"}},
+        // "unknown precision 'fp7'", naming neither file nor key.
+        {"import: mixgpt_precision fp7",
+         {"import", "{D}/hf_fp7", "-o", "{D}/imported"},
+         1,
+         {"{D}/hf_fp7/model.safetensors: __metadata__ mixgpt_precision: unknown precision 'fp7'"}},
+    };
+}
+
+TEST_F(BadOptionsTest, Cases) {
+    for (const BadInput& bad : option_cases()) {
+        const std::string line = runner_.check(bad);
+        EXPECT_LT(line.size(), 300u) << line;
+    }
+}
+
+// prepare --include PAT DIR took DIR as a second pattern ("no input"); eval --text FILE RUN took
+// RUN as a second text file.
+TEST_F(BadOptionsTest, RepeatableOptionsLeaveThePositionals) {
+    TempDirectory scratch("mixgpt_options_positionals");
+    const Outcome prepared = runner_.run({"prepare", "--output", scratch.file("out"), "--tokenizer",
+                                          "{DATA}/tokenizer.model", "--threads", "1", "--include", "*.md",
+                                          "{D}/corpus"});
+    EXPECT_EQ(prepared.exit_status, 0) << prepared.err;
+    EXPECT_NE(prepared.err.find("took 3 files"), std::string::npos) << prepared.err;
+    const Outcome evaluated =
+        runner_.run({"eval", "--text", "{D}/corpus/doc1000.txt", "{D}/run", "--threads", "1"});
+    EXPECT_EQ(evaluated.exit_status, 0) << evaluated.err;
+}
+
+// --corpus kjv logged "inputs: took 0 files, 0.0 MB".
+TEST_F(BadOptionsTest, BuiltinCorpusSaysWhatItTook) {
+    TempDirectory scratch("mixgpt_options_kjv");
+    const Outcome prepared = runner_.run({"prepare", "--corpus", "kjv", "--output", scratch.file("kjv"),
+                                          "--tokenizer", "{DATA}/tokenizer.model", "--threads", "1"});
+    ASSERT_EQ(prepared.exit_status, 0) << prepared.err;
+    EXPECT_EQ(prepared.err.find("took 0 files"), std::string::npos) << prepared.err;
+    EXPECT_NE(prepared.err.find("inputs: the KJV corpus, 1189 documents, 4."), std::string::npos) << prepared.err;
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -232,4 +232,10 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
     return described;
 }
 
+bool is_run_mechanics(const std::string& name) {
+    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
+           name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
+           name == "gradient_zero_stats";
+}
+
 }  // namespace mixgpt

@@ -45,13 +45,6 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
     return z ^ (z >> 31);
 }
 
-// Options that may change between a run and its resumption without changing what is trained.
-bool is_run_mechanics(const std::string& name) {
-    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
-           name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
-           name == "gradient_zero_stats";
-}
-
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
 
 // Ranks other than 0 log errors only, while the run lasts.

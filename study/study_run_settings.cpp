@@ -1,0 +1,36 @@
+#include "study/study_run_settings.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "model/checkpoint.h"
+
+namespace mixgpt {
+namespace {
+
+// Options that say how a run is executed, not what it trains or reports.
+bool is_how_it_runs(const std::string& name) {
+    return is_run_mechanics(name) || name == "device" || name == "device_index" || name == "threads" ||
+           name == "checkpoint_interval" || name == "keep_checkpoints" || name == "max_bad_steps";
+}
+
+}  // namespace
+
+void require_study_run_settings(const std::string& run_directory, const TrainOptions& requested) {
+    const std::string newest =
+        newest_valid_checkpoint((std::filesystem::path(run_directory) / "checkpoints").string());
+    if (newest.empty()) return;
+    const Checkpoint recorded = read_checkpoint(newest, CheckpointContent::weights);
+    for (const auto& [name, value] : describe_options(requested)) {
+        if (is_how_it_runs(name)) continue;
+        const auto found = std::find_if(recorded.options.begin(), recorded.options.end(),
+                                        [&name = name](const auto& option) { return option.first == name; });
+        const std::string was = found == recorded.options.end() ? "(not recorded)" : found->second;
+        MIXGPT_REQUIRE(was == value, run_directory + ": its run has " + name + " " + was +
+                                         ", this study asks for " + value +
+                                         "; move that run away or give the study another --output-dir");
+    }
+}
+
+}  // namespace mixgpt

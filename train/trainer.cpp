@@ -165,14 +165,25 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 
-    evaluation_possible_ =
-        std::any_of(dataset_.shards.begin(), dataset_.shards.end(),
-                    [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
+    // Validation reads every dataset of the run in turn (each component of a mixture): possible
+    // when any of them has a validation shard of a window or more.
+    std::vector<DatasetInfo> validated = {dataset_};
+    for (size_t k = 1; k < options.mixture.size(); ++k)
+        validated.push_back(read_dataset_info(resolve_dataset_path(options.mixture[k].path)));
+    int64_t val_tokens = 0;
+    evaluation_possible_ = false;
+    for (const DatasetInfo& info : validated) {
+        val_tokens += info.val.tokens;
+        evaluation_possible_ =
+            evaluation_possible_ ||
+            std::any_of(info.shards.begin(), info.shards.end(),
+                        [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
+    }
     if (!evaluation_possible_)
-        log_warning(
-            format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
-                   "no evaluation",
-                   static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+        log_warning(format("the validation split%s %lld tokens and no shard with seq-len + 1 = %d of them: "
+                           "no evaluation",
+                           validated.size() > 1 ? "s of the mixture's datasets hold" : " has",
+                           static_cast<long long>(val_tokens), options.seq_len + 1));
     MIXGPT_REQUIRE(options.task_eval_interval >= 0, "task-eval-interval: must not be negative");
     if (!options.task_evals.empty()) {
         const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path());

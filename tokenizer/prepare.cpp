@@ -361,10 +361,10 @@ public:
                             static_cast<long long>(start.next_document)));
         } else if (folder_.start == PrepareStart::append) {
             index_ = *folder_.base;
-            require_new_inputs(index_, inputs, folder_.directory);
             index_.shard_tokens = options_.shard_tokens;
             start.next_document = index_.documents();
             tokenizer = load_checked_tokenizer();
+            require_new_inputs(index_, inputs, folder_.directory);
         } else {
             const std::optional<Tokenizer> reused = load_reused_tokenizer(options_);  // before the corpus
             check_splits_early(options_, 0);

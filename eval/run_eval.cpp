@@ -67,10 +67,9 @@ std::string join(const std::vector<std::string>& parts) {
     return text;
 }
 
-// The datasets scored: the one given, else those the checkpoint was trained on, every component of
-// a mixture (its "mixture" option: "PATH:WEIGHT,PATH:WEIGHT,..."), as training's validation read them.
-std::vector<std::string> datasets_to_score(const EvalOptions& options, const Checkpoint& checkpoint) {
-    if (!options.dataset.empty()) return {resolve_dataset_path(options.dataset)};
+// The datasets the checkpoint was trained on, every component of a mixture (its "mixture" option:
+// "PATH:WEIGHT,PATH:WEIGHT,..."), as training's validation read them.
+std::vector<std::string> trained_datasets(const Checkpoint& checkpoint) {
     std::vector<std::string> paths;
     std::stringstream mixture(checkpoint_option(checkpoint, "mixture"));
     for (std::string component; std::getline(mixture, component, ',');)
@@ -79,6 +78,21 @@ std::vector<std::string> datasets_to_score(const EvalOptions& options, const Che
     const std::string trained = checkpoint_option(checkpoint, "dataset");
     MIXGPT_REQUIRE(!trained.empty(), "dataset: not given and not recorded in the checkpoint");
     return {resolve_dataset_path(trained)};
+}
+
+// The datasets scored: the one given, else those the checkpoint was trained on, each checked to be
+// that dataset by the identity the checkpoint records (checkpoints written before identities were
+// recorded are taken at their word).
+std::vector<std::string> datasets_to_score(const EvalOptions& options, const CheckpointModel& loaded) {
+    if (!options.dataset.empty()) return {resolve_dataset_path(options.dataset)};
+    const std::vector<std::string> paths = trained_datasets(loaded.checkpoint);
+    std::stringstream recorded(checkpoint_option(loaded.checkpoint, "dataset_identity"));
+    std::string identity;
+    for (size_t k = 0; k < paths.size() && std::getline(recorded, identity, ','); ++k)
+        MIXGPT_REQUIRE(dataset_identity(paths[k]) == identity,
+                       paths[k] + ": not the dataset " + loaded.path +
+                           " was trained on (another dataset is at that path now); give --dataset to score it");
+    return paths;
 }
 
 }  // namespace
@@ -114,7 +128,7 @@ EvalReport run_evaluation(const EvalOptions& options) {
         report.bytes_per_token = source.bytes_per_token;
         report.totals = evaluate_tokens(*loaded.model, source.tokens, stride);
     } else {
-        const std::vector<std::string> datasets = datasets_to_score(options, loaded.checkpoint);
+        const std::vector<std::string> datasets = datasets_to_score(options, loaded);
         std::vector<DatasetInfo> infos;
         SplitInfo split;
         for (const std::string& dataset : datasets) {

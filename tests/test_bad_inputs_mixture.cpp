@@ -1,7 +1,8 @@
 // Bad input, the data a run is evaluated on (issue 36): a mixture's weights must be finite and
 // positive; training's validation covers every component that has a validation split, whatever
 // the order of --dataset; `eval` of a mixture run without --dataset scores what training's
-// validation scored, every component. Each case records every file of the fixture before it runs,
+// validation scored, every component, and refuses another dataset found at the path the run
+// recorded (datasets are recorded by identity, tokenizer/dataset_path.h). Each case records every file of the fixture before it runs,
 // and checks them all afterwards.
 #include <gtest/gtest.h>
 
@@ -89,6 +90,24 @@ TEST_F(BadMixtureTest, EvalOfAMixtureRunScoresEveryComponent) {
     EXPECT_NE(source.find(fixture_->file("data")), std::string::npos) << source;
     EXPECT_NE(source.find(fixture_->file("more")), std::string::npos) << source;
     EXPECT_NEAR(report["mean_loss"].get<double>(), last_val_loss(scratch.file("run/metrics.jsonl")), 1e-5);
+}
+
+// eval without --dataset scored whatever dataset it found at the path the run recorded.
+TEST_F(BadMixtureTest, EvalRefusesAnotherDatasetAtTheTrainedPath) {
+    TempDirectory scratch("mixgpt_mixture_identity");
+    const std::string swapped = scratch.file("web");
+    fs::copy(fixture_->file("data"), swapped, fs::copy_options::recursive);
+    const Outcome trained = runner_.run(train_with({"--dataset", swapped}, scratch.file("run")));
+    ASSERT_EQ(trained.exit_status, 0) << trained.err;
+    fs::remove_all(swapped);
+    fs::copy(fixture_->file("more"), swapped, fs::copy_options::recursive);
+    const std::map<std::string, std::string> before = file_hashes(scratch.path());
+    const Outcome evaluated = runner_.run({"eval", scratch.file("run"), "--threads", "1"});
+    EXPECT_EQ(evaluated.exit_status, 1) << evaluated.err;
+    std::string line;
+    EXPECT_TRUE(is_one_error_line(evaluated.err, line));
+    EXPECT_NE(line.find(swapped + ": not the dataset " + scratch.file("run")), std::string::npos) << line;
+    EXPECT_EQ(file_hashes(scratch.path()), before);
 }
 
 }  // namespace

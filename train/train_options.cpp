@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "core/error.h"
@@ -159,6 +160,8 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
         const bool has_weight = split_weight_suffix(argument, source.path, weight);
         any_suffix = any_suffix || has_weight;
         source.weight = has_weight ? parse_weight(weight, "--dataset " + argument) : 1;
+        // Recorded in the run's checkpoints: the same dataset wherever a later command runs from.
+        source.path = std::filesystem::absolute(source.path).lexically_normal().string();
         sources.push_back(source);
     }
     if (!weights.empty()) {

@@ -97,6 +97,7 @@ private:
     QuietUnlessRoot quiet_;
     std::unique_ptr<RunDirectory> run_directory_;  // rank 0: locked for the run's lifetime
     DatasetInfo dataset_;
+    std::string dataset_identity_;  // of each dataset of the run, comma-separated (recorded in checkpoints)
     TrainPlan plan_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<GPT> model_;
@@ -173,6 +174,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     int64_t val_tokens = 0;
     evaluation_possible_ = false;
     for (const DatasetInfo& info : validated) {
+        dataset_identity_ += (dataset_identity_.empty() ? "" : ",") + dataset_identity(info.path);
         val_tokens += info.val.tokens;
         evaluation_possible_ =
             evaluation_possible_ ||
@@ -367,6 +369,7 @@ void Trainer::save_checkpoint() {
     checkpoint.loader_state = loader_->state().to_vector();
     if (model_->fp8() != nullptr) checkpoint.fp8_scaling = model_->fp8()->flat();
     checkpoint.options = describe_options(options_);
+    checkpoint.options.emplace_back("dataset_identity", dataset_identity_);
     checkpoint.run_id = run_id_;
 
     try {

@@ -174,10 +174,11 @@ bool run_study(const StudyOptions& asked) {
     const std::vector<uint64_t> seeds = study_seeds(options);
     const TrainPlan plan =
         plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);
+    const std::string identity = dataset_identity(dataset.path);
     for (const StudyVariant& variant : options.variants)
         for (const uint64_t seed : seeds)
             require_study_run_settings(study_run_directory(options, variant, seed),
-                                       run_options(options, variant, seed));
+                                       run_options(options, variant, seed), identity);
     const DirectoryLock lock(options.output_dir);  // before anything is written: one study per folder
 
     const int count = static_cast<int>(options.variants.size() * seeds.size());

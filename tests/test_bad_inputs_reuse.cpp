@@ -88,7 +88,10 @@ class BadReuseTest : public ::testing::Test {
 protected:
     // The common fixture, plus: study/ (a complete one-run study), data_copy/ (the dataset at
     // another path), placed/fp32/ (a plain bf16 run of the study's settings), grown/ (the dataset
-    // with extra/'s documents appended), fresh/ (documents it does not hold yet).
+    // with extra/'s documents appended), fresh/ (documents it does not hold yet), copy/ (a copy of
+    // one of extra/'s files), other_data/ (fresh/ prepared), study_swapped/ (a study of
+    // study_data/, a copy of the dataset), halfway/ (a prepare of edited/ killed between shards,
+    // whose a.jsonl was then edited in place).
     static void SetUpTestSuite() {
         fixture_ = make_bad_input_fixture("mixgpt_bad_reuse").release();
         const TempDirectory& d = *fixture_;
@@ -106,6 +109,14 @@ protected:
         fs::copy(d.file("data"), d.file("grown"), fs::copy_options::recursive);
         const Outcome appended = runner.run(append_with("{D}/extra"));
         ASSERT_EQ(appended.exit_status, 0) << appended.err;
+        const Outcome other = runner.run({"prepare", "--output", "{D}/other_data", "--tokenizer",
+                                          "{DATA}/tokenizer.model", "--val-fraction", "0.3", "--threads", "1",
+                                          "{D}/fresh"});
+        ASSERT_EQ(other.exit_status, 0) << other.err;
+        fs::copy(d.file("data"), d.file("study_data"), fs::copy_options::recursive);
+        const Outcome studied = runner.run(study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"), {},
+                                           std::chrono::seconds(300));
+        ASSERT_EQ(studied.exit_status, 0) << studied.err;
         fs::create_directories(d.file("copy"));
         fs::copy(d.file("extra/doc0.txt"), d.file("copy/doc0_again.txt"));
 
@@ -142,6 +153,16 @@ TEST_F(BadReuseTest, StudyKeepsOnlyRunsOfItsSettings) {
          {"{D}/placed/fp32: its run has precision bf16, this study asks for fp32"}},
     };
     for (const BadInput& bad : cases) runner_.check(bad);
+}
+
+// A study started again on another dataset placed at the same path kept the runs of the old one.
+TEST_F(BadReuseTest, StudyKeepsOnlyRunsOfItsDataset) {
+    fs::remove_all(fixture_->file("study_data"));
+    fs::copy(fixture_->file("other_data"), fixture_->file("study_data"), fs::copy_options::recursive);
+    runner_.check({"another dataset at the study's --dataset path",
+                   study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"),
+                   1,
+                   {"{D}/study_swapped/fp32: its run was trained on another dataset than the one at {D}/study_data"}});
 }
 
 // prepare --append took the options the dataset was made with from the dataset, silently, and

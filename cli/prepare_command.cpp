@@ -157,7 +157,8 @@ void add_prepare_command(CLI::App& app) {
                       "Replace an existing dataset in --output (once the new one is complete)");
     command->callback([arguments, command] {
         for (const char* flag : {"--val-fraction", "--seed", "--vocab-size"})
-            if (command->get_option(flag)->count() > 0) arguments->options.given_dataset_options.push_back(flag);
+            if (command->get_option(flag)->count() > 0)
+                arguments->options.given_dataset_options.push_back(flag);
         run(*arguments);
     });
 }

@@ -89,9 +89,10 @@ std::vector<std::string> datasets_to_score(const EvalOptions& options, const Che
     std::stringstream recorded(checkpoint_option(loaded.checkpoint, "dataset_identity"));
     std::string identity;
     for (size_t k = 0; k < paths.size() && std::getline(recorded, identity, ','); ++k)
-        MIXGPT_REQUIRE(dataset_identity(paths[k]) == identity,
-                       paths[k] + ": not the dataset " + loaded.path +
-                           " was trained on (another dataset is at that path now); give --dataset to score it");
+        MIXGPT_REQUIRE(
+            dataset_identity(paths[k]) == identity,
+            paths[k] + ": not the dataset " + loaded.path +
+                " was trained on (another dataset is at that path now); give --dataset to score it");
     return paths;
 }
 
@@ -140,7 +141,8 @@ EvalReport run_evaluation(const EvalOptions& options) {
             split.tokens += info.split(options.split).tokens;
             split.bytes += info.split(options.split).bytes;
         }
-        report.source = (datasets.size() > 1 ? "datasets " : "dataset ") + join(datasets) + " split " + options.split;
+        report.source =
+            (datasets.size() > 1 ? "datasets " : "dataset ") + join(datasets) + " split " + options.split;
         report.bytes_per_token = static_cast<double>(split.bytes) / static_cast<double>(split.tokens);
         if (stride == seq_len && options.max_tokens == 0) {
             LoaderOptions loader_options;

@@ -2,8 +2,8 @@
 // positive; training's validation covers every component that has a validation split, whatever
 // the order of --dataset; `eval` of a mixture run without --dataset scores what training's
 // validation scored, every component, and refuses another dataset found at the path the run
-// recorded (datasets are recorded by identity, tokenizer/dataset_path.h). Each case records every file of the fixture before it runs,
-// and checks them all afterwards.
+// recorded (datasets are recorded by identity, tokenizer/dataset_path.h). Each case records every file of the
+// fixture before it runs, and checks them all afterwards.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -35,12 +35,14 @@ protected:
         fixture_ = make_bad_input_fixture("mixgpt_bad_mixture").release();
         const TempDirectory& d = *fixture_;
         const std::vector<std::string> documents = testing_support::generated_documents(40, 31);
-        for (size_t i = 0; i < documents.size(); ++i) d.write("more_corpus/doc" + std::to_string(i) + ".txt", documents[i]);
+        for (size_t i = 0; i < documents.size(); ++i)
+            d.write("more_corpus/doc" + std::to_string(i) + ".txt", documents[i]);
         BadInputRunner runner(d);
         for (const auto& [output, input, fraction] :
              {std::tuple{"{D}/noval", "{D}/corpus", "0"}, std::tuple{"{D}/more", "{D}/more_corpus", "0.3"}}) {
-            const Outcome prepared = runner.run({"prepare", "--output", output, "--tokenizer", "{DATA}/tokenizer.model",
-                                                 "--val-fraction", fraction, "--threads", "1", input});
+            const Outcome prepared =
+                runner.run({"prepare", "--output", output, "--tokenizer", "{DATA}/tokenizer.model",
+                            "--val-fraction", fraction, "--threads", "1", input});
             ASSERT_EQ(prepared.exit_status, 0) << prepared.err;
         }
     }
@@ -56,11 +58,17 @@ protected:
 // Weights -1 and nan were taken as weight 1 (-1 stood for "no weight" inside).
 TEST_F(BadMixtureTest, WeightsMustBeFiniteAndPositive) {
     const std::vector<BadInput> cases = {
-        {"weight -1", train_with({"--dataset", "{DATA}:-1", "--dataset", "{D}/more"}), 1,
+        {"weight -1",
+         train_with({"--dataset", "{DATA}:-1", "--dataset", "{D}/more"}),
+         1,
          {"--dataset {DATA}:-1: '-1' is not a positive weight"}},
-        {"weight nan", train_with({"--dataset", "{DATA}:nan", "--dataset", "{D}/more"}), 1,
+        {"weight nan",
+         train_with({"--dataset", "{DATA}:nan", "--dataset", "{D}/more"}),
+         1,
          {"--dataset {DATA}:nan: 'nan' is not a positive weight"}},
-        {"weight inf", train_with({"--dataset", "{DATA}", "--dataset", "{D}/more", "--weights", "1,inf"}), 1,
+        {"weight inf",
+         train_with({"--dataset", "{DATA}", "--dataset", "{D}/more", "--weights", "1,inf"}),
+         1,
          {"--weights: 'inf' is not a positive weight"}},
     };
     for (const BadInput& bad : cases) runner_.check(bad);

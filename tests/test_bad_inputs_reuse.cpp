@@ -24,10 +24,17 @@ namespace fs = std::filesystem;
 // A one-precision study of two steps of the tiny model, into `output`; `extra` adds options or
 // replaces the default of the same name.
 std::vector<std::string> study_with(const std::vector<std::string>& extra, const std::string& output) {
-    const std::vector<std::pair<std::string, std::string>> defaults = {
-        {"--dataset", "{DATA}"}, {"--precisions", "fp32"}, {"--model", "d2"},         {"--n-embd", "32"},
-        {"-b", "4"},             {"-t", "16"},             {"--steps", "2"},          {"--eval-interval", "1"},
-        {"--bench-steps", "1"},  {"--threads", "1"},       {"-o", output}};
+    const std::vector<std::pair<std::string, std::string>> defaults = {{"--dataset", "{DATA}"},
+                                                                       {"--precisions", "fp32"},
+                                                                       {"--model", "d2"},
+                                                                       {"--n-embd", "32"},
+                                                                       {"-b", "4"},
+                                                                       {"-t", "16"},
+                                                                       {"--steps", "2"},
+                                                                       {"--eval-interval", "1"},
+                                                                       {"--bench-steps", "1"},
+                                                                       {"--threads", "1"},
+                                                                       {"-o", output}};
     std::vector<std::string> arguments = {"study"};
     for (const auto& [option, value] : defaults)
         if (std::find(extra.begin(), extra.end(), option) == extra.end())
@@ -56,9 +63,18 @@ std::string jsonl_documents(int count, uint64_t seed) {
 // A prepare of `input` into `output` with the fixture's tokenizer, a shard per document.
 std::vector<std::string> shard_per_document(const std::string& output, const std::string& input,
                                             const std::string& flag = "") {
-    std::vector<std::string> arguments = {
-        "prepare",        "--output", output,      "--tokenizer", "{DATA}/tokenizer.model", "--val-fraction",
-        "0",              "--shard-tokens", "50", "--threads",   "1",                      input};
+    std::vector<std::string> arguments = {"prepare",
+                                          "--output",
+                                          output,
+                                          "--tokenizer",
+                                          "{DATA}/tokenizer.model",
+                                          "--val-fraction",
+                                          "0",
+                                          "--shard-tokens",
+                                          "50",
+                                          "--threads",
+                                          "1",
+                                          input};
     if (!flag.empty()) arguments.push_back(flag);
     return arguments;
 }
@@ -68,7 +84,8 @@ std::vector<std::string> shard_per_document(const std::string& output, const std
 // the next command there removes when it lets go): a prepare killed between two shards. Returns
 // that folder.
 std::string kill_after_two_shards(const BadInputRunner& runner, const std::vector<std::string>& arguments,
-                                  const std::function<std::string(pid_t)>& folder_of, const TempDirectory& logs) {
+                                  const std::function<std::string(pid_t)>& folder_of,
+                                  const TempDirectory& logs) {
     const pid_t pid = spawn(runner.substitute_all(arguments), logs.file("out.txt"), logs.file("err.txt"));
     const std::string folder = folder_of(pid);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -109,13 +126,13 @@ protected:
         fs::copy(d.file("data"), d.file("grown"), fs::copy_options::recursive);
         const Outcome appended = runner.run(append_with("{D}/extra"));
         ASSERT_EQ(appended.exit_status, 0) << appended.err;
-        const Outcome other = runner.run({"prepare", "--output", "{D}/other_data", "--tokenizer",
-                                          "{DATA}/tokenizer.model", "--val-fraction", "0.3", "--threads", "1",
-                                          "{D}/fresh"});
+        const Outcome other =
+            runner.run({"prepare", "--output", "{D}/other_data", "--tokenizer", "{DATA}/tokenizer.model",
+                        "--val-fraction", "0.3", "--threads", "1", "{D}/fresh"});
         ASSERT_EQ(other.exit_status, 0) << other.err;
         fs::copy(d.file("data"), d.file("study_data"), fs::copy_options::recursive);
-        const Outcome studied = runner.run(study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"), {},
-                                           std::chrono::seconds(300));
+        const Outcome studied = runner.run(study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"),
+                                           {}, std::chrono::seconds(300));
         ASSERT_EQ(studied.exit_status, 0) << studied.err;
         fs::create_directories(d.file("copy"));
         fs::copy(d.file("extra/doc0.txt"), d.file("copy/doc0_again.txt"));
@@ -123,8 +140,9 @@ protected:
         const std::string lines = jsonl_documents(400, 23);
         d.write("edited/a.jsonl", lines);
         TempDirectory logs("mixgpt_bad_reuse_logs");
-        kill_after_two_shards(runner, shard_per_document("{D}/halfway", "{D}/edited"),
-                              [&](pid_t) { return d.file("halfway"); }, logs);
+        kill_after_two_shards(
+            runner, shard_per_document("{D}/halfway", "{D}/edited"), [&](pid_t) { return d.file("halfway"); },
+            logs);
         std::fstream edited(d.file("edited/a.jsonl"), std::ios::in | std::ios::out | std::ios::binary);
         edited.seekp(10);  // the first character of the first document's text
         edited.put(lines[10] == 'Q' ? 'Z' : 'Q');
@@ -142,7 +160,10 @@ protected:
 TEST_F(BadReuseTest, StudyKeepsOnlyRunsOfItsSettings) {
     const std::vector<BadInput> cases = {
         {"another --lr", study_with({"--lr", "0.001"}, "{D}/study"), 1, {"{D}/study/fp32: its run has lr "}},
-        {"another --arch", study_with({"--arch", "llama"}, "{D}/study"), 1, {"{D}/study/fp32: its run has arch "}},
+        {"another --arch",
+         study_with({"--arch", "llama"}, "{D}/study"),
+         1,
+         {"{D}/study/fp32: its run has arch "}},
         {"another --dataset",
          study_with({"--dataset", "{D}/data_copy"}, "{D}/study"),
          1,
@@ -159,10 +180,11 @@ TEST_F(BadReuseTest, StudyKeepsOnlyRunsOfItsSettings) {
 TEST_F(BadReuseTest, StudyKeepsOnlyRunsOfItsDataset) {
     fs::remove_all(fixture_->file("study_data"));
     fs::copy(fixture_->file("other_data"), fixture_->file("study_data"), fs::copy_options::recursive);
-    runner_.check({"another dataset at the study's --dataset path",
-                   study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"),
-                   1,
-                   {"{D}/study_swapped/fp32: its run was trained on another dataset than the one at {D}/study_data"}});
+    runner_.check(
+        {"another dataset at the study's --dataset path",
+         study_with({"--dataset", "{D}/study_data"}, "{D}/study_swapped"),
+         1,
+         {"{D}/study_swapped/fp32: its run was trained on another dataset than the one at {D}/study_data"}});
 }
 
 // prepare --append took the options the dataset was made with from the dataset, silently, and
@@ -173,12 +195,18 @@ TEST_F(BadReuseTest, AppendRefusesWhatIsNotTheDatasets) {
          append_with("{D}/fresh", {"--val-fraction", "0.3"}),
          1,
          {"{D}/grown: --val-fraction 0.3 is not the dataset's (0.15)"}},
-        {"another --seed", append_with("{D}/fresh", {"--seed", "4"}), 1, {"{D}/grown: --seed 4 is not the dataset's (3)"}},
+        {"another --seed",
+         append_with("{D}/fresh", {"--seed", "4"}),
+         1,
+         {"{D}/grown: --seed 4 is not the dataset's (3)"}},
         {"another --vocab-size",
          append_with("{D}/fresh", {"--vocab-size", "400"}),
          1,
          {"{D}/grown: --vocab-size 400 is not the dataset's (300)"}},
-        {"an input appended already", append_with("{D}/extra"), 1, {"{D}/extra/doc0.txt: already in {D}/grown"}},
+        {"an input appended already",
+         append_with("{D}/extra"),
+         1,
+         {"{D}/extra/doc0.txt: already in {D}/grown"}},
         {"a copy of an input appended already",
          append_with("{D}/copy"),
          1,
@@ -204,9 +232,9 @@ TEST_F(BadReuseTest, ResumeContinuesAKilledForce) {
     ASSERT_EQ(runner_.run(shard_per_document(scratch.file("reference"), corpus)).exit_status, 0);
     const std::string forced = scratch.file("forced");
     fs::copy(fixture_->file("data"), forced, fs::copy_options::recursive);
-    const std::string work =
-        kill_after_two_shards(runner_, shard_per_document(forced, corpus, "--force"),
-                              [&](pid_t pid) { return forced + ".tmp-" + std::to_string(pid); }, scratch);
+    const std::string work = kill_after_two_shards(
+        runner_, shard_per_document(forced, corpus, "--force"),
+        [&](pid_t pid) { return forced + ".tmp-" + std::to_string(pid); }, scratch);
 
     const Outcome resumed = runner_.run(shard_per_document(forced, corpus, "--resume"));
     EXPECT_EQ(resumed.exit_status, 0) << resumed.err;

@@ -57,8 +57,9 @@ void require_settings_of(const DatasetIndex& dataset, const PrepareOptions& opti
         const std::vector<std::string>& given = options.given_dataset_options;
         if (std::find(given.begin(), given.end(), flag) == given.end()) continue;
         MIXGPT_REQUIRE(values.first == values.second,
-                       directory + ": " + flag + " " + values.first + " is not the dataset's (" + values.second +
-                           "); an append keeps the dataset's split and tokenizer: leave " + flag + " out");
+                       directory + ": " + flag + " " + values.first + " is not the dataset's (" +
+                           values.second + "); an append keeps the dataset's split and tokenizer: leave " +
+                           flag + " out");
     }
 }
 
@@ -71,7 +72,8 @@ std::string adopt_killed_replacement(const std::string& directory) {
     std::error_code error;
     for (const fs::directory_entry& entry : fs::directory_iterator(parent, error))
         if (entry.path().filename().string().rfind(prefix, 0) == 0 &&
-            fs::exists(entry.path() / kJournalFileName) && adopt_stale_owned_folder(entry.path().string(), kTool))
+            fs::exists(entry.path() / kJournalFileName) &&
+            adopt_stale_owned_folder(entry.path().string(), kTool))
             return entry.path().string();
     return "";
 }

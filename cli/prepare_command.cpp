@@ -157,7 +157,12 @@ void add_prepare_command(CLI::App& app) {
         ->capture_default_str();
     command->add_flag("--force", options.force,
                       "Replace an existing dataset in --output (once the new one is complete)");
-    command->callback([arguments] { run(*arguments); });
+    command->callback([arguments, command] {
+        for (const char* flag : {"--val-fraction", "--seed", "--vocab-size"})
+            if (command->get_option(flag)->count() > 0)
+                arguments->options.given_dataset_options.push_back(flag);
+        run(*arguments);
+    });
 }
 
 }  // namespace mixgpt::cli

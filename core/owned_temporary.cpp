@@ -73,6 +73,17 @@ std::string owned_file_temporary(const std::string& final_path) {
     return final_path + ".tmp-" + std::to_string(self.pid) + "-" + std::to_string(self.start);
 }
 
+bool adopt_stale_owned_folder(const std::string& path, const std::string& tool) {
+    ProcessIdentity writer;
+    if (!is_kind(path, fs::file_type::directory) || !marker_writer(path, writer) || !writer.is_gone())
+        return false;
+    std::ofstream marker(fs::path(path) / kTemporaryMarkerName, std::ios::trunc);
+    marker << temporary_marker_text(tool, ProcessIdentity::self());
+    marker.close();
+    MIXGPT_REQUIRE(marker.good(), path + ": cannot write its marker " + kTemporaryMarkerName);
+    return true;
+}
+
 std::vector<std::string> remove_stale_owned_folders(const std::string& final_path,
                                                     const std::vector<std::string>& inputs) {
     const fs::path final(final_path);

@@ -37,6 +37,11 @@ void release_owned_folder(const std::string& path);
 // "<final_path>.tmp-<pid>-<start>": where this process writes `final_path` before the rename.
 std::string owned_file_temporary(const std::string& final_path);
 
+// Takes over the folder `path` when its marker names a process of this host that is gone (a
+// killed writer's unfinished work, to be continued): the marker then names this process. Returns
+// false, changing nothing, for any other folder.
+bool adopt_stale_owned_folder(const std::string& path, const std::string& tool);
+
 // Removes the stale folders beside `final_path` ("<its name>.<anything>") that hold the marker of
 // a process of this host that is gone, except those that are or contain one of `inputs`. Returns
 // the paths removed.

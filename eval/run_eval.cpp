@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/h5.h"
@@ -66,6 +67,35 @@ std::string join(const std::vector<std::string>& parts) {
     return text;
 }
 
+// The datasets the checkpoint was trained on, every component of a mixture (its "mixture" option:
+// "PATH:WEIGHT,PATH:WEIGHT,..."), as training's validation read them.
+std::vector<std::string> trained_datasets(const Checkpoint& checkpoint) {
+    std::vector<std::string> paths;
+    std::stringstream mixture(checkpoint_option(checkpoint, "mixture"));
+    for (std::string component; std::getline(mixture, component, ',');)
+        paths.push_back(resolve_dataset_path(component.substr(0, component.rfind(':'))));
+    if (!paths.empty()) return paths;
+    const std::string trained = checkpoint_option(checkpoint, "dataset");
+    MIXGPT_REQUIRE(!trained.empty(), "dataset: not given and not recorded in the checkpoint");
+    return {resolve_dataset_path(trained)};
+}
+
+// The datasets scored: the one given, else those the checkpoint was trained on, each checked to be
+// that dataset by the identity the checkpoint records (checkpoints written before identities were
+// recorded are taken at their word).
+std::vector<std::string> datasets_to_score(const EvalOptions& options, const CheckpointModel& loaded) {
+    if (!options.dataset.empty()) return {resolve_dataset_path(options.dataset)};
+    const std::vector<std::string> paths = trained_datasets(loaded.checkpoint);
+    std::stringstream recorded(checkpoint_option(loaded.checkpoint, "dataset_identity"));
+    std::string identity;
+    for (size_t k = 0; k < paths.size() && std::getline(recorded, identity, ','); ++k)
+        MIXGPT_REQUIRE(
+            dataset_identity(paths[k]) == identity,
+            paths[k] + ": not the dataset " + loaded.path +
+                " was trained on (another dataset is at that path now); give --dataset to score it");
+    return paths;
+}
+
 }  // namespace
 
 EvalReport run_evaluation(const EvalOptions& options) {
@@ -99,20 +129,26 @@ EvalReport run_evaluation(const EvalOptions& options) {
         report.bytes_per_token = source.bytes_per_token;
         report.totals = evaluate_tokens(*loaded.model, source.tokens, stride);
     } else {
-        const std::string given =
-            options.dataset.empty() ? checkpoint_option(loaded.checkpoint, "dataset") : options.dataset;
-        MIXGPT_REQUIRE(!given.empty(), "dataset: not given and not recorded in the checkpoint");
-        const std::string dataset = resolve_dataset_path(given);
-        const DatasetInfo info = read_checked_dataset_info(dataset);
-        MIXGPT_REQUIRE(info.tokenizer.sha256 == loaded.checkpoint.tokenizer_sha256,
-                       dataset + ": tokenizer_sha256 is " + info.tokenizer.sha256 + ", the checkpoint " +
-                           loaded.path + " was trained with " + loaded.checkpoint.tokenizer_sha256);
-        const SplitInfo& split = info.split(options.split);
-        report.source = "dataset " + dataset + " split " + options.split;
+        const std::vector<std::string> datasets = datasets_to_score(options, loaded);
+        std::vector<DatasetInfo> infos;
+        SplitInfo split;
+        for (const std::string& dataset : datasets) {
+            infos.push_back(read_checked_dataset_info(dataset));
+            const DatasetInfo& info = infos.back();
+            MIXGPT_REQUIRE(info.tokenizer.sha256 == loaded.checkpoint.tokenizer_sha256,
+                           dataset + ": tokenizer_sha256 is " + info.tokenizer.sha256 + ", the checkpoint " +
+                               loaded.path + " was trained with " + loaded.checkpoint.tokenizer_sha256);
+            split.tokens += info.split(options.split).tokens;
+            split.bytes += info.split(options.split).bytes;
+        }
+        report.source =
+            (datasets.size() > 1 ? "datasets " : "dataset ") + join(datasets) + " split " + options.split;
         report.bytes_per_token = static_cast<double>(split.bytes) / static_cast<double>(split.tokens);
         if (stride == seq_len && options.max_tokens == 0) {
             LoaderOptions loader_options;
-            loader_options.dataset_path = dataset;
+            loader_options.dataset_path = datasets.front();
+            if (datasets.size() > 1)
+                for (const std::string& dataset : datasets) loader_options.mixture.push_back({dataset, 1});
             loader_options.split = options.split;
             loader_options.batch_size = batch_size;
             loader_options.seq_len = seq_len;
@@ -124,7 +160,7 @@ EvalReport run_evaluation(const EvalOptions& options) {
             Progress progress("eval", static_cast<double>(loader.batches_per_epoch()), "batch");
             report.totals = evaluate_loader(*loaded.model, loader, 0, &progress);
         } else {
-            SplitWindows windows({info}, options.split, seq_len, loaded.checkpoint.config.vocab_size);
+            SplitWindows windows(infos, options.split, seq_len, loaded.checkpoint.config.vocab_size);
             const std::vector<TokenStream> streams = split_streams(windows, options.max_tokens);
             Progress progress("eval", static_cast<double>(stride_window_count(streams, seq_len, stride)),
                               "window");

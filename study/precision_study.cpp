@@ -15,6 +15,7 @@
 #include "kernels/device_choice.h"
 #include "study/benchmark.h"
 #include "study/study_report.h"
+#include "study/study_run_settings.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/dataset_path.h"
 #include "train/trainer.h"
@@ -167,10 +168,17 @@ bool run_study(const StudyOptions& asked) {
                    "eval-interval: must be positive (the study compares runs at every evaluation)");
     MIXGPT_REQUIRE(!options.train.dataset.empty(),
                    "dataset: required (a directory or file from `mixgpt prepare`)");
+    // Recorded in every run's checkpoints: the same dataset wherever the study is started from.
+    options.train.dataset = std::filesystem::absolute(asked.train.dataset).lexically_normal().string();
     const DatasetInfo dataset = read_checked_dataset_info(resolve_dataset_path(options.train.dataset));
     const std::vector<uint64_t> seeds = study_seeds(options);
     const TrainPlan plan =
         plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);
+    const std::string identity = dataset_identity(dataset.path);
+    for (const StudyVariant& variant : options.variants)
+        for (const uint64_t seed : seeds)
+            require_study_run_settings(study_run_directory(options, variant, seed),
+                                       run_options(options, variant, seed), identity);
     const DirectoryLock lock(options.output_dir);  // before anything is written: one study per folder
 
     const int count = static_cast<int>(options.variants.size() * seeds.size());

@@ -13,7 +13,9 @@
 // over seeds is the scatter a gap between precisions has to exceed.
 //
 // A study that is started again skips the complete runs and resumes the others from their
-// newest checkpoint, so an interrupted study continues where it stopped.
+// newest checkpoint, so an interrupted study continues where it stopped; a run whose checkpoints
+// record other settings than those asked for now is refused (study/study_run_settings.h). The
+// dataset is recorded as an absolute path, the same wherever the study is started from.
 #pragma once
 
 #include <string>

@@ -104,6 +104,9 @@ std::string index_json_text(const DatasetIndex& index) {
                           {"invalid_utf8_bytes", shard.invalid_utf8_bytes},
                           {"skipped_lines", shard.skipped_lines}});
     }
+    Json inputs = Json::array();
+    for (const InputRecord& input : index.inputs)
+        inputs.push_back({{"path", input.path}, {"bytes", input.bytes}, {"sha256", input.sha256}});
     const Json json = {{"format", kIndexFormat},
                        {"format_version", kIndexFormatVersion},
                        {"tokenizer",
@@ -117,7 +120,8 @@ std::string index_json_text(const DatasetIndex& index) {
                        {"val_fraction", index.val_fraction},
                        {"shard_tokens", index.shard_tokens},
                        {"shards", shards},
-                       {"commands", index.commands}};
+                       {"commands", index.commands},
+                       {"inputs", inputs}};
     return json.dump(1) + "\n";
 }
 
@@ -195,6 +199,14 @@ DatasetIndex parse_index(const std::string& text, const std::string& path) {
     if (!commands.is_array()) root.fail("commands", "must be a list");
     for (const Json& command : commands)
         index.commands.push_back(command.is_string() ? command.get<std::string>() : "");
+    const Json none = Json::array();
+    const Json& inputs = json.contains("inputs") ? root.get("inputs") : none;
+    if (!inputs.is_array()) root.fail("inputs", "must be a list");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const Fields input(inputs[i], format("inputs[%zu]", i), path);
+        index.inputs.push_back(
+            {input.text("path"), static_cast<uint64_t>(input.integer("bytes")), input.text("sha256")});
+    }
     return index;
 }
 

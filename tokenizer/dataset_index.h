@@ -10,7 +10,9 @@
 //    "shards": [{"file": "shard-000000.h5", "bytes": <file size>, "sha256": "<hex of the file>",
 //                "first_document": D, "train": {"tokens": .., "bytes": .., "documents": ..},
 //                "val": {...}, "invalid_utf8_bytes": .., "skipped_lines": ..}, ...],
-//    "commands": ["mixgpt prepare ...", "mixgpt prepare --append ..."]}
+//    "commands": ["mixgpt prepare ...", "mixgpt prepare --append ..."],
+//    "inputs": [{"path": "corpus/a.txt", "bytes": .., "sha256": "<hex>"}, ...]}
+//                (indexes written before inputs were recorded lack it: none known)
 //
 // Shard k holds the corpus documents [first_document, first_document + its
 // documents), each in its split; its tokens never continue into the next
@@ -44,6 +46,14 @@ struct ShardRecord {
     int64_t documents() const { return train.documents + val.documents; }
 };
 
+// An input a dataset was made of: its path when read, its size and the SHA-256 of its bytes
+// ("" for standard input, which cannot be read twice).
+struct InputRecord {
+    std::string path;
+    uint64_t bytes = 0;
+    std::string sha256;
+};
+
 struct DatasetIndex {
     TokenizerIdentity tokenizer;
     int vocab_size = 0;
@@ -54,6 +64,7 @@ struct DatasetIndex {
     int64_t shard_tokens = 0;
     std::vector<ShardRecord> shards;
     std::vector<std::string> commands;
+    std::vector<InputRecord> inputs;  // of every prepare and append, in order
 
     int64_t documents() const;  // over all shards
 };

@@ -1,6 +1,7 @@
 #include "tokenizer/dataset_path.h"
 
 #include <filesystem>
+#include <string>
 
 #include "tokenizer/dataset_index.h"
 #include "tokenizer/prepare.h"
@@ -13,6 +14,17 @@ std::string resolve_dataset_path(const std::string& file_or_directory) {
         !std::filesystem::exists(path / kDatasetFileName))
         return file_or_directory;
     return (path / kDatasetFileName).string();
+}
+
+std::string dataset_identity(const std::string& path) {
+    const std::filesystem::path index = std::filesystem::path(path) / kIndexFileName;
+    if (std::filesystem::is_directory(path)) {
+        const DatasetIndex read = read_index(index.string());
+        return read.shards.empty() ? "" : read.shards.front().sha256;
+    }
+    const DatasetInfo info = read_dataset_info(path);
+    return info.tokenizer.sha256 + ":" + std::to_string(info.train.tokens) + "/" +
+           std::to_string(info.val.tokens);
 }
 
 }  // namespace mixgpt

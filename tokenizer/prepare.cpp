@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/paths.h"
 #include "core/progress.h"
+#include "core/sha256.h"
 #include "tokenizer/document_split.h"
 #include "tokenizer/kjv_corpus.h"
 #include "tokenizer/parallel_encoder.h"
@@ -57,10 +58,30 @@ void stop_if_requested(const PrepareOptions& options) {
     if (options.stop_requested && options.stop_requested()) throw Error("stopped by a signal");
 }
 
+// The inputs by content: path, size and the SHA-256 of the file ("" for standard input).
+std::vector<InputRecord> identify_inputs(const std::vector<InputFile>& files) {
+    std::vector<InputRecord> records;
+    for (const InputFile& file : files)
+        records.push_back({file.path, file.bytes, file.path == "-" ? "" : sha256_file_hex(file.path)});
+    return records;
+}
+
+// An append of an input the dataset holds already, under any name, would hold its documents twice
+// (and its validation documents in the training split too).
+void require_new_inputs(const DatasetIndex& dataset, const std::vector<InputRecord>& inputs,
+                        const std::string& directory) {
+    for (const InputRecord& input : inputs)
+        for (const InputRecord& held : dataset.inputs)
+            MIXGPT_REQUIRE(input.sha256.empty() || input.sha256 != held.sha256,
+                           input.path + ": already in " + directory + " (the same content as " + held.path +
+                               ", read by an earlier prepare or append)");
+}
+
 // What the inputs are and how they are read: a resumed run must match it exactly.
-std::string settings_json(const PrepareOptions& options, const std::vector<InputFile>& files) {
+std::string settings_json(const PrepareOptions& options, const std::vector<InputRecord>& records) {
     nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
-    for (const InputFile& file : files) inputs.push_back({file.path, file.bytes});
+    for (const InputRecord& input : records)
+        inputs.push_back({{"path", input.path}, {"bytes", input.bytes}, {"sha256", input.sha256}});
     const CorpusOptions& corpus = options.corpus;
     const nlohmann::ordered_json json = {{"inputs", inputs},
                                          {"corpus", options.builtin_corpus},
@@ -333,7 +354,8 @@ public:
     PrepareResult run() {
         OpenedCorpus opened = open_corpus(options_);
         for (const std::string& line : opened.described) log_info(line);
-        const std::string settings = settings_json(options_, opened.inputs.files);
+        const std::vector<InputRecord> inputs = identify_inputs(opened.inputs.files);
+        const std::string settings = settings_json(options_, inputs);
         CorpusPosition start;
         auto clock = Clock::now();
         std::optional<Tokenizer> tokenizer;
@@ -350,6 +372,7 @@ public:
             index_.shard_tokens = options_.shard_tokens;
             start.next_document = index_.documents();
             tokenizer = load_checked_tokenizer();
+            require_new_inputs(index_, inputs, folder_.directory);
         } else {
             const std::optional<Tokenizer> reused = load_reused_tokenizer(options_);  // before the corpus
             check_splits_early(options_, 0);
@@ -397,6 +420,7 @@ public:
             encode_corpus(opened.corpus, encoder, writer, index_.seed, index_.val_fraction, options_);
         writer.finish();
         index_ = journal_.index;
+        index_.inputs.insert(index_.inputs.end(), inputs.begin(), inputs.end());
         check_splits(index_);
         index_.commands.push_back(options_.command);
         write_index(folder_.index_path(), index_);

@@ -18,7 +18,14 @@
 // Temporaries of dead processes are removed at start-up. `force` builds the
 // new dataset beside the old one and replaces it only when complete; `append`
 // adds the inputs' documents as new shards, with the dataset's tokenizer
-// (of either kind), seed and split fraction.
+// (of either kind), seed and split fraction, and refuses a --seed,
+// --val-fraction or --vocab-size given otherwise.
+//
+// Inputs are identified by content (path, size and the SHA-256 of the file,
+// tokenizer/dataset_index.h's InputRecord): the index lists every input a
+// dataset was made of, so an append refuses an input the dataset holds
+// already, under any name; progress.json records them too, so a resume
+// refuses an input edited since, even in place at the same size.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +60,9 @@ struct PrepareOptions {
     std::string command;                   // recorded in the dataset
     int64_t shard_tokens = 100'000'000;    // a shard is closed at the first document end at or past this
     bool append = false;                   // add the inputs to the dataset in output_directory
+    // Those of --val-fraction, --seed and --vocab-size that were given: append refuses one that
+    // is not the dataset's.
+    std::vector<std::string> given_dataset_options;
     bool resume = false;                   // continue an interrupted prepare (or append)
     std::function<bool()> stop_requested;  // polled between batches (SIGTERM): stop, keep complete shards
 };

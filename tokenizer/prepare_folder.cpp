@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -43,6 +44,40 @@ DatasetIndex index_of_single_file(const std::string& path, const PrepareOptions&
     return index;
 }
 
+// An append keeps the dataset's split and tokenizer: a --seed, --val-fraction or --vocab-size given
+// otherwise would be ignored.
+void require_settings_of(const DatasetIndex& dataset, const PrepareOptions& options,
+                         const std::string& directory) {
+    const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> settings = {
+        {"--val-fraction", {format("%g", options.val_fraction), format("%g", dataset.val_fraction)}},
+        {"--seed", {std::to_string(options.seed), std::to_string(dataset.seed)}},
+        {"--vocab-size", {std::to_string(options.tokenizer.vocab_size), std::to_string(dataset.vocab_size)}},
+    };
+    for (const auto& [flag, values] : settings) {
+        const std::vector<std::string>& given = options.given_dataset_options;
+        if (std::find(given.begin(), given.end(), flag) == given.end()) continue;
+        MIXGPT_REQUIRE(values.first == values.second,
+                       directory + ": " + flag + " " + values.first + " is not the dataset's (" +
+                           values.second + "); an append keeps the dataset's split and tokenizer: leave " +
+                           flag + " out");
+    }
+}
+
+// The unfinished work folder of a --force run into `directory` that was killed, now this
+// process's; "" when there is none.
+std::string adopt_killed_replacement(const std::string& directory) {
+    const fs::path final(directory);
+    const fs::path parent = final.has_parent_path() ? final.parent_path() : fs::path(".");
+    const std::string prefix = final.filename().string() + ".tmp-";
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(parent, error))
+        if (entry.path().filename().string().rfind(prefix, 0) == 0 &&
+            fs::exists(entry.path() / kJournalFileName) &&
+            adopt_stale_owned_folder(entry.path().string(), kTool))
+            return entry.path().string();
+    return "";
+}
+
 }  // namespace
 
 std::string PrepareFolder::index_path() const { return (fs::path(work) / kIndexFileName).string(); }
@@ -52,6 +87,7 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
                                   const std::vector<std::string>& inputs) {
     PrepareFolder folder;
     folder.directory = folder.work = directory;
+    const std::string killed_replacement = options.resume ? adopt_killed_replacement(directory) : "";
     folder.removed = remove_stale_owned_folders(directory, inputs);
     for (const std::string& path : remove_stale_owned_files(directory, inputs))
         folder.removed.push_back(path);
@@ -61,6 +97,14 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
     const bool has_dataset = has_index || has_single_file;
 
     if (options.resume) {
+        if (!killed_replacement.empty()) {
+            folder.start = PrepareStart::resume;
+            folder.work = killed_replacement;
+            folder.replaces = true;
+            folder.journal = read_journal(folder.journal_path());
+            log_info(directory + ": continuing the --force run that was stopped in " + folder.work);
+            return folder;
+        }
         if (has_journal) {
             folder.start = PrepareStart::resume;
             folder.journal = read_journal(folder.journal_path());
@@ -81,6 +125,7 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
         folder.start = PrepareStart::append;
         folder.base =
             has_index ? read_index(folder.index_path()) : index_of_single_file(single_file, options);
+        require_settings_of(*folder.base, options, directory);
         return folder;
     }
     MIXGPT_REQUIRE(!has_journal || options.force,
@@ -93,6 +138,7 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
                        "complete, --append adds documents to it)");
     if (has_dataset || has_journal) {
         folder.start = PrepareStart::replace;
+        folder.replaces = true;
         folder.work = directory + ".tmp-" + std::to_string(::getpid());
         create_owned_folder(folder.work, kTool);
         return folder;
@@ -102,7 +148,7 @@ PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::stri
 }
 
 void finish_prepare_folder(const PrepareFolder& folder) {
-    if (folder.start != PrepareStart::replace) return;
+    if (!folder.replaces) return;
     const std::string old = folder.directory + ".old-" + std::to_string(::getpid());
     create_owned_folder(old, kTool);
     const fs::path aside = fs::path(old) / fs::path(folder.directory).filename();

@@ -20,7 +20,7 @@ enum class PrepareStart {
     fresh,    // a new dataset in the folder
     replace,  // --force over a dataset: built in a sibling folder, swapped in when complete
     append,   // new shards after the dataset's
-    resume,   // continue progress.json
+    resume,   // continue progress.json (in the folder, or in the work folder of a killed --force)
     complete  // --resume of a finished dataset: nothing to do
 };
 
@@ -28,6 +28,7 @@ struct PrepareFolder {
     PrepareStart start = PrepareStart::fresh;
     std::string directory;  // the dataset's folder
     std::string work;       // where this run writes: directory, or "<directory>.tmp-<pid>" for replace
+    bool replaces = false;  // the work folder takes the directory's place when complete
     std::optional<DatasetIndex> base;  // append: the dataset's index (a single-file dataset as one shard)
     std::optional<PrepareJournal> journal;  // resume
     std::vector<std::string> removed;       // stale temporaries removed at start-up
@@ -36,7 +37,9 @@ struct PrepareFolder {
     std::string journal_path() const;
 };
 
-// Looks at the folder, removes the temporaries of prepares that are gone (core/owned_temporary.h:
+// Looks at the folder; with --resume, takes over the work folder of a --force run that was killed
+// (a sibling "<name>.tmp-<pid>" of a process that is gone, holding progress.json) and continues it;
+// removes the temporaries of prepares that are gone (core/owned_temporary.h:
 // files "*.tmp-<pid>-<start>" inside it, marked sibling folders "<name>.tmp-<pid>" and
 // "<name>.old-<pid>"; never one of `inputs`), and decides how the run starts; throws Error when
 // the options do not fit what is there (a dataset without --force/--append, an unfinished prepare
@@ -44,7 +47,7 @@ struct PrepareFolder {
 PrepareFolder open_prepare_folder(const PrepareOptions& options, const std::string& directory,
                                   const std::vector<std::string>& inputs);
 
-// After a complete run: for replace, the new folder takes the old one's place (the old one goes
+// After a complete run: for replace (or its resumption), the new folder takes the old one's place (the old one goes
 // into the marked folder "<name>.old-<pid>" first, removed last).
 void finish_prepare_folder(const PrepareFolder& folder);
 

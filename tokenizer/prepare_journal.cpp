@@ -69,6 +69,16 @@ void require_same_settings(const std::string& recorded, const std::string& curre
                            const std::string& journal_path) {
     const Json before = Json::parse(recorded), now = Json::parse(current);
     if (before == now) return;
+    const Json none = Json::array();
+    const Json& inputs_before = before.contains("inputs") ? before.at("inputs") : none;
+    const Json& inputs_now = now.contains("inputs") ? now.at("inputs") : none;
+    for (size_t i = 0; i < inputs_now.size() && i < inputs_before.size(); ++i) {
+        const Json &was = inputs_before.at(i), &is = inputs_now.at(i);
+        if (was.is_object() && is.is_object() && was.value("path", "") == is.value("path", "") && was != is)
+            throw Error(is.value("path", "") +
+                        ": its content changed since the unfinished prepare read it (size or SHA-256 "
+                        "differs); --resume needs the same inputs (or --force to start over)");
+    }
     for (const auto& [key, value] : now.items()) {
         const Json old = before.contains(key) ? before[key] : Json();
         if (old != value)

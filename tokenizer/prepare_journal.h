@@ -5,7 +5,7 @@
 //
 //   {"format": "mixgpt-prepare-progress", "format_version": 1,
 //    "settings": {...}          what must not change between the run and its resumption:
-//                               inputs (paths and sizes), reading options, seed, split,
+//                               inputs (paths, sizes and SHA-256), reading options, seed, split,
 //                               shard size, tokenizer, and the shards the run started from
 //    "position": {"input", "offset", "line", "next_document", "skipped_lines"},
 //    "index": {...}}            the dataset index (tokenizer/dataset_index.h) of the shards so far

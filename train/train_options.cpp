@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "core/error.h"
@@ -115,17 +116,19 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
 
 namespace {
 
-// "PATH:WEIGHT": the weight when the text after the last ':' is a number, else -1.
-double weight_suffix(const std::string& argument, std::string& path) {
+// "PATH:WEIGHT": true, with `path` and `weight` the text before and after the last ':', when that
+// after it reads as a number (whatever its value: parse_weight judges it); false otherwise.
+bool split_weight_suffix(const std::string& argument, std::string& path, std::string& weight) {
     const size_t colon = argument.rfind(':');
     path = argument;
-    if (colon == std::string::npos) return -1;
+    if (colon == std::string::npos) return false;
     const std::string number = argument.substr(colon + 1);
     char* end = nullptr;
-    const double weight = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size()) return -1;
+    std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size()) return false;
     path = argument.substr(0, colon);
-    return weight;
+    weight = number;
+    return true;
 }
 
 double parse_weight(const std::string& text, const std::string& where) {
@@ -153,10 +156,12 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
     bool any_suffix = false;
     for (const std::string& argument : datasets) {
         DatasetSource source;
-        const double suffix = weight_suffix(argument, source.path);
-        any_suffix = any_suffix || suffix >= 0;
-        source.weight =
-            suffix >= 0 ? parse_weight(argument.substr(source.path.size() + 1), "--dataset " + argument) : 1;
+        std::string weight;
+        const bool has_weight = split_weight_suffix(argument, source.path, weight);
+        any_suffix = any_suffix || has_weight;
+        source.weight = has_weight ? parse_weight(weight, "--dataset " + argument) : 1;
+        // Recorded in the run's checkpoints: the same dataset wherever a later command runs from.
+        source.path = std::filesystem::absolute(source.path).lexically_normal().string();
         sources.push_back(source);
     }
     if (!weights.empty()) {
@@ -230,6 +235,12 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
     };
     described.insert(described.end(), rest.begin(), rest.end());
     return described;
+}
+
+bool is_run_mechanics(const std::string& name) {
+    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
+           name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
+           name == "gradient_zero_stats";
 }
 
 }  // namespace mixgpt

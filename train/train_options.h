@@ -112,5 +112,8 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
 
 // The options as (name, value) text pairs, recorded in checkpoints.
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options);
+// Whether the option `name` (of describe_options) may change between a run and its resumption
+// without changing what is trained: the step budget, how ranks exchange gradients, the output.
+bool is_run_mechanics(const std::string& name);
 
 }  // namespace mixgpt

@@ -45,13 +45,6 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
     return z ^ (z >> 31);
 }
 
-// Options that may change between a run and its resumption without changing what is trained.
-bool is_run_mechanics(const std::string& name) {
-    return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
-           name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
-           name == "gradient_zero_stats";
-}
-
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
 
 // Ranks other than 0 log errors only, while the run lasts.
@@ -104,6 +97,7 @@ private:
     QuietUnlessRoot quiet_;
     std::unique_ptr<RunDirectory> run_directory_;  // rank 0: locked for the run's lifetime
     DatasetInfo dataset_;
+    std::string dataset_identity_;  // of each dataset of the run, comma-separated (recorded in checkpoints)
     TrainPlan plan_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<GPT> model_;
@@ -174,14 +168,26 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel);
 
-    evaluation_possible_ =
-        std::any_of(dataset_.shards.begin(), dataset_.shards.end(),
-                    [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
+    // Validation reads every dataset of the run in turn (each component of a mixture): possible
+    // when any of them has a validation shard of a window or more.
+    std::vector<DatasetInfo> validated = {dataset_};
+    for (size_t k = 1; k < options.mixture.size(); ++k)
+        validated.push_back(read_dataset_info(resolve_dataset_path(options.mixture[k].path)));
+    int64_t val_tokens = 0;
+    evaluation_possible_ = false;
+    for (const DatasetInfo& info : validated) {
+        dataset_identity_ += (dataset_identity_.empty() ? "" : ",") + dataset_identity(info.path);
+        val_tokens += info.val.tokens;
+        evaluation_possible_ =
+            evaluation_possible_ ||
+            std::any_of(info.shards.begin(), info.shards.end(),
+                        [&](const ShardInfo& shard) { return shard.val.tokens >= options.seq_len + 1; });
+    }
     if (!evaluation_possible_)
-        log_warning(
-            format("the validation split has %lld tokens and no shard with seq-len + 1 = %d of them: "
-                   "no evaluation",
-                   static_cast<long long>(dataset_.val.tokens), options.seq_len + 1));
+        log_warning(format("the validation split%s %lld tokens and no shard with seq-len + 1 = %d of them: "
+                           "no evaluation",
+                           validated.size() > 1 ? "s of the mixture's datasets hold" : " has",
+                           static_cast<long long>(val_tokens), options.seq_len + 1));
     MIXGPT_REQUIRE(options.task_eval_interval >= 0, "task-eval-interval: must not be negative");
     if (!options.task_evals.empty()) {
         const Tokenizer tokenizer = Tokenizer::load(dataset_.tokenizer_path());
@@ -365,6 +371,7 @@ void Trainer::save_checkpoint() {
     checkpoint.loader_state = loader_->state().to_vector();
     if (model_->fp8() != nullptr) checkpoint.fp8_scaling = model_->fp8()->flat();
     checkpoint.options = describe_options(options_);
+    checkpoint.options.emplace_back("dataset_identity", dataset_identity_);
     checkpoint.run_id = run_id_;
 
     try {

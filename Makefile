@@ -147,13 +147,14 @@ FUZZ_SOURCES_toml_config := cli/toml_config.cpp
 FUZZ_SOURCES_corpus_readers := tokenizer/corpus.cpp tokenizer/document_readers.cpp tokenizer/input_stream.cpp \
                                tokenizer/byte_source.cpp tokenizer/decompressor.cpp tokenizer/input_sniff.cpp \
                                tokenizer/segment_builder.cpp tokenizer/unicode_classes.cpp tokenizer/utf8.cpp \
-                               tokenizer/tokenizer_trainer.cpp \
+                               tokenizer/tokenizer_trainer.cpp tokenizer/text_check.cpp tokenizer/json_text_prefix.cpp \
                                core/error.cpp core/log.cpp
 FUZZ_SOURCES_checkpoint_header := model/checkpoint_header.cpp core/error.cpp core/log.cpp
+FUZZ_DATASET_CORE := core/atomic_file.cpp core/owned_temporary.cpp core/paths.cpp core/process_identity.cpp \
+                     core/output_file.cpp core/sha256.cpp core/h5.cpp core/error.cpp core/log.cpp
 FUZZ_SOURCES_dataset_header := tokenizer/dataset.cpp tokenizer/dataset_index.cpp tokenizer/token_store.cpp \
-                               core/atomic_file.cpp core/h5.cpp core/error.cpp core/log.cpp
-FUZZ_SOURCES_dataset_index := tokenizer/dataset_index.cpp tokenizer/dataset.cpp core/atomic_file.cpp core/h5.cpp \
-                              core/error.cpp core/log.cpp
+                               $(FUZZ_DATASET_CORE)
+FUZZ_SOURCES_dataset_index := tokenizer/dataset_index.cpp tokenizer/dataset.cpp $(FUZZ_DATASET_CORE)
 FUZZ_SOURCES_safetensors_header := interop/safetensors_header.cpp core/error.cpp
 FUZZ_TARGETS := $(sort $(patsubst FUZZ_SOURCES_%,%,$(filter FUZZ_SOURCES_%,$(.VARIABLES))))
 # The clang scripts/setup.sh installed: clang-14 (Debian 12) or clang-13 (Debian 11).
@@ -165,7 +166,7 @@ TEST_FUZZ_SECONDS ?= 4
 # characters outside strings (fuzz/README.md, "Findings"); our sources use no unreachable marker.
 FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
-FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lz -lzstd -llzma -lpthread
+FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lcrypto -lz -lzstd -llzma -lpthread
 
 .PHONY: all sim ptx launch-resources test test-gpu demo bench bundle format clean help setup sass fixtures print-config fuzz \
         fuzz-build test-sanitize check-cuda12 bundle-cuda12

@@ -20,15 +20,24 @@
 namespace mixgpt::lab {
 namespace {
 
-TEST(SimFp8Lab, EveryRowValidatesAndIsTimedAtSmokeSizes) {
+// A bf16 backend on the simulated device and the lab's context at smoke sizes on its own stream.
+struct SimFp8Lab : ::testing::Test {
+    void SetUp() override { ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess); }
+    void TearDown() override { EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess); }
+    LabContext smoke_context() {
+        LabContext context(*gpu);
+        context.stream = stream;
+        context.l2_bytes = kSmokeCacheBytes;
+        context.timing = {1, 2};
+        context.sizes = LabSizes::smoke;
+        return context;
+    }
     const std::unique_ptr<Backend> gpu = make_backend({"cuda", 0, Precision::bf16, 0});
     cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    LabContext context(*gpu);
-    context.stream = stream;
-    context.l2_bytes = kSmokeCacheBytes;
-    context.timing = {1, 2};
-    context.sizes = LabSizes::smoke;
+};
+
+TEST_F(SimFp8Lab, EveryRowValidatesAndIsTimedAtSmokeSizes) {
+    LabContext context = smoke_context();
     const std::vector<Row> rows = fp8_gemm_rows(context);
     const std::vector<LinearShape> shapes = linear_shapes(LabSizes::smoke);
     ASSERT_EQ(rows.size(), 2 * shapes.size() + 2 * 3u);  // + per model: two dgrad products, one quantization
@@ -44,26 +53,17 @@ TEST(SimFp8Lab, EveryRowValidatesAndIsTimedAtSmokeSizes) {
     }
     EXPECT_EQ(fp8_rows, static_cast<int>(shapes.size()) + 2);
     EXPECT_EQ(quantize_rows, 2);
-    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // The bf16 baseline measures cuBLASLt itself, so it takes no fallback: without an algorithm the
 // section fails in one line naming the product.
-TEST(SimFp8Lab, Bf16BaselineWithoutAnAlgorithmIsOneLine) {
-    const std::unique_ptr<Backend> gpu = make_backend({"cuda", 0, Precision::bf16, 0});
-    cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    LabContext context(*gpu);
-    context.stream = stream;
-    context.l2_bytes = kSmokeCacheBytes;
-    context.timing = {1, 2};
-    context.sizes = LabSizes::smoke;
+TEST_F(SimFp8Lab, Bf16BaselineWithoutAnAlgorithmIsOneLine) {
+    LabContext context = smoke_context();
     {
         const cuda_sim::CublasLtRefusal refusal("a=bf16");
         EXPECT_EQ(test::error_of([&] { fp8_gemm_rows(context); }),
                   "kernel lab: cuBLASLt has no bf16 algorithm for 96x80x128");
     }
-    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 }  // namespace

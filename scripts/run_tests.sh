@@ -64,12 +64,19 @@ if [[ -x "$build/mixgpt_sim_tests" && -x "$build/mixgpt_sim_mpi_tests" && -x "$b
     sim_status=1
   fi
   echo "GPU tests on the CUDA simulator, forward schedule ($shards shards)"
-  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" \
+  # The GPU suite meets the tensor-core model of the device the build targets (tests/cuda_sim/
+  # tensor_cores.h): the H100's when GPU_ARCHS holds 90, else the A100's (MIXGPT_CUDA_SIM_ARCH=80,
+  # where the FP8 tests skip). The other stages keep the simulator's sm_90.
+  suite_arch=90
+  grep -qE 'GPU_ARCHS=([0-9]+ )*90( |$)' "$build/config.stamp" 2>/dev/null || suite_arch=80
+  suite_arch=${MIXGPT_CUDA_SIM_ARCH:-$suite_arch}
+  echo "the GPU suite's simulated device: sm_$suite_arch"
+  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_ARCH=$suite_arch MIXGPT_CUDA_SIM_SCHEDULE=forward "$build/mixgpt_sim_tests" \
     --gtest_brief=1 --gtest_color=no --gtest_filter='Gpu*:Sim*'
   sim_status=$((sim_status | $?))
   end_stage "simulated GPU tests, forward schedule"
   echo "GPU tests on the CUDA simulator, backward schedule ($shards shards)"
-  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" \
+  run_sharded env MIXGPT_REQUIRE_GPU=1 MIXGPT_CUDA_SIM_ARCH=$suite_arch MIXGPT_CUDA_SIM_SCHEDULE=backward "$build/mixgpt_sim_tests" \
     --gtest_brief=1 --gtest_color=no --gtest_filter='Gpu*:SimBlocks*:-*Training*:*DataParallel*:*Bench*'
   sim_status=$((sim_status | $?))
   end_stage "simulated GPU tests, backward schedule"

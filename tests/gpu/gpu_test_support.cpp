@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "kernels/device_discovery.h"
 #include "tests/reference_f64.h"
 
 namespace mixgpt::gpu_test {
@@ -111,6 +112,13 @@ void expect_matches_cpu(const std::vector<double>& gpu, const std::vector<double
     record_error_ratio(what + " " + precision_name(precision), gpu_error, cpu_error, bound);
     EXPECT_LE(gpu_error, bound) << what << " in " << precision_name(precision) << ": GPU error " << gpu_error
                                 << ", CPU error " << cpu_error << " (against float64)";
+}
+
+bool gpu_runs_fp8() {
+    const CudaDiscovery discovery = discover_cuda();
+    if (discovery.devices.empty()) return false;
+    const CudaDeviceInfo& device = discovery.devices.front();
+    return device.major * 10 + device.minor >= 89;
 }
 
 void record_error_ratio(const std::string& what, double gpu_error, double cpu_error, double bound) {

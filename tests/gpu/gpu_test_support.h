@@ -44,7 +44,19 @@ std::string seed_note();
         }                                                                                   \
     } while (0)
 
+// After the GPU gate: skips a test that needs FP8 tensor cores on a device without them (compute
+// capability below 8.9: an A100, or the simulator with MIXGPT_CUDA_SIM_ARCH=80), saying so.
+#define MIXGPT_FP8_GPU_OR_SKIP()                                                                   \
+    do {                                                                                           \
+        MIXGPT_GPU_OR_SKIP();                                                                      \
+        if (!::mixgpt::gpu_test::gpu_runs_fp8())                                                   \
+            GTEST_SKIP() << "the device has no FP8 tensor cores (compute capability below 8.9)"; \
+    } while (0)
+
 namespace mixgpt::gpu_test {
+
+// Whether CUDA device 0 has FP8 tensor cores (compute capability 8.9 or newer).
+bool gpu_runs_fp8();
 
 // One tensor on both backends holding the same stored values.
 class TwinTensor {

@@ -43,7 +43,7 @@ std::vector<double> widen(const std::vector<float>& values) { return {values.beg
 class GpuFp8Model : public ::testing::TestWithParam<bool> {
 protected:
     void SetUp() override {
-        MIXGPT_GPU_OR_SKIP();
+        MIXGPT_FP8_GPU_OR_SKIP();
         trace_.emplace(__FILE__, __LINE__, gpu_test::seed_note());
         config_ = GetParam() ? test::tiny_llama_config() : test::tiny_config();
         tokens_ = test::random_tokens(kBatch * kLength, config_.vocab_size, gpu_test::run_seed());

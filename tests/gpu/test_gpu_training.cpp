@@ -120,8 +120,12 @@ TEST(GpuLlamaTrainingResume, Fp16StopAndResumeEqualsAStraightRun) {
 class GpuTrainingResume : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(GpuTrainingResume, StopAndResumeEqualsAStraightRun) {
-    MIXGPT_GPU_OR_SKIP();
     const ResumeCase& c = GetParam();
+    if (c.precision == Precision::fp8) {
+        MIXGPT_FP8_GPU_OR_SKIP();
+    } else {
+        MIXGPT_GPU_OR_SKIP();
+    }
     expect_resume_equals_straight_run(resume_case_options(c, "cuda"),
                                       std::string("mixgpt_gpu_resume_") + c.name);
 }

@@ -15,6 +15,7 @@
 #include "bench/kernel_lab/lab_context.h"
 #include "bench/kernel_lab/lab_report.h"
 #include "tests/cuda_sim/cublaslt_refusals.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/test_support.h"
 
 namespace mixgpt::lab {
@@ -22,8 +23,15 @@ namespace {
 
 // A bf16 backend on the simulated device and the lab's context at smoke sizes on its own stream.
 struct SimFp8Lab : ::testing::Test {
-    void SetUp() override { ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess); }
-    void TearDown() override { EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess); }
+    void SetUp() override {
+        MIXGPT_FP8_GPU_OR_SKIP();
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    }
+    void TearDown() override {
+        if (stream != nullptr) {
+            EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+        }
+    }
     LabContext smoke_context() {
         LabContext context(*gpu);
         context.stream = stream;

@@ -15,12 +15,14 @@
 #include "kernels/cuda/fp8_cast.h"
 #include "kernels/cuda/fp8_scaling.h"
 #include "tests/cuda_sim/runtime.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "kernels/fp8_scaling.h"
 
 namespace mixgpt {
 namespace {
 
 TEST(SimFp8Step, ScalesAreUpdatedAndUsedWithoutAHostWait) {
+    MIXGPT_FP8_GPU_OR_SKIP();
     const int64_t M = 32, N = 48, K = 64;
     cudaStream_t stream = nullptr;
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -26,8 +26,8 @@ rows="${BATCH:-16}"
 task=data/kjv/next_verse.jsonl
 out=runs/bench_task_eval
 
-[[ -f data/kjv/dataset.h5 ]] || { echo "bench_task_eval: run \`$mixgpt prepare --corpus kjv\` first" >&2; exit 1; }
-[[ -f "$task" ]] || "$python" scripts/make_kjv_tasks.py next-verse --dataset data/kjv/dataset.h5 -o "$task"
+[[ -f data/kjv/index.json ]] || { echo "bench_task_eval: run \`$mixgpt prepare --corpus kjv\` first" >&2; exit 1; }
+[[ -f "$task" ]] || "$python" scripts/make_kjv_tasks.py next-verse --dataset data/kjv -o "$task"
 mkdir -p "$out"
 
 examples_for() {  # default examples per run: about a minute per run on 2 cores

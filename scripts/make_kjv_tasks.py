@@ -2,7 +2,7 @@
 """Builds multiple-choice task files from the King James Bible (Debian's bible-kjv), deterministically.
 
     scripts/make_kjv_tasks.py fixture -o tests/fixtures/multiple_choice
-    scripts/make_kjv_tasks.py next-verse --dataset data/kjv/dataset.h5 -o data/kjv/next_verse.jsonl
+    scripts/make_kjv_tasks.py next-verse --dataset data/kjv -o data/kjv/next_verse.jsonl
 
 fixture: the hand-made test set of tests/test_multiple_choice_reference.cpp, the same examples in
 both formats (hellaswag.jsonl: HellaSwag's "ctx", "endings", "label", "ind"; mc.jsonl: "context",
@@ -15,8 +15,8 @@ model's window), and one with non-ASCII text.
 next-verse: "which verse comes next?": the context is up to three consecutive verses as the corpus
 holds them ("12 And ...\\n13 And ...\\n14"), the right choice the next verse's text, the three
 others verses of similar length (within 25% in characters) from other chapters. Chance is 25%.
-With --dataset, only chapters of that prepared dataset's validation split are used (decoded with
-its SentencePiece tokenizer), so a model trained on the train split has not seen them. mc format.
+With --dataset (a dataset folder, or a dataset.h5 made before shards), only chapters of that
+prepared dataset's validation split are used (decoded with its SentencePiece tokenizer), so a model trained on the train split has not seen them. mc format.
 """
 import argparse
 import json
@@ -117,17 +117,23 @@ def write_fixture(output):
 
 
 def validation_headings(dataset):
-    """The chapter headings ("Genesis 1") of a prepared dataset's validation documents."""
+    """The chapter headings ("Genesis 1") of a prepared dataset's validation documents: a dataset
+    folder (index.json and its shards) or a dataset.h5 made before shards."""
     import h5py
     import sentencepiece
-    with h5py.File(dataset, "r") as data:
-        tokens = data["/val/tokens"][:]
-        offsets = data["/val/doc_offsets"][:]
-    tokenizer = os.path.join(os.path.dirname(dataset), "tokenizer.model")
-    processor = sentencepiece.SentencePieceProcessor(model_file=tokenizer)
+    from inspect_dataset import load_dataset
+    folder, index = load_dataset(dataset)
+    tokenizer = index["tokenizer"]
+    if tokenizer["kind"] != "sentencepiece":
+        sys.exit(f"make_kjv_tasks: {dataset}: a {tokenizer['kind']} dataset; --dataset takes a SentencePiece one")
+    processor = sentencepiece.SentencePieceProcessor(model_file=os.path.join(folder, tokenizer["files"][0]))
     headings = set()
-    for begin, end in zip(offsets[:-1], offsets[1:]):
-        headings.add(processor.decode(tokens[begin:end - 1].tolist()).split("\n", 1)[0].strip())
+    for shard in index["shards"]:
+        with h5py.File(os.path.join(folder, shard["file"]), "r") as data:
+            tokens = data["/val/tokens"][:]
+            offsets = data["/val/doc_offsets"][:]
+        for begin, end in zip(offsets[:-1], offsets[1:]):
+            headings.add(processor.decode(tokens[begin:end - 1].tolist()).split("\n", 1)[0].strip())
     return headings
 
 

@@ -24,12 +24,6 @@ float dot(const TensorCoreModel& model, const std::vector<double>& a, const std:
     return tensor_core_dot(model, a.data(), b.data(), 1, a.size(), c);
 }
 
-std::vector<double> zeros_with(size_t size, std::initializer_list<std::pair<size_t, double>> entries) {
-    std::vector<double> v(size, 0.0);
-    for (const auto& [index, value] : entries) v[index] = value;
-    return v;
-}
-
 class TensorCoreModel16 : public ::testing::TestWithParam<TensorCoreInput> {};
 
 TEST_P(TensorCoreModel16, DistinguishingVectors) {
@@ -77,8 +71,8 @@ TEST(TensorCoreModelFp8, ThirteenBitAccumulator) {
 TEST(TensorCoreModelFp8, PromotionIntoFp32) {
     TensorCoreModel h100 = tensor_core_model(kH100, TensorCoreInput::e4m3);
     ASSERT_EQ(h100.promotion_interval, 128);
-    const std::vector<double> a = zeros_with(256, {{0, 1.0}, {128, 0x1p-7}});
-    const std::vector<double> b = zeros_with(256, {{0, 1.0}, {128, 0x1p-7}});
+    const std::vector<double> a = lab::zeros_with(256, {{0, 1.0}, {128, 0x1p-7}});
+    const std::vector<double> b = lab::zeros_with(256, {{0, 1.0}, {128, 0x1p-7}});
     EXPECT_EQ(dot(h100, a, b), 1.f + 0x1p-14f);
     h100.promotion_interval = 0;
     EXPECT_EQ(dot(h100, a, b), 1.f);
@@ -96,8 +90,8 @@ TEST(TensorCoreModelTf32, StepsAndInputs) {
     EXPECT_EQ(truncate_to_tf32(-1.f - 0x1p-11f), -1.f);
     EXPECT_TRUE(std::isnan(truncate_to_tf32(std::numeric_limits<float>::quiet_NaN())));
     // 1 - 1 then 2^-30 at k = 4: split from the first step on the A100 (kept), not on the H100.
-    const std::vector<double> a = zeros_with(8, {{0, 1.0}, {1, -1.0}, {4, 0x1p-15}});
-    const std::vector<double> b = zeros_with(8, {{0, 1.0}, {1, 1.0}, {4, 0x1p-15}});
+    const std::vector<double> a = lab::zeros_with(8, {{0, 1.0}, {1, -1.0}, {4, 0x1p-15}});
+    const std::vector<double> b = lab::zeros_with(8, {{0, 1.0}, {1, 1.0}, {4, 0x1p-15}});
     EXPECT_EQ(dot(tensor_core_model(kA100, TensorCoreInput::tf32), a, b), 0x1p-30f);
     EXPECT_EQ(dot(tensor_core_model(kH100, TensorCoreInput::tf32), a, b), 0.f);
 }

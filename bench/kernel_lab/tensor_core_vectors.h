@@ -5,6 +5,7 @@
 // bf16 and fp16 (2^-15 as an fp16 subnormal).
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -18,9 +19,10 @@ struct DistinguishingVector {
     float a100, h100, exact;  // c + a · b in the A100 and H100 models, and summed exactly
 };
 
-inline std::vector<double> at_k(std::initializer_list<std::pair<int, double>> entries) {
-    std::vector<double> v(16, 0.0);
-    for (const auto& [k, value] : entries) v[static_cast<size_t>(k)] = value;
+// `size` zeros but for the (k, value) entries.
+inline std::vector<double> zeros_with(size_t size, std::initializer_list<std::pair<size_t, double>> entries) {
+    std::vector<double> v(size, 0.0);
+    for (const auto& [k, value] : entries) v[k] = value;
     return v;
 }
 
@@ -54,8 +56,8 @@ inline const std::vector<DistinguishingVector>& distinguishing_vectors() {
         // 1 - 1 at k = 0, 1 and 2^-30 at k = 8: the H100 adds all 16 in one step aligned to 1,
         // cutting 2^-30 (0); the A100's second step of 8 starts from the first's exact 0 and keeps
         // 2^-30 whole, as exact sums do.
-        {"steps of 8 or 16 products", at_k({{0, 1.0}, {1, -1.0}, {8, 0x1p-15}}),
-         at_k({{0, 1.0}, {1, 1.0}, {8, 0x1p-15}}), 0.f, 0x1p-30f, 0.f, 0x1p-30f},
+        {"steps of 8 or 16 products", zeros_with(16, {{0, 1.0}, {1, -1.0}, {8, 0x1p-15}}),
+         zeros_with(16, {{0, 1.0}, {1, 1.0}, {8, 0x1p-15}}), 0.f, 0x1p-30f, 0.f, 0x1p-30f},
         {"cancellation to zero", {1.0, -1.0}, {1.5, 1.5}, 0.f, 0.f, 0.f, 0.f},
         // A lone product keeps all its bits: (1 + 2^-7)^2 2^-20 = (1 + 2^-6 + 2^-14) 2^-20.
         {"one product", {0x1.02p-10}, {0x1.02p-10}, 0.f, 0x1.0404p-20f, 0x1.0404p-20f, 0x1.0404p-20f},

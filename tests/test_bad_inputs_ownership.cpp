@@ -93,6 +93,20 @@ TEST_F(BadOwnershipTest, OverwriteMovesOnlyARun) {
             EXPECT_NE(entry.path().filename().string().rfind("replaced-", 0), 0u) << entry.path();
 }
 
+// train -o aimed at the dataset it trains on (or a folder inside it) wrote its checkpoints among the
+// shards, and --overwrite then had the dataset's files to reckon with.
+TEST_F(BadOwnershipTest, RunIsNeverWrittenIntoItsOwnDataset) {
+    TempDirectory scratch("mixgpt_ownership_run_in_dataset");
+    for (const char* output : {"{D}/data", "{D}/data/run"}) {
+        SCOPED_TRACE(output);
+        const Outcome outcome = run_keeping(train_with({"--overwrite"}, output), 1, scratch);
+        EXPECT_NE(outcome.err.find("lies in the dataset " + fixture_->file("data")), std::string::npos)
+            << outcome.err;
+        EXPECT_FALSE(fs::exists(fixture_->file("data/checkpoints")));
+        EXPECT_FALSE(fs::exists(fixture_->file("data/run")));
+    }
+}
+
 // eval --per-example and bench --json-out renamed their file over the path: over the task file,
 // over a device (as root), over a link to standard output.
 TEST_F(BadOwnershipTest, SingleFileOutputsAreNeverRenamedOverWhatIsNotAFile) {

@@ -52,14 +52,14 @@ def sized(text):
     return text
 
 
-def plan(markdown, skips=SKIPS):
+def plan(markdown, name="README.md", skips=SKIPS):
     """(steps in README's order, errors): every command of every shell block, skipped or to run;
     other blocks are skipped by their language; a block without one is an error."""
     steps, errors, used = [], [], set()
     for block in code_blocks(markdown):
         if block.language not in SHELL_LANGUAGES:
             if not block.language:
-                errors.append(f"README.md:{block.line}: a code block without a language: mark it sh "
+                errors.append(f"{name}:{block.line}: a code block without a language: mark it sh "
                               "to run it, or text (or its language) to leave it")
             else:
                 steps.append(Step(block.line, f"```{block.language} block",
@@ -74,7 +74,7 @@ def plan(markdown, skips=SKIPS):
                 continue
             to_run = sized(written)
             if PLACEHOLDER.search(to_run):
-                errors.append(f"README.md:{command.line}: '...' in `{written}`: write the command out "
+                errors.append(f"{name}:{command.line}: '...' in `{written}`: write the command out "
                               "or add a skip to scripts/readme_examples/plan.py")
                 continue
             steps.append(Step(command.line, written, to_run=to_run))

@@ -74,13 +74,14 @@ def main():
     parser.add_argument("--readme", default=os.path.join(REPOSITORY, "README.md"))
     parser.add_argument("--keep", action="store_true", help="leave the scratch folder and say where")
     arguments = parser.parse_args()
+    readme_name = os.path.basename(arguments.readme)
     with open(arguments.readme, encoding="utf-8") as file:
-        steps, errors = plan(file.read())
+        steps, errors = plan(file.read(), readme_name)
     start = time.monotonic()
     folder = tempfile.mkdtemp(prefix="mixgpt-readme-")
     try:
         make_world(folder, arguments.build)
-        failed = run_steps(steps, folder, os.path.basename(arguments.readme))
+        failed = run_steps(steps, folder, readme_name)
     finally:
         if arguments.keep:
             print(f"scratch folder kept: {folder}")

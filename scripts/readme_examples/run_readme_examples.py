@@ -90,7 +90,7 @@ def main():
     for error in errors:
         print(f"ERROR   {error}")
     ran = sum(1 for step in steps if step.to_run)
-    print(f"README examples: {ran - failed} ran, {len(steps) - ran} skipped, {failed} failed, "
+    print(f"README examples: {ran - failed} passed, {len(steps) - ran} skipped, {failed} failed, "
           f"{len(errors)} plan errors ({time.monotonic() - start:.0f} s)")
     return 1 if failed or errors else 0
 

@@ -318,8 +318,12 @@ def main():
     if metadata.get("format") != "pt":
         fail("model.safetensors: __metadata__ has no \"format\": \"pt\" (transformers requires it)")
 
-    with open(args.eval_json) as file:
-        reference = json.load(file)
+    try:
+        with open(args.eval_json) as file:
+            reference = json.load(file)
+    except (OSError, ValueError) as error:
+        fail(f"{args.eval_json}: {getattr(error, 'strerror', None) or error} "
+             "(`mixgpt eval RUN --json > FILE` writes it)")
     streams = read_tokens(args, args.folder, config)
     T = reference.get("seq_len", context_length(config))
     starts = [(tokens, r * T) for tokens in streams for r in range((len(tokens) - 1) // T)]

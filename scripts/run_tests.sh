@@ -7,12 +7,14 @@
 # (scripts/lease/test_gpu_lease.py); and the check of the
 # kernels' PTX (scripts/check_kernel_instructions.sh) and of their launch resources
 # (scripts/check_launch_resources.py); a 3-trial crash campaign
-# (scripts/crash_campaign.py). Ends with one line
-# "N passed, N failed, N skipped" summing GoogleTest's reports of all.
+# (scripts/crash_campaign.py); every command of README's code blocks (scripts/readme_examples/).
+# Ends with one line "N passed, N failed, N skipped" summing GoogleTest's reports of all, and
+# the README examples' own count beside it.
 set -uo pipefail
 build="${1:-build}"
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+readme_log="$(mktemp)"
+trap 'rm -f "$log" "$readme_log"' EXIT
 # The test binaries wait in OpenMP as mixgpt does (cli/openmp_waits.h), unless told otherwise.
 [[ -n "${OMP_WAIT_POLICY:-}" ]] || export GOMP_SPINCOUNT="${GOMP_SPINCOUNT:-3000}"
 # Wall seconds of each stage, printed at the end (make test must stay under 15 minutes on 2 cores).
@@ -111,6 +113,16 @@ echo "crash campaign, 3 trials"
 crash_status=${PIPESTATUS[0]}
 end_stage "crash campaign"
 
+# README's examples as written: every command of its shell blocks, in order, at small sizes, in a
+# scratch folder; what cannot run here is skipped by name, with its reason (scripts/readme_examples/).
+# First the tests of that test: extraction, plan, and a failing and a hanging command.
+echo "README examples (scripts/readme_examples/)"
+python3 "$(dirname "$0")/readme_examples/test_readme_examples.py" "$build" 2>&1
+readme_status=$?
+python3 "$(dirname "$0")/readme_examples/run_readme_examples.py" "$build" 2>&1 | tee "$readme_log"
+readme_status=$((readme_status | PIPESTATUS[0]))
+end_stage "README examples"
+
 # CUDA builds: the kernels' PTX holds the instructions they claim (tensor cores, 16-byte accesses).
 ptx_status=0
 if [[ -d "$build/ptx" ]]; then
@@ -138,10 +150,12 @@ count_failed() { grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$log"; }
 passed=$(count PASSED); failed=$(count_failed); skipped=$(count SKIPPED)
 printf "time per stage:\n%s" "$timings"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+tail -n 1 "$readme_log"
 if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || launch_status != 0 ||
-  crash_status != 0)); then
+  crash_status != 0 || readme_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
     "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status," \
-    "launch resource check exit $launch_status, crash campaign exit $crash_status)" >&2
+    "launch resource check exit $launch_status, crash campaign exit $crash_status," \
+    "README examples exit $readme_status)" >&2
   exit 1
 fi

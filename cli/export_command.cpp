@@ -16,7 +16,7 @@ void add_export_command(CLI::App& app) {
     auto reference = std::make_shared<interop::ReferenceOptions>();
     CLI::App* command = app.add_subcommand(
         "export",
-        "write a checkpoint as a Hugging Face GPT2LMHeadModel folder (safetensors, config, tokenizer)");
+        "write a checkpoint as a Hugging Face GPT2LMHeadModel or LlamaForCausalLM folder (safetensors, config, tokenizer)");
     add_config_option(*command);
     command
         ->add_option("checkpoint,--checkpoint", options->source,

@@ -12,7 +12,7 @@ void add_import_command(CLI::App& app) {
     auto options = std::make_shared<interop::ImportOptions>();
     CLI::App* command = app.add_subcommand(
         "import",
-        "read a Hugging Face GPT-2 safetensors folder into a run directory (train --resume, eval, sample)");
+        "read a Hugging Face GPT2LMHeadModel or LlamaForCausalLM safetensors folder into a run directory (train --resume, eval, sample)");
     add_config_option(*command);
     command->add_option("directory,--directory", options->directory, "the Hugging Face model folder")
         ->required();

@@ -41,7 +41,7 @@ void add_study_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--bench-steps", study.bench_steps, "timed steps of `mixgpt bench` per precision")
         ->capture_default_str();
-    command->add_option("--dataset", o.dataset, "prepared dataset (.h5 from `mixgpt prepare`)")->required();
+    command->add_option("--dataset", o.dataset, "prepared dataset (the folder, or a .h5 file, from `mixgpt prepare`)")->required();
     add_model_options(*command, o.model);
     command->add_option("--batch-size,-b", o.batch_size, "B: sequences per micro-step")
         ->capture_default_str();

@@ -1,0 +1,126 @@
+// Bad input, readers family (issue 36, family 5): commands that read what another command wrote.
+// export, eval and sample of a run that train is rotating take the newest checkpoint they can
+// read, and say so in one line when it is not the newest listed. Each refusal records every file
+// of the fixture before it runs, and checks them all afterwards.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "tests/bad_inputs_support.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace test;
+namespace fs = std::filesystem;
+
+class BadReadersTest : public ::testing::Test {
+protected:
+    // The common fixture, plus: vanished/ (run/ with a newest checkpoint that is gone when
+    // opened: a link to nothing), hand_edited/ (run/ with a newer checkpoint whose checksum holds
+    // but whose step is -1), and nothing_valid/ (only a truncated checkpoint and a vanished one).
+    static void SetUpTestSuite() {
+        fixture_ = make_bad_input_fixture("mixgpt_bad_readers").release();
+        const TempDirectory& d = *fixture_;
+        const std::string trained = d.file("run/checkpoints/step_00000002.h5");
+        fs::copy(d.file("run"), d.file("vanished"), fs::copy_options::recursive);
+        fs::create_symlink(d.file("gone.h5"), d.file("vanished/checkpoints/step_00000009.h5"));
+        fs::copy(d.file("run"), d.file("hand_edited"), fs::copy_options::recursive);
+        Checkpoint negative = read_checkpoint(trained);
+        negative.step = -1;
+        write_checkpoint(d.file("hand_edited/checkpoints/step_00000003.h5"), negative);
+        fs::create_directories(d.file("nothing_valid/checkpoints"));
+        fs::copy(trained, d.file("nothing_valid/checkpoints/step_00000002.h5"));
+        fs::resize_file(d.file("nothing_valid/checkpoints/step_00000002.h5"), 4096);
+        fs::create_symlink(d.file("gone.h5"), d.file("nothing_valid/checkpoints/step_00000003.h5"));
+    }
+    static void TearDownTestSuite() {
+        delete fixture_;
+        fixture_ = nullptr;
+    }
+
+    // export, eval and sample of `run`, each into `scratch` where it writes.
+    static std::vector<std::vector<std::string>> readers_of(const std::string& run,
+                                                            const TempDirectory& scratch) {
+        return {{"export", run, "-o", scratch.file("hf_" + std::to_string(next_export_++))},
+                {"eval", run, "--threads", "1", "--max-tokens", "64"},
+                {"sample", run, "-n", "4", "--threads", "1"}};
+    }
+
+    static inline TempDirectory* fixture_ = nullptr;
+    static inline int next_export_ = 0;
+    BadInputRunner runner_{*fixture_};
+};
+
+std::vector<BadInput> reader_cases() {
+    return {
+        // Said so before too; kept: a run with no readable checkpoint still fails in one line.
+        {"eval of a run with no readable checkpoint",
+         {"eval", "{D}/nothing_valid", "--threads", "1"},
+         1,
+         {"{D}/nothing_valid: no valid checkpoint in this directory or its checkpoints/"}},
+    };
+}
+
+TEST_F(BadReadersTest, Cases) {
+    for (const BadInput& bad : reader_cases()) runner_.check(bad);
+}
+
+// The newest listed checkpoint vanished before it was opened: the readers took the next-newest
+// without saying which (a warning that the newest was invalid, nothing about what was taken).
+// One whose checksum holds but which cannot be read (a step of -1): each reader failed.
+TEST_F(BadReadersTest, ReadersTakeTheNextNewestAndSayWhich) {
+    TempDirectory scratch("mixgpt_readers_fallback");
+    const std::map<std::string, std::string> before = file_hashes(fixture_->path());
+    for (const auto& [run, newest, why] :
+         {std::make_tuple("vanished", "step_00000009.h5", "it vanished before it was opened"),
+          std::make_tuple("hand_edited", "step_00000003.h5", "attribute 'step' is -1")}) {
+        const std::string checkpoints = fixture_->file(std::string(run) + "/checkpoints/");
+        for (const std::vector<std::string>& reader : readers_of(fixture_->file(run), scratch)) {
+            SCOPED_TRACE(reader[0] + " " + run);
+            const Outcome outcome = runner_.run(reader);
+            EXPECT_EQ(outcome.exit_status, 0) << outcome.err;
+            EXPECT_NE(outcome.err.find(checkpoints + "step_00000002.h5: taken, not the newest listed, " +
+                                       checkpoints + newest + " (" + why),
+                      std::string::npos)
+                << outcome.err;
+        }
+    }
+    runner_.expect_unchanged(before);
+}
+
+// While train wrote a checkpoint every step and kept one, most of these failed ("no such
+// checkpoint", "cannot open"): 18 of the 24, in each of two runs.
+TEST_F(BadReadersTest, ReadersOfARunThatRotatesItsCheckpoints) {
+    TempDirectory scratch("mixgpt_readers_rotation");
+    const std::string run = scratch.file("rotating");
+    const pid_t train =
+        spawn(runner_.substitute_all(train_with(
+                  {"--steps", "1000000", "--checkpoint-interval", "1", "--keep-checkpoints", "1"}, run)),
+              scratch.file("train_out.txt"), scratch.file("train_err.txt"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (list_checkpoints(run + "/checkpoints").empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int trial = 0; trial < 8; ++trial) {
+        for (const std::vector<std::string>& reader : readers_of(run, scratch)) {
+            SCOPED_TRACE(reader[0] + ", trial " + std::to_string(trial));
+            const Outcome outcome = runner_.run(reader);
+            EXPECT_EQ(outcome.exit_status, 0) << outcome.err;
+        }
+    }
+    ::kill(train, SIGTERM);  // finishes its step, writes a checkpoint, exits 0
+    const Outcome trained = wait_for(train, scratch.file("train_out.txt"), scratch.file("train_err.txt"),
+                                     std::chrono::seconds(60));
+    EXPECT_EQ(trained.exit_status, 0) << trained.err;
+    EXPECT_EQ(list_checkpoints(run + "/checkpoints").size(), 1u);
+}
+
+}  // namespace
+}  // namespace mixgpt

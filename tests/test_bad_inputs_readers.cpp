@@ -1,7 +1,8 @@
 // Bad input, readers family (issue 36, family 5): commands that read what another command wrote.
 // export, eval and sample of a run that train is rotating take the newest checkpoint they can
-// read, and say so in one line when it is not the newest listed. Each refusal records every file
-// of the fixture before it runs, and checks them all afterwards.
+// read, and say so in one line when it is not the newest listed; import names the first tensor
+// whose shape is not the one config.json gives, and the fields that decide it. Each refusal
+// records every file of the fixture before it runs, and checks them all afterwards.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,14 +22,41 @@ namespace {
 using namespace test;
 namespace fs = std::filesystem;
 
+// A copy of the Hugging Face folder `from` as `to`, its config.json's `field` set to `value`.
+void edit_config(const TempDirectory& d, const std::string& from, const std::string& to,
+                 const std::string& field, const std::string& value) {
+    fs::copy(d.file(from), d.file(to), fs::copy_options::recursive);
+    std::string text = read_text(d.file(to + "/config.json"));
+    const size_t at = text.find("\"" + field + "\": ");
+    ASSERT_NE(at, std::string::npos) << field;
+    const size_t begin = at + field.size() + 4, end = text.find_first_of(",\n", begin);
+    text.replace(begin, end - begin, value);
+    d.write(to + "/config.json", text);
+}
+
 class BadReadersTest : public ::testing::Test {
 protected:
-    // The common fixture, plus: vanished/ (run/ with a newest checkpoint that is gone when
-    // opened: a link to nothing), hand_edited/ (run/ with a newer checkpoint whose checksum holds
-    // but whose step is -1), and nothing_valid/ (only a truncated checkpoint and a vanished one).
+    // The common fixture, plus: hf/ (run/ exported) and llama_hf/ (a Llama run with two key/value
+    // heads of four, exported), each with copies whose config.json differs in one field;
+    // vanished/ (run/ with a newest checkpoint that is gone when opened: a link to nothing),
+    // hand_edited/ (run/ with a newer checkpoint whose checksum holds but whose step is -1), and
+    // nothing_valid/ (only a truncated checkpoint and a vanished one).
     static void SetUpTestSuite() {
         fixture_ = make_bad_input_fixture("mixgpt_bad_readers").release();
         const TempDirectory& d = *fixture_;
+        BadInputRunner runner(d);
+        ASSERT_EQ(runner.run({"export", "{D}/run", "-o", "{D}/hf"}).exit_status, 0);
+        const Outcome llama =
+            runner.run(train_with({"--arch", "llama", "--n-head", "4", "--n-kv-head", "2"}, "{D}/llama_run"));
+        ASSERT_EQ(llama.exit_status, 0) << llama.err;
+        ASSERT_EQ(runner.run({"export", "{D}/llama_run", "-o", "{D}/llama_hf"}).exit_status, 0);
+        edit_config(d, "hf", "hf_wide", "n_embd", "64");
+        edit_config(d, "hf", "hf_deeper", "n_layer", "3");
+        edit_config(d, "hf", "hf_shallower", "n_layer", "1");
+        edit_config(d, "hf", "hf_longer", "n_positions", "32");
+        edit_config(d, "llama_hf", "llama_kv", "num_key_value_heads", "4");
+        edit_config(d, "llama_hf", "llama_mlp", "intermediate_size", "64");
+
         const std::string trained = d.file("run/checkpoints/step_00000002.h5");
         fs::copy(d.file("run"), d.file("vanished"), fs::copy_options::recursive);
         fs::create_symlink(d.file("gone.h5"), d.file("vanished/checkpoints/step_00000009.h5"));
@@ -61,6 +89,38 @@ protected:
 
 std::vector<BadInput> reader_cases() {
     return {
+        // Each import below said "config.json describes N parameters, model.safetensors holds M
+        // values", or named the tensor but not the field.
+        {"import: n_embd wider than the tensors",
+         {"import", "{D}/hf_wide", "-o", "{D}/imported"},
+         1,
+         {"{D}/hf_wide/model.safetensors: transformer.wte.weight is [", "32], config.json's vocab_size",
+          "n_embd 64 give [", "64]"}},
+        {"import: n_layer beyond the file's layers",
+         {"import", "{D}/hf_deeper", "-o", "{D}/imported"},
+         1,
+         {"{D}/hf_deeper/model.safetensors: no tensor transformer.h.2.",
+          "config.json's n_layer 3 gives layers 0 to 2"}},
+        {"import: n_layer short of the file's layers",
+         {"import", "{D}/hf_shallower", "-o", "{D}/imported"},
+         1,
+         {"{D}/hf_shallower/model.safetensors: extra tensor transformer.h.1.",
+          "config.json's n_layer 1 gives layer 0 only"}},
+        {"import: n_positions beyond the position table",
+         {"import", "{D}/hf_longer", "-o", "{D}/imported"},
+         1,
+         {"{D}/hf_longer/model.safetensors: transformer.wpe.weight is [16, 32], "
+          "config.json's n_positions 32, n_embd 32 give [32, 32]"}},
+        {"import: num_key_value_heads not the file's",
+         {"import", "{D}/llama_kv", "-o", "{D}/imported"},
+         1,
+         {"{D}/llama_kv/model.safetensors: model.layers.0.self_attn.k_proj.weight is [16, 32], config.json's "
+          "num_key_value_heads 4, num_attention_heads 4, hidden_size 32 give [32, 32]"}},
+        {"import: intermediate_size not the file's",
+         {"import", "{D}/llama_mlp", "-o", "{D}/imported"},
+         1,
+         {"{D}/llama_mlp/model.safetensors: model.layers.0.mlp.gate_proj.weight is [",
+          "config.json's intermediate_size 64, hidden_size 32 give [64, 32]"}},
         // Said so before too; kept: a run with no readable checkpoint still fails in one line.
         {"eval of a run with no readable checkpoint",
          {"eval", "{D}/nothing_valid", "--threads", "1"},

@@ -1,8 +1,10 @@
 // Bad input, readers family (issue 36, family 5): commands that read what another command wrote.
 // export, eval and sample of a run that train is rotating take the newest checkpoint they can
 // read, and say so in one line when it is not the newest listed; import names the first tensor
-// whose shape is not the one config.json gives, and the fields that decide it. Each refusal
-// records every file of the fixture before it runs, and checks them all afterwards.
+// whose shape is not the one config.json gives, and the fields that decide it; eval --per-example
+// and bench --json-out refuse an empty path, and write through a dangling link instead of
+// replacing it. Each refusal records every file of the fixture before it runs, and checks them all
+// afterwards.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -39,8 +41,9 @@ protected:
     // The common fixture, plus: hf/ (run/ exported) and llama_hf/ (a Llama run with two key/value
     // heads of four, exported), each with copies whose config.json differs in one field;
     // vanished/ (run/ with a newest checkpoint that is gone when opened: a link to nothing),
-    // hand_edited/ (run/ with a newer checkpoint whose checksum holds but whose step is -1), and
-    // nothing_valid/ (only a truncated checkpoint and a vanished one).
+    // hand_edited/ (run/ with a newer checkpoint whose checksum holds but whose step is -1),
+    // nothing_valid/ (only a truncated checkpoint and a vanished one), task.jsonl and
+    // link_nowhere (a link into a folder that does not exist).
     static void SetUpTestSuite() {
         fixture_ = make_bad_input_fixture("mixgpt_bad_readers").release();
         const TempDirectory& d = *fixture_;
@@ -68,6 +71,10 @@ protected:
         fs::copy(trained, d.file("nothing_valid/checkpoints/step_00000002.h5"));
         fs::resize_file(d.file("nothing_valid/checkpoints/step_00000002.h5"), 4096);
         fs::create_symlink(d.file("gone.h5"), d.file("nothing_valid/checkpoints/step_00000003.h5"));
+
+        d.write("task.jsonl",
+                "{\"context\": \"the cat\", \"choices\": [\"sees\", \"likes\"], \"label\": 0}\n");
+        fs::create_symlink(d.file("nowhere/scores.jsonl"), d.file("link_nowhere"));
     }
     static void TearDownTestSuite() {
         delete fixture_;
@@ -88,6 +95,12 @@ protected:
 };
 
 std::vector<BadInput> reader_cases() {
+    const std::vector<std::string> per_example = {
+        "eval", "{D}/run", "--task", "mc", "--data", "{D}/task.jsonl", "--threads", "1", "--per-example"};
+    const auto with = [](std::vector<std::string> arguments, const std::string& last) {
+        arguments.push_back(last);
+        return arguments;
+    };
     return {
         // Each import below said "config.json describes N parameters, model.safetensors holds M
         // values", or named the tensor but not the field.
@@ -121,6 +134,18 @@ std::vector<BadInput> reader_cases() {
          1,
          {"{D}/llama_mlp/model.safetensors: model.layers.0.mlp.gate_proj.weight is [",
           "config.json's intermediate_size 64, hidden_size 32 give [64, 32]"}},
+        // Replaced the link by a file of scores, exit 0.
+        {"eval --per-example through a link into a missing folder",
+         with(per_example, "{D}/link_nowhere"),
+         1,
+         {"{D}/link_nowhere: cannot create its link's target {D}/nowhere/scores.jsonl ",
+          "(No such file or directory)"}},
+        // Wrote nothing, exit 0.
+        {"eval --per-example ''", with(per_example, ""), 2, {"--per-example: must name a file (got '')"}},
+        {"bench --json-out ''",
+         {"bench", "--model", "d2", "--n-embd", "32", "-b", "2", "-t", "16", "--json-out", ""},
+         2,
+         {"--json-out: must name a file (got '')"}},
         // Said so before too; kept: a run with no readable checkpoint still fails in one line.
         {"eval of a run with no readable checkpoint",
          {"eval", "{D}/nothing_valid", "--threads", "1"},
@@ -180,6 +205,18 @@ TEST_F(BadReadersTest, ReadersOfARunThatRotatesItsCheckpoints) {
                                      std::chrono::seconds(60));
     EXPECT_EQ(trained.exit_status, 0) << trained.err;
     EXPECT_EQ(list_checkpoints(run + "/checkpoints").size(), 1u);
+}
+
+// A link to a file not made yet: the link was replaced by a file of scores.
+TEST_F(BadReadersTest, PerExampleWritesThroughADanglingLink) {
+    TempDirectory scratch("mixgpt_readers_link");
+    const std::string link = scratch.file("scores.jsonl");
+    fs::create_symlink("made.jsonl", link);
+    const Outcome outcome = runner_.run({"eval", "{D}/run", "--task", "mc", "--data", "{D}/task.jsonl",
+                                         "--threads", "1", "--per-example", link});
+    EXPECT_EQ(outcome.exit_status, 0) << outcome.err;
+    EXPECT_TRUE(fs::is_symlink(link));
+    EXPECT_EQ(lines_of(read_text(scratch.file("made.jsonl"))).size(), 1u);
 }
 
 }  // namespace

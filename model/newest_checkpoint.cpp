@@ -19,10 +19,8 @@ bool still_there(const std::string& path) {
     return std::filesystem::exists(path, error);
 }
 
-// Why `path` was passed over: it vanished, or the error without the path in front.
-std::string reason(const std::string& path, const Error& error) {
-    if (!still_there(path))
-        return "it vanished before it was opened: a training run rotating its checkpoints";
+// The error without the path in front: it is said once, before the reason.
+std::string without_path(const std::string& path, const Error& error) {
     const std::string message = error.what();
     const std::string prefix = path + ": ";
     return message.compare(0, prefix.size(), prefix) == 0 ? message.substr(prefix.size()) : message;
@@ -54,8 +52,11 @@ std::optional<FoundCheckpoint> read_newest_checkpoint(const std::string& directo
                 say_which(found.path, passed_over);
                 return found;
             } catch (const Error& error) {
-                passed_over[*path] = reason(*path, error);
-                vanished = vanished || !still_there(*path);
+                const bool gone = !still_there(*path);
+                passed_over[*path] =
+                    gone ? "it vanished before it was opened: a training run rotating its checkpoints"
+                         : without_path(*path, error);
+                vanished = vanished || gone;
             }
         }
     }

@@ -7,6 +7,7 @@
 #include "cli/device_option.h"
 #include "cli/model_options.h"
 #include "cli/number_checks.h"
+#include "cli/path_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "core/error.h"
@@ -78,7 +79,8 @@ void add_bench_command(CLI::App& app) {
                       "also print where each precision's step goes, per op (on CUDA every op is "
                       "synchronized, so the profiled step is slower)");
     command->add_flag("--json", arguments->json, "print one JSON object");
-    command->add_option("--json-out", arguments->json_out, "also write the JSON object to this file");
+    command->add_option("--json-out", arguments->json_out, "also write the JSON object to this file")
+        ->check(names_a_file());
     command->callback([arguments] {
         BenchOptions& options = arguments->options;
         options.precisions = parse_precision_list(arguments->precisions);

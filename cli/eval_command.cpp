@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/device_option.h"
 #include "cli/number_checks.h"
+#include "cli/path_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
 #include "eval/run_eval.h"
@@ -47,6 +48,7 @@ void add_task_options(CLI::App& command, TaskEvalOptions& task) {
         .add_option(
             "--per-example", task.per_example,
             "write each example's id, label, choices made, summed losses and token counts (JSON Lines)")
+        ->check(names_a_file())
         ->needs(task_option)
         ->group("Task");
     command

@@ -145,6 +145,19 @@ File File::create(const std::string& path, size_t user_block_bytes) {
     return File(Handle(id, H5Fclose), path, true);
 }
 
+File File::open_read_as(const std::string& opened, const std::string& path) {
+    if (H5Fis_hdf5(opened.c_str()) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        fail(path, "not an HDF5 file (or truncated)");
+    }
+    const hid_t id = H5Fopen(opened.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (id < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        fail(path, "cannot open HDF5 file (truncated or corrupt)");
+    }
+    return File(Handle(id, H5Fclose), path, false);
+}
+
 File File::open_read(const std::string& path) {
     silence_hdf5_once();
     if (FILE* probe = std::fopen(path.c_str(), "rb")) {
@@ -152,16 +165,12 @@ File File::open_read(const std::string& path) {
     } else {
         fail(path, "cannot open (missing or unreadable)");
     }
-    if (H5Fis_hdf5(path.c_str()) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        fail(path, "not an HDF5 file (or truncated)");
-    }
-    const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (id < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        fail(path, "cannot open HDF5 file (truncated or corrupt)");
-    }
-    return File(Handle(id, H5Fclose), path, false);
+    return open_read_as(path, path);
+}
+
+File File::open_read(int descriptor, const std::string& path) {
+    silence_hdf5_once();
+    return open_read_as("/proc/self/fd/" + std::to_string(descriptor), path);
 }
 
 File File::open_write(const std::string& path) {

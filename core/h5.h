@@ -44,6 +44,9 @@ public:
     // (a power of two >= 512).
     static File create(const std::string& path, size_t user_block_bytes = 0);
     static File open_read(const std::string& path);  // throws "<path>: not an HDF5 file" etc.
+    // The file open as `descriptor` (which stays the caller's), named `path` in errors: it is read
+    // whole even if `path` is removed or replaced meanwhile (through /proc/self/fd, Linux).
+    static File open_read(int descriptor, const std::string& path);
     static File open_write(const std::string& path);
 
     File(File&&) noexcept = default;
@@ -82,6 +85,8 @@ public:
     std::string attribute_string(const std::string& object_path, const std::string& name) const;
 
 private:
+    // Opens `opened` (a path HDF5 can open) read-only; errors name `path`.
+    static File open_read_as(const std::string& opened, const std::string& path);
     File(Handle handle, std::string path, bool writable)
         : handle_(std::move(handle)), path_(std::move(path)), writable_(writable) {}
     Handle open_dataset(const std::string& name) const;

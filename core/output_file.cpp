@@ -41,6 +41,20 @@ void require_not_an_input(const std::string& path, const struct stat& target,
     }
 }
 
+// Where a new file named `path` goes: through a symbolic link whose target does not exist yet (a
+// dangling link), that target, so that the link stays; `path` itself otherwise.
+std::string new_file_path(const std::string& path) {
+    namespace fs = std::filesystem;
+    fs::path at(path);
+    std::error_code error;
+    for (int links = 0; links < 40 && fs::is_symlink(fs::symlink_status(at, error)); ++links) {
+        const fs::path target = fs::read_symlink(at, error);
+        if (error) break;
+        at = target.is_absolute() ? target : at.parent_path() / target;
+    }
+    return at.string();
+}
+
 }  // namespace
 
 OutputFile::OutputFile(std::string path, const std::vector<std::string>& inputs, const std::string& option)
@@ -56,10 +70,15 @@ OutputFile::OutputFile(std::string path, const std::vector<std::string>& inputs,
         if (descriptor_ < 0) throw Error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
         return;
     }
-    replacement_.emplace(exists ? std::filesystem::canonical(path_).string() : path_);
+    const std::string destination =
+        exists ? std::filesystem::canonical(path_).string() : new_file_path(path_);
+    replacement_.emplace(destination);
     descriptor_ =
         ::open(replacement_->temporary_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (descriptor_ < 0) throw Error(path_ + ": cannot create (" + std::strerror(errno) + ")");
+    if (descriptor_ < 0)
+        throw Error(path_ + ": cannot create " +
+                    (exists || destination == path_ ? "" : "its link's target " + destination + " ") + "(" +
+                    std::strerror(errno) + ")");
 }
 
 OutputFile::~OutputFile() {

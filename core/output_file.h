@@ -3,7 +3,7 @@
 //
 //   nothing, or a regular file   written beside it (core/atomic_file.h) and renamed over it once
 //                                complete; through a symbolic link, the file the link names is
-//                                replaced and the link stays
+//                                replaced, or made when it does not exist yet, and the link stays
 //   this process's standard      (/dev/stdout, /proc/self/fd/2, or the file they are redirected to)
 //   output or error              written to that descriptor, after what the process printed there
 //   anything else                (/dev/full, /dev/null, a pipe, a terminal) written through

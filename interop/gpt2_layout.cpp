@@ -68,6 +68,13 @@ std::vector<HfTensor> gpt2_tensors(const GPTConfig& config, const ParameterLayou
         tensor.rows = view.real_rows;
         tensor.hf_name = gpt2_name(view);
         tensor.transposed = is_conv1d_weight(view.role);
+        if (view.role == Role::token_embedding) {
+            tensor.decided_by = {"vocab_size", "n_embd"};
+        } else if (view.role == Role::position_embedding) {
+            tensor.decided_by = {"n_positions", "n_embd"};
+        } else {
+            tensor.decided_by = {"n_embd"};  // c_attn 3 n_embd, c_fc 4 n_embd wide
+        }
         if (tensor.transposed) {
             tensor.hf_shape = {view.shape[1], view.shape[0]};
         } else if (view.shape.size() == 2) {

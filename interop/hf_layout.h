@@ -20,6 +20,7 @@ struct HfTensor {
     bool transposed = false;        // hf = rows^T
     int64_t first_row = 0;          // the block of the view's rows that is exported: from here ...
     int64_t rows = 0;               // ... this many (vocab_size for the vocabulary-sized tensors)
+    std::vector<const char*> decided_by;  // the config.json fields hf_shape follows from ("n_embd")
 };
 
 // In ParameterLayout order, for the model's family.

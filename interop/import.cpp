@@ -10,8 +10,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "interop/export.h"
-#include "interop/hf_layout.h"
 #include "interop/hf_config.h"
+#include "interop/hf_layout.h"
+#include "interop/hf_tensor_check.h"
 #include "interop/hf_tokenizer.h"
 #include "interop/safetensors_file.h"
 #include "interop/staging_directory.h"
@@ -31,18 +32,8 @@ std::string read_text(const fs::path& path) {
     return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "]";
-}
-
-// The tensor's values as fp32, after checking its dtype and shape.
-std::vector<float> float_values(const SafetensorsFile& file, const SafetensorsTensor& tensor,
-                                const std::vector<int64_t>& expected_shape) {
-    MIXGPT_REQUIRE(tensor.shape == expected_shape, file.path + ": tensor '" + tensor.name + "' has shape " +
-                                                       shape_text(tensor.shape) + ", config.json gives " +
-                                                       shape_text(expected_shape));
+// The tensor's values as fp32, after checking its dtype (its shape is checked: require_hf_tensors).
+std::vector<float> float_values(const SafetensorsFile& file, const SafetensorsTensor& tensor) {
     const size_t count = (tensor.end - tensor.begin) / safetensors_dtype_size(tensor.dtype);
     std::vector<float> values(count);
     if (tensor.dtype == "F32") {
@@ -55,22 +46,6 @@ std::vector<float> float_values(const SafetensorsFile& file, const SafetensorsTe
                     ", expected F32, BF16 or F16");
     }
     return values;
-}
-
-// GPT2LMHeadModel.save_pretrained writes "transformer.h.0...."; the original GPT-2 files omit the prefix.
-const SafetensorsTensor* find_tensor(const SafetensorsHeader& header, const std::string& hf_name) {
-    if (const SafetensorsTensor* found = header.find(hf_name)) return found;
-    const std::string prefix = "transformer.";
-    if (hf_name.compare(0, prefix.size(), prefix) != 0) return nullptr;
-    return header.find(hf_name.substr(prefix.size()));
-}
-
-bool is_attention_mask_buffer(const std::string& name) {
-    const auto ends_with = [&](const std::string& suffix) {
-        return name.size() >= suffix.size() &&
-               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
-    return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
 }
 
 int64_t metadata_int(const SafetensorsFile& file, const char* key) {
@@ -101,29 +76,20 @@ Precision metadata_precision(const SafetensorsFile& file) {
     }
 }
 
-// Buffers that older transformers versions saved beside the weights: GPT-2's attention masks,
-// Llama's RoPE frequencies; recomputed, never read.
-bool is_buffer(const std::string& name) {
-    const auto ends_with = [&](const std::string& suffix) {
-        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
-    return is_attention_mask_buffer(name) || ends_with(".rotary_emb.inv_freq");
-}
-
-// Fills `parameters` from the file; every tensor of the file must be used, be a buffer, or be an
-// lm_head identical to the token embedding it is tied to; and every value be finite, unless
-// allow_nonfinite.
+// Fills `parameters` from the file, whose tensors are those config.json implies
+// (require_hf_tensors); an lm_head must be identical to the token embedding it is tied to; every
+// value must be finite, unless allow_nonfinite.
 void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool allow_nonfinite,
                      std::vector<float>& parameters) {
     const ParameterLayout layout(config);
+    const std::vector<HfTensor> expected = hf_tensors(config, layout);
+    require_hf_tensors(file.header, file.path, config, expected);
     parameters.assign(static_cast<size_t>(layout.total()), 0.f);
     std::set<std::string> used;
     std::vector<float> embedding;
-    const char* architecture = config.arch == Arch::llama ? "LlamaForCausalLM" : "GPT2LMHeadModel";
-    for (const HfTensor& tensor : hf_tensors(config, layout)) {
-        const SafetensorsTensor* found = find_tensor(file.header, tensor.hf_name);
-        MIXGPT_REQUIRE(found != nullptr, file.path + ": missing tensor '" + tensor.hf_name + "'");
-        const std::vector<float> values = float_values(file, *found, tensor.hf_shape);
+    for (const HfTensor& tensor : expected) {
+        const SafetensorsTensor* found = find_hf_tensor(file.header, tensor.hf_name);
+        const std::vector<float> values = float_values(file, *found);
         const int64_t nonfinite = count_nonfinite(values.data(), static_cast<int64_t>(values.size()));
         MIXGPT_REQUIRE(
             allow_nonfinite || nonfinite == 0,
@@ -136,10 +102,9 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool 
         if (tensor.view->role == Role::token_embedding) embedding = values;
     }
     for (const SafetensorsTensor& tensor : file.header.tensors) {
-        if (used.count(tensor.name) || is_buffer(tensor.name)) continue;
-        MIXGPT_REQUIRE(tensor.name == "lm_head.weight", file.path + ": unexpected tensor '" + tensor.name +
-                                                            "' (not part of " + architecture + ")");
-        const std::vector<float> head = float_values(file, tensor, {config.vocab_size, config.n_embd});
+        if (used.count(tensor.name) || is_hf_buffer(tensor.name)) continue;
+        // lm_head.weight, of the embedding's shape (require_hf_tensors)
+        const std::vector<float> head = float_values(file, tensor);
         MIXGPT_REQUIRE(std::memcmp(head.data(), embedding.data(), head.size() * sizeof(float)) == 0,
                        file.path + ": lm_head.weight differs from the token embedding, and config.json ties them");
     }
@@ -170,13 +135,6 @@ ImportResult import_hf(const ImportOptions& options) {
     const SafetensorsFile file = read_safetensors(weights.string());
     stop_if_signalled(signals, options.output);
 
-    uint64_t stored = 0;  // elements in the file
-    for (const SafetensorsTensor& tensor : file.header.tensors)
-        stored += (tensor.end - tensor.begin) / safetensors_dtype_size(tensor.dtype);
-    MIXGPT_REQUIRE(static_cast<uint64_t>(config.model.num_parameters()) <= stored,
-                   format("%s: config.json describes %lld parameters, %s holds %llu values",
-                          config_path.c_str(), static_cast<long long>(config.model.num_parameters()),
-                          weights.c_str(), static_cast<unsigned long long>(stored)));
     Checkpoint checkpoint;
     checkpoint.config = config.model;
     read_parameters(file, config.model, options.allow_nonfinite, checkpoint.parameters);

@@ -7,9 +7,12 @@ namespace {
 
 std::string layer_prefix(int layer) { return "model.layers." + std::to_string(layer) + "."; }
 
-// One HfTensor: `rows` rows of `view` from `first_row`, named `name`.
-HfTensor rows_of(const ParameterView& view, std::string name, int64_t first_row, int64_t rows) {
+// One HfTensor: `rows` rows of `view` from `first_row`, named `name`, shaped by config.json's
+// `decided_by`.
+HfTensor rows_of(const ParameterView& view, std::string name, int64_t first_row, int64_t rows,
+                 std::vector<const char*> decided_by) {
     HfTensor tensor;
+    tensor.decided_by = std::move(decided_by);
     tensor.hf_name = std::move(name);
     tensor.view = &view;
     tensor.first_row = first_row;
@@ -26,41 +29,45 @@ std::vector<HfTensor> llama_tensors(const GPTConfig& config, const ParameterLayo
     const int64_t hd = config.head_dim(), q_rows = int64_t{config.n_head} * hd;
     const int64_t kv_rows = int64_t{config.kv_heads()} * hd, F = config.mlp_hidden();
     std::vector<HfTensor> tensors;
+    const std::vector<const char*> width = {"hidden_size"}, vocabulary = {"vocab_size", "hidden_size"},
+                                   mlp = {"intermediate_size", "hidden_size"},
+                                   kv = {"num_key_value_heads", "num_attention_heads", "hidden_size"};
     for (const ParameterView& view : layout.views()) {
         const std::string block = layer_prefix(view.layer);
-        const auto whole = [&](const std::string& name) {
-            tensors.push_back(rows_of(view, name, 0, view.real_rows));
+        const auto whole = [&](const std::string& name, const std::vector<const char*>& decided_by) {
+            tensors.push_back(rows_of(view, name, 0, view.real_rows, decided_by));
         };
         switch (view.role) {
             case Role::token_embedding:
-                whole("model.embed_tokens.weight");
+                whole("model.embed_tokens.weight", vocabulary);
                 break;
             case Role::output_head:
-                whole("lm_head.weight");
+                whole("lm_head.weight", vocabulary);
                 break;
             case Role::final_norm_weight:
-                whole("model.norm.weight");
+                whole("model.norm.weight", width);
                 break;
             case Role::attention_norm_weight:
-                whole(block + "input_layernorm.weight");
+                whole(block + "input_layernorm.weight", width);
                 break;
             case Role::qkv_weight:
-                tensors.push_back(rows_of(view, block + "self_attn.q_proj.weight", 0, q_rows));
-                tensors.push_back(rows_of(view, block + "self_attn.k_proj.weight", q_rows, kv_rows));
-                tensors.push_back(rows_of(view, block + "self_attn.v_proj.weight", q_rows + kv_rows, kv_rows));
+                tensors.push_back(rows_of(view, block + "self_attn.q_proj.weight", 0, q_rows, width));
+                tensors.push_back(rows_of(view, block + "self_attn.k_proj.weight", q_rows, kv_rows, kv));
+                tensors.push_back(
+                    rows_of(view, block + "self_attn.v_proj.weight", q_rows + kv_rows, kv_rows, kv));
                 break;
             case Role::attention_output_weight:
-                whole(block + "self_attn.o_proj.weight");
+                whole(block + "self_attn.o_proj.weight", width);
                 break;
             case Role::mlp_norm_weight:
-                whole(block + "post_attention_layernorm.weight");
+                whole(block + "post_attention_layernorm.weight", width);
                 break;
             case Role::mlp_input_weight:
-                tensors.push_back(rows_of(view, block + "mlp.gate_proj.weight", 0, F));
-                tensors.push_back(rows_of(view, block + "mlp.up_proj.weight", F, F));
+                tensors.push_back(rows_of(view, block + "mlp.gate_proj.weight", 0, F, mlp));
+                tensors.push_back(rows_of(view, block + "mlp.up_proj.weight", F, F, mlp));
                 break;
             case Role::mlp_output_weight:
-                whole(block + "mlp.down_proj.weight");
+                whole(block + "mlp.down_proj.weight", mlp);
                 break;
             default:
                 throw Error("a Llama folder has no tensor for " + view.name);

@@ -1,9 +1,12 @@
 #include "model/checkpoint.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -28,25 +31,52 @@ FileHandle open_file(const std::string& path, const char* mode) {
     return file;
 }
 
+// A checkpoint opened for reading: everything read about it comes from this one open file, so a
+// file removed meanwhile (a training run rotating its checkpoints) is still read whole.
+FileHandle open_checkpoint(const std::string& path) {
+    FileHandle file(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (file == nullptr && errno == ENOENT) throw Error(path + ": no such checkpoint");
+    MIXGPT_REQUIRE(file != nullptr, path + ": cannot open (" + std::strerror(errno) + ")");
+    return file;
+}
+
 // CRC-32 (zlib) of the bytes after the user block, read in 1 MiB chunks.
-uint32_t payload_crc32(const std::string& path) {
-    FileHandle file = open_file(path, "rb");
-    MIXGPT_REQUIRE(std::fseek(file.get(), static_cast<long>(kCheckpointHeaderBytes), SEEK_SET) == 0,
+uint32_t payload_crc32(std::FILE* file, const std::string& path) {
+    MIXGPT_REQUIRE(std::fseek(file, static_cast<long>(kCheckpointHeaderBytes), SEEK_SET) == 0,
                    path + ": cannot seek");
     std::vector<unsigned char> chunk(1 << 20);
     uLong crc = crc32(0L, Z_NULL, 0);
     size_t got = 0;
-    while ((got = std::fread(chunk.data(), 1, chunk.size(), file.get())) > 0)
+    while ((got = std::fread(chunk.data(), 1, chunk.size(), file)) > 0)
         crc = crc32(crc, chunk.data(), static_cast<uInt>(got));
-    MIXGPT_REQUIRE(!std::ferror(file.get()), path + ": read error");
+    MIXGPT_REQUIRE(!std::ferror(file), path + ": read error");
     return static_cast<uint32_t>(crc);
 }
 
-CheckpointHeader read_header(const std::string& path) {
+CheckpointHeader read_header(std::FILE* file, const std::string& path) {
     std::vector<char> block(kCheckpointHeaderBytes);
-    FileHandle file = open_file(path, "rb");
-    const size_t got = std::fread(block.data(), 1, block.size(), file.get());
+    MIXGPT_REQUIRE(std::fseek(file, 0, SEEK_SET) == 0, path + ": cannot seek");
+    const size_t got = std::fread(block.data(), 1, block.size(), file);
     return parse_checkpoint_header(block.data(), got, path);
+}
+
+// The header, size and checksum of the open checkpoint `file`.
+CheckpointHeader verify_open_checkpoint(std::FILE* file, const std::string& path) {
+    const CheckpointHeader header = read_header(file, path);
+    struct stat status {};
+    MIXGPT_REQUIRE(::fstat(::fileno(file), &status) == 0,
+                   path + ": cannot stat (" + std::strerror(errno) + ")");
+    const uint64_t size = static_cast<uint64_t>(status.st_size);
+    const uint64_t expected = kCheckpointHeaderBytes + header.payload_bytes;
+    MIXGPT_REQUIRE(size >= expected,
+                   format("%s: truncated checkpoint (%llu of %llu bytes)", path.c_str(),
+                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
+    MIXGPT_REQUIRE(size == expected,
+                   format("%s: checkpoint has %llu bytes, its header says %llu", path.c_str(),
+                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
+    MIXGPT_REQUIRE(payload_crc32(file, path) == header.payload_crc32,
+                   path + ": corrupt checkpoint (checksum mismatch)");
+    return header;
 }
 
 void write_header(const std::string& path, const std::string& run_id) {
@@ -54,9 +84,10 @@ void write_header(const std::string& path, const std::string& run_id) {
     header.version = kCheckpointFormatVersion;
     header.run_id = run_id;
     header.payload_bytes = std::filesystem::file_size(path) - kCheckpointHeaderBytes;
-    header.payload_crc32 = payload_crc32(path);
-    const std::string block = checkpoint_header_block(header);
     FileHandle file = open_file(path, "r+b");
+    header.payload_crc32 = payload_crc32(file.get(), path);
+    const std::string block = checkpoint_header_block(header);
+    MIXGPT_REQUIRE(std::fseek(file.get(), 0, SEEK_SET) == 0, path + ": cannot seek");
     const bool written = std::fwrite(block.data(), 1, block.size(), file.get()) == block.size() &&
                          std::fflush(file.get()) == 0;
     MIXGPT_REQUIRE(written, path + ": cannot write the checkpoint header");
@@ -282,24 +313,13 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 CheckpointHeader verify_checkpoint_file(const std::string& path) {
-    MIXGPT_REQUIRE(file_exists(path), path + ": no such checkpoint");
-    const CheckpointHeader header = read_header(path);
-    const uint64_t size = std::filesystem::file_size(path);
-    const uint64_t expected = kCheckpointHeaderBytes + header.payload_bytes;
-    MIXGPT_REQUIRE(size >= expected,
-                   format("%s: truncated checkpoint (%llu of %llu bytes)", path.c_str(),
-                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
-    MIXGPT_REQUIRE(size == expected,
-                   format("%s: checkpoint has %llu bytes, its header says %llu", path.c_str(),
-                          static_cast<unsigned long long>(size), static_cast<unsigned long long>(expected)));
-    MIXGPT_REQUIRE(payload_crc32(path) == header.payload_crc32,
-                   path + ": corrupt checkpoint (checksum mismatch)");
-    return header;
+    const FileHandle file = open_checkpoint(path);
+    return verify_open_checkpoint(file.get(), path);
 }
 
 std::string checkpoint_run_id(const std::string& path) {
     try {
-        return read_header(path).run_id;
+        return read_header(open_checkpoint(path).get(), path).run_id;
     } catch (const Error&) {
         return "";
     }
@@ -317,9 +337,10 @@ std::string new_run_id() {
 }
 
 Checkpoint read_checkpoint(const std::string& path, CheckpointContent content) {
-    const CheckpointHeader header = verify_checkpoint_file(path);
+    const FileHandle opened = open_checkpoint(path);
+    const CheckpointHeader header = verify_open_checkpoint(opened.get(), path);
     try {
-        const h5::File file = h5::File::open_read(path);
+        const h5::File file = h5::File::open_read(::fileno(opened.get()), path);
         Checkpoint checkpoint = read_contents(file, content);
         checkpoint.run_id = header.run_id;
         return checkpoint;

@@ -61,7 +61,8 @@ enum class CheckpointContent { weights, everything };
 // `path` if any step fails.
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
-// Verifies the header, size and checksum, then reads; throws Error "<path>: <reason>" on anything
+// Verifies the header, size and checksum, then reads, all through one open file (so a file removed
+// meanwhile is still read whole); throws Error "<path>: <reason>" ("no such checkpoint") on anything
 // wrong (truncated, corrupt, missing fields, sizes that do not match the model shape, a negative
 // step or counter). Values that are not finite are read as they are: see model/finite_check.h.
 Checkpoint read_checkpoint(const std::string& path,

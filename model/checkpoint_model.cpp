@@ -1,23 +1,14 @@
 #include "model/checkpoint_model.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "model/finite_check.h"
+#include "model/newest_checkpoint.h"
 
 namespace mixgpt {
-
-std::string resolve_checkpoint(const std::string& file_or_directory) {
-    namespace fs = std::filesystem;
-    if (!fs::is_directory(file_or_directory)) return file_or_directory;
-    for (const fs::path& directory :
-         {fs::path(file_or_directory) / "checkpoints", fs::path(file_or_directory)}) {
-        const std::string newest = newest_valid_checkpoint(directory.string());
-        if (!newest.empty()) return newest;
-    }
-    throw Error(file_or_directory + ": no valid checkpoint in this directory or its checkpoints/");
-}
 
 std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& name) {
     for (const auto& [key, value] : checkpoint.options)
@@ -26,9 +17,21 @@ std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& n
 }
 
 CheckpointModel CheckpointModel::read(const std::string& file_or_directory, bool allow_nonfinite) {
+    namespace fs = std::filesystem;
     CheckpointModel loaded;
-    loaded.path = resolve_checkpoint(file_or_directory);
-    loaded.checkpoint = read_checkpoint(loaded.path, CheckpointContent::weights);
+    if (fs::is_directory(file_or_directory)) {
+        std::optional<FoundCheckpoint> found;
+        for (const fs::path& directory :
+             {fs::path(file_or_directory) / "checkpoints", fs::path(file_or_directory)})
+            if (!found) found = read_newest_checkpoint(directory.string(), CheckpointContent::weights);
+        MIXGPT_REQUIRE(found.has_value(),
+                       file_or_directory + ": no valid checkpoint in this directory or its checkpoints/");
+        loaded.path = std::move(found->path);
+        loaded.checkpoint = std::move(found->checkpoint);
+    } else {
+        loaded.path = file_or_directory;
+        loaded.checkpoint = read_checkpoint(loaded.path, CheckpointContent::weights);
+    }
     if (!allow_nonfinite) require_finite_checkpoint(loaded.checkpoint, loaded.path);
     return loaded;
 }

@@ -25,7 +25,8 @@ struct CheckpointModel {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<GPT> model;
 
-    // Reads the checkpoint (a file, or a run directory's newest); no backend yet. Weights that are
+    // Reads the checkpoint: a file, or a run directory's newest that can be read, in checkpoints/
+    // or the directory itself (model/newest_checkpoint.h); no backend yet. Weights that are
     // not finite are refused (model/finite_check.h) unless allow_nonfinite.
     static CheckpointModel read(const std::string& file_or_directory, bool allow_nonfinite = false);
     // Makes the backend and a GPT for batches up to (batch_size, seq_len) holding the weights;
@@ -33,9 +34,6 @@ struct CheckpointModel {
     // was saved in this precision, so evaluation sees exactly the weights training saw.
     void instantiate(const DeviceOptions& device, int batch_size, int seq_len);
 };
-
-// A checkpoint file, or a run directory (its newest valid checkpoint, in checkpoints/ or itself).
-std::string resolve_checkpoint(const std::string& file_or_directory);
 
 // The training option `name` recorded in the checkpoint ("" if absent).
 std::string checkpoint_option(const Checkpoint& checkpoint, const std::string& name);

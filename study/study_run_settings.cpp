@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "core/error.h"
-#include "model/checkpoint.h"
+#include "model/newest_checkpoint.h"
 
 namespace mixgpt {
 namespace {
@@ -27,10 +27,10 @@ std::optional<std::string> recorded_option(const Checkpoint& checkpoint, const s
 
 void require_study_run_settings(const std::string& run_directory, const TrainOptions& requested,
                                 const std::string& dataset_identity) {
-    const std::string newest =
-        newest_valid_checkpoint((std::filesystem::path(run_directory) / "checkpoints").string());
-    if (newest.empty()) return;
-    const Checkpoint recorded = read_checkpoint(newest, CheckpointContent::weights);
+    const std::optional<FoundCheckpoint> newest = read_newest_checkpoint(
+        (std::filesystem::path(run_directory) / "checkpoints").string(), CheckpointContent::weights);
+    if (!newest) return;
+    const Checkpoint& recorded = newest->checkpoint;
     for (const auto& [name, value] : describe_options(requested)) {
         if (is_how_it_runs(name)) continue;
         const std::string was = recorded_option(recorded, name).value_or("(not recorded)");

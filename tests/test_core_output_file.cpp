@@ -32,6 +32,27 @@ TEST(OutputFile, ReplacesARegularFileAndWhatALinkNamesByRename) {
               2);  // no temporary
 }
 
+// A link whose target does not exist yet was replaced by the file; through a chain of two links
+// to a relative target, the target is made and both links stay.
+TEST(OutputFile, MakesWhatADanglingLinkNames) {
+    test::TempDirectory dir;
+    fs::create_directories(dir.file("reports"));
+    fs::create_symlink("reports/made.json", dir.file("first.json"));
+    fs::create_symlink(dir.file("first.json"), dir.file("second.json"));
+    OutputFile(dir.file("second.json")).write("made\n");
+    EXPECT_TRUE(fs::is_symlink(dir.file("first.json")));
+    EXPECT_TRUE(fs::is_symlink(dir.file("second.json")));
+    EXPECT_EQ(test::read_text(dir.file("reports/made.json")), "made\n");
+
+    fs::create_symlink(dir.file("absent/made.json"), dir.file("nowhere.json"));
+    const std::string message = test::error_of([&] { OutputFile output(dir.file("nowhere.json")); });
+    EXPECT_NE(message.find(dir.file("nowhere.json") + ": cannot create its link's target " +
+                           dir.file("absent/made.json") + " (No such file or directory)"),
+              std::string::npos)
+        << message;
+    EXPECT_TRUE(fs::is_symlink(dir.file("nowhere.json")));
+}
+
 TEST(OutputFile, WritesThroughAPipe) {
     test::TempDirectory dir;
     const std::string pipe = dir.file("pipe");

@@ -12,6 +12,7 @@
 #include "core/progress.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "kernels/precision.h"
+#include "model/run_layout.h"
 
 namespace mixgpt {
 namespace {
@@ -85,10 +86,13 @@ TaskEvalReport run_task_evaluation(const TaskEvalOptions& options) {
 
     // Opened before the work, so that a path that cannot be written fails at once.
     std::optional<OutputFile> per_example;
-    if (!options.per_example.empty())
+    if (!options.per_example.empty()) {
+        require_not_a_run_file(options.per_example, run_directory_of(options.checkpoint, loaded.path),
+                               "--per-example");
         per_example.emplace(options.per_example,
                             std::vector<std::string>{options.data, loaded.path, tokenizer.path()},
                             "--per-example");
+    }
 
     const auto start = std::chrono::steady_clock::now();
     Progress progress(report.result.task, static_cast<double>(task.examples.size()), "ex");

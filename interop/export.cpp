@@ -11,6 +11,7 @@
 #include "core/output_file.h"
 #include "eval/checkpoint_tokenizer.h"
 #include "model/checkpoint_model.h"
+#include "model/run_layout.h"
 #include "interop/hf_layout.h"
 #include "interop/hf_config.h"
 #include "interop/hf_tokenizer.h"
@@ -34,14 +35,6 @@ ExportDtype parse_export_dtype(const std::string& name) {
     if (name == "bf16") return {DType::bf16, "BF16"};
     if (name == "fp16") return {DType::f16, "F16"};
     throw Error("dtype: '" + name + "' is not one of fp32, bf16, fp16");
-}
-
-// The run directory a checkpoint belongs to (for eval.json and metrics.jsonl).
-std::string run_directory_of(const std::string& source, const std::string& checkpoint_path) {
-    if (fs::is_directory(source)) return source;
-    fs::path directory = fs::path(checkpoint_path).parent_path();
-    if (directory.filename() == "checkpoints") directory = directory.parent_path();
-    return directory.empty() ? "." : directory.string();
 }
 
 std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype) {

@@ -107,8 +107,8 @@ TEST_F(BadOwnershipTest, RunIsNeverWrittenIntoItsOwnDataset) {
     }
 }
 
-// eval --per-example and bench --json-out renamed their file over the path: over the task file,
-// over a device (as root), over a link to standard output.
+// eval --per-example and bench --json-out renamed their file over the path: over the task file or
+// a file of the evaluated run, over a device (as root), over a link to standard output.
 TEST_F(BadOwnershipTest, SingleFileOutputsAreNeverRenamedOverWhatIsNotAFile) {
     TempDirectory scratch("mixgpt_ownership_outputs");
     const auto eval = [](const std::string& task, const std::string& per_example) {
@@ -122,6 +122,12 @@ TEST_F(BadOwnershipTest, SingleFileOutputsAreNeverRenamedOverWhatIsNotAFile) {
         EXPECT_NE(outcome.err.find(fixture_->file("scored_task.jsonl") + ": is an input of this command"),
                   std::string::npos)
             << outcome.err;
+    }
+    // Not inputs of eval, but the run's own history: replaced without a word.
+    for (const char* run_file : {"metrics.jsonl", "run_id", "checkpoints/step_00000002.h5"}) {
+        SCOPED_TRACE(std::string("eval --per-example onto the run's ") + run_file);
+        const Outcome outcome = run_keeping(eval("{D}/task.jsonl", "{D}/run/" + std::string(run_file)), 1, scratch);
+        EXPECT_NE(outcome.err.find("an output never replaces"), std::string::npos) << outcome.err;
     }
     const std::string stdout_link = scratch.file("stdout");
     fs::create_symlink("/proc/self/fd/1", stdout_link);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/output_file.h"
+#include "model/run_layout.h"
 
 namespace mixgpt {
 namespace {
@@ -17,8 +18,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kRunIdFile = "run_id";
 constexpr const char* kReplacedPrefix = "replaced-";
-// What a run writes in its directory besides run.lock and replaced-*/ (train/trainer.h).
-constexpr const char* kRunEntries[] = {"checkpoints", "metrics.jsonl", kRunIdFile, "eval.json"};
 
 bool starts_with(const std::string& text, const std::string& prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;

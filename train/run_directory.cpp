@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/output_file.h"
+#include "core/paths.h"
 #include "model/run_layout.h"
 
 namespace mixgpt {
@@ -44,6 +45,13 @@ fs::path replaced_folder(const fs::path& directory) {
 }
 
 }  // namespace
+
+void require_run_apart_from(const std::string& output_dir, const std::vector<std::string>& datasets) {
+    for (const std::string& dataset : datasets)
+        MIXGPT_REQUIRE(!fs::is_directory(dataset) || !path_lies_within(output_dir, dataset),
+                       "output-dir: " + output_dir + " lies in the dataset " + dataset +
+                           "; a run is written apart from the data it reads: choose another --output-dir");
+}
 
 RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {
     std::error_code error;

@@ -18,10 +18,16 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/directory_lock.h"
 
 namespace mixgpt {
+
+// A run is written apart from the datasets it reads: throws Error naming the dataset when
+// `output_dir` is, or lies in, one of the `datasets` folders (its checkpoints would land among the
+// shards, and --overwrite would have the dataset's files to reckon with).
+void require_run_apart_from(const std::string& output_dir, const std::vector<std::string>& datasets);
 
 class RunDirectory {
 public:

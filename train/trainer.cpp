@@ -11,7 +11,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/owned_temporary.h"
-#include "core/paths.h"
 #include "core/progress.h"
 #include "core/stop_signal.h"
 #include "dist/checkpoint_broadcast.h"
@@ -47,17 +46,6 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
 }
 
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
-
-// A run is written apart from the datasets it reads: a run directory inside a dataset folder would
-// mix checkpoints into the data (and --overwrite would have the dataset's files to reckon with).
-void require_run_apart_from_its_data(const TrainOptions& options) {
-    std::vector<std::string> datasets = {options.dataset};
-    for (const DatasetSource& source : options.mixture) datasets.push_back(source.path);
-    for (const std::string& dataset : datasets)
-        MIXGPT_REQUIRE(!std::filesystem::is_directory(dataset) || !path_lies_within(options.output_dir, dataset),
-                       "output-dir: " + options.output_dir + " lies in the dataset " + dataset +
-                           "; a run is written apart from the data it reads: choose another --output-dir");
-}
 
 // Ranks other than 0 log errors only, while the run lasts.
 class QuietUnlessRoot {
@@ -140,7 +128,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
     dataset_ = read_checked_dataset_info(resolve_dataset_path(options.dataset));
     for (const DatasetSource& source : options.mixture) read_checked_dataset_info(source.path);
-    require_run_apart_from_its_data(options);
+    std::vector<std::string> datasets = {options.dataset};
+    for (const DatasetSource& source : options.mixture) datasets.push_back(source.path);
+    require_run_apart_from(options.output_dir, datasets);
     plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
     if (is_root()) run_directory_ = std::make_unique<RunDirectory>(options.output_dir);
 

@@ -7,7 +7,8 @@
 # (scripts/lease/test_gpu_lease.py); and the check of the
 # kernels' PTX (scripts/check_kernel_instructions.sh) and of their launch resources
 # (scripts/check_launch_resources.py); a 3-trial crash campaign
-# (scripts/crash_campaign.py); every command of README's code blocks (scripts/readme_examples/).
+# (scripts/crash_campaign.py); a 1-trial hostile campaign (scripts/hostile_campaign.py); every
+# command of README's code blocks (scripts/readme_examples/).
 # Ends with one line "N passed, N failed, N skipped" summing GoogleTest's reports of all, and
 # the README examples' own count beside it.
 set -uo pipefail
@@ -113,6 +114,13 @@ echo "crash campaign, 3 trials"
 crash_status=${PIPESTATUS[0]}
 end_stage "crash campaign"
 
+# The hostile campaign of issue 36, one trial of each case (names, offsets, timings drawn from a
+# fixed seed): no crash, hang, damage or silent result (scripts/hostile_campaign.py runs more).
+echo "hostile campaign, 1 trial of each case"
+"$(dirname "$0")/hostile_campaign.py" --build "$build" --trials 1 | tail -n 7
+hostile_status=${PIPESTATUS[0]}
+end_stage "hostile campaign"
+
 # README's examples as written: every command of its shell blocks, in order, at small sizes, in a
 # scratch folder; what cannot run here is skipped by name, with its reason (scripts/readme_examples/).
 # First the tests of that test: extraction, plan, and a failing and a hanging command.
@@ -152,10 +160,10 @@ printf "time per stage:\n%s" "$timings"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 tail -n 1 "$readme_log"
 if ((unit_status != 0 || mpi_status != 0 || sim_status != 0 || ptx_status != 0 || launch_status != 0 ||
-  crash_status != 0 || readme_status != 0)); then
+  crash_status != 0 || hostile_status != 0 || readme_status != 0)); then
   echo "tests failed (unit tests exit $unit_status, 2-rank tests exit $mpi_status," \
     "simulated GPU tests exit $sim_status, PTX instruction check exit $ptx_status," \
     "launch resource check exit $launch_status, crash campaign exit $crash_status," \
-    "README examples exit $readme_status)" >&2
+    "hostile campaign exit $hostile_status, README examples exit $readme_status)" >&2
   exit 1
 fi

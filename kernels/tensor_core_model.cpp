@@ -110,33 +110,34 @@ float tensor_core_step(const TensorCoreModel& model, const double* a, const doub
     if (model.exact) return exact_step(a, b, b_stride, n, c);
     // The products, exact in double (NaN or infinite only from such inputs: then the IEEE sum).
     // `raw` is the sum of the inputs' exponents, which the hardware aligns by; the product's own
-    // leading bit (`leading`) may sit one above it. Written without branches: the simulator runs
-    // this for every product of every mma.sync.
+    // leading bit (`leading`) may sit one above it. `carry` follows the extra bit: whether a
+    // product at the largest raw exponent so far has a significand >= 2. One pass, without
+    // branches: the simulator runs this for every product of every mma.sync.
+    constexpr int kNone = std::numeric_limits<int>::min() / 2;
     double products[kMaxBlock];
-    int raw[kMaxBlock], leading[kMaxBlock];
     double magnitude_sum = std::fabs(static_cast<double>(c));
-    int largest = std::numeric_limits<int>::min() / 2, largest_raw = largest;
+    int largest = kNone, largest_raw = kNone;
+    bool carry = false;
     for (int i = 0; i < n; ++i) {
         const double x = a[i], y = b[i * b_stride];
-        products[i] = x * y;
-        magnitude_sum += std::fabs(products[i]);
-        leading[i] = exponent_of(products[i]);  // -1023 for a zero product: never the largest
-        raw[i] = products[i] != 0 ? input_exponent(x, model.input_min_exponent) +
-                                        input_exponent(y, model.input_min_exponent)
-                                  : std::numeric_limits<int>::min() / 2;
-        largest = std::max(largest, leading[i]);
-        largest_raw = std::max(largest_raw, raw[i]);
+        const double product = x * y;
+        products[i] = product;
+        magnitude_sum += std::fabs(product);
+        const int leading = exponent_of(product);  // -1023 for a zero product: never the largest
+        const int raw = product != 0 ? input_exponent(x, model.input_min_exponent) +
+                                           input_exponent(y, model.input_min_exponent)
+                                     : kNone;
+        largest = std::max(largest, leading);
+        const bool wide = leading > raw;
+        carry = raw > largest_raw ? wide : (carry || (raw == largest_raw && wide));
+        largest_raw = std::max(largest_raw, raw);
     }
     if (!std::isfinite(magnitude_sum)) return exact_step(a, b, b_stride, n, c);
-    // The extra bit: a product at the largest raw exponent has a significand >= 2, and c is not
-    // above it.
-    bool carry = false;
-    for (int i = 0; i < n; ++i) carry |= raw[i] == largest_raw && leading[i] > raw[i];
     if (c != 0) {
         carry = carry && largest_raw >= exponent_of(c);
         // A subnormal c is aligned as fp32's smallest normal exponent.
         largest = std::max(largest, std::max(exponent_of(c), kFp32MinExponent));
-    } else if (largest_raw == std::numeric_limits<int>::min() / 2) {
+    } else if (largest_raw == kNone) {
         return 0.f;  // no nonzero product and no c
     }
     const int kept_bits = kFp32FractionBits + model.extra_alignment_bits + (model.carry_bit && carry ? 1 : 0);

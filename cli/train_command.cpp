@@ -11,6 +11,7 @@
 #include "cli/number_checks.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
+#include "train/memory_check.h"
 #include "train/trainer.h"
 
 namespace mixgpt::cli {

@@ -15,7 +15,6 @@
 #include "core/stop_signal.h"
 #include "dist/checkpoint_broadcast.h"
 #include "dist/communicator.h"
-#include "dist/mpi_launch.h"
 #include "dist/process_communicator.h"
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
@@ -649,40 +648,6 @@ TrainResult run_training(const TrainOptions& options, Communicator& communicator
                          const StepObserver& observer) {
     Trainer trainer(options, &communicator, observer);
     return trainer.run();
-}
-
-void print_memory_plans(const TrainOptions& options, std::ostream& out) {
-    const int vocab_size =
-        options.dataset.empty() ? 50257
-                                : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
-    const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
-    const int ranks = launcher_world_size();
-    const int accumulation_steps =
-        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
-    std::optional<ShardSizes> shard_sizes;
-    if (options.zero_optimizer) {
-        const ShardLayout shards = TrainStep::zero_layout(
-            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
-        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
-    }
-    out << format(
-        "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
-        "parameters\n",
-        options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
-        config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
-        options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
-        static_cast<double>(config.num_parameters()) / 1e6);
-    out << format(
-        "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
-        options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",
-        options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
-                                 "the arenas padded to equal pieces)"
-                               : "");
-    for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
-        out << "\nrecompute " << recompute_name(recompute) << ":\n";
-        out << format_memory_plan(plan_memory(config, options.batch_size, options.seq_len, options.precision,
-                                              recompute, shard_sizes ? &*shard_sizes : nullptr));
-    }
 }
 
 std::string metrics_path(const std::string& output_dir) {

@@ -75,6 +75,7 @@ private:
     void start_fresh() const;                                       // rank 0
     void claim_directory_for(const std::string& checkpoint) const;  // rank 0
     void resume_from(const std::string& path);
+    void require_same_optimizer(const Checkpoint& checkpoint, const std::string& path) const;
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
@@ -137,6 +138,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
+    MIXGPT_REQUIRE(
+        !plan_.muon || backend_->cuda_stream() == nullptr,
+        "optimizer: muon is not yet on the CUDA backend (#37); use --device cpu or --optimizer adamw");
     if (process_) process_->attach_backend(*backend_);
     DataParallelConfig parallel;
     parallel.shard_optimizer = options.zero_optimizer;
@@ -165,7 +169,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
 
     status_ = plan_.loss_scale.initial_status();
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
-                                              plan_.loss_scale.config(), status_, parallel);
+                                              plan_.loss_scale.config(), status_, parallel, plan_.muon);
 
     // Validation reads every dataset of the run in turn (each component of a mixture): possible
     // when any of them has a validation shard of a window or more.
@@ -295,6 +299,7 @@ void Trainer::resume_from(const std::string& path) {
             return read;
         },
         0);
+    require_same_optimizer(checkpoint, path);
     if (is_root()) warn_about_changed_options(checkpoint);
     model_->load_master_parameters(checkpoint.parameters.data(),
                                    static_cast<int64_t>(checkpoint.parameters.size()));
@@ -326,6 +331,28 @@ void Trainer::resume_from(const std::string& path) {
     log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
                     static_cast<long long>(step_), static_cast<double>(status_.loss_scale),
                     status_.skipped_steps));
+}
+
+// A run's optimizer state means something to its own optimizer only: AdamW's moments are not
+// Muon's momentum. A checkpoint without optimizer state (import) starts Muon's at zero.
+void Trainer::require_same_optimizer(const Checkpoint& checkpoint, const std::string& path) const {
+    std::string stored;
+    bool imported = false;
+    for (const auto& [name, value] : checkpoint.options) {
+        if (name == "optimizer") stored = value;
+        if (name == "imported_from") imported = true;
+    }
+    const std::string wanted = optimizer_name(options_.optimizer);
+    if (imported) {
+        if (plan_.muon)
+            log_info("Muon's momentum starts at zero: " + path +
+                     " was imported and holds no optimizer state");
+        return;
+    }
+    if (stored.empty()) stored = optimizer_name(OptimizerKind::adamw);  // checkpoints from before Muon
+    MIXGPT_REQUIRE(stored == wanted, "optimizer: " + path + " was trained with " + stored + ", not " +
+                                         wanted + "; resume it with --optimizer " + stored +
+                                         " (changing a run's optimizer is not supported)");
 }
 
 void Trainer::warn_about_changed_options(const Checkpoint& checkpoint) const {
@@ -477,6 +504,8 @@ TrainMetrics Trainer::run_step() {
     AdamWHyper hyper = plan_.adamw;
     hyper.learning_rate = static_cast<float>(plan_.schedule.learning_rate(step_));
     hyper.seed = step_seed(options_.seed, step_);
+    LrSchedule unit_schedule = plan_.schedule;  // the schedule's factor, for Muon's groups
+    unit_schedule.peak = 1;
 
     train_step_->begin();
     Batch batch;
@@ -491,7 +520,7 @@ TrainMetrics Trainer::run_step() {
         }
         train_step_->micro_step(batch.tokens);
     }
-    train_step_->finish(hyper);
+    train_step_->finish(hyper, unit_schedule.learning_rate(step_));
     const StepResult result = train_step_->result();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -8,7 +8,7 @@ void add_optimizer_options(CLI::App& command, OptimizerArguments& arguments, Tra
     command
         .add_option("--optimizer", arguments.optimizer,
                     "adamw, or muon: Muon for the blocks' weight matrices (q, k, v, gate and up each its "
-                    "own), AdamW for embeddings, head, norms and biases (CPU backend only so far)")
+                    "own), AdamW for embeddings, head, norms and biases")
         ->capture_default_str()
         ->group("Optimizer");
     const auto muon = [&](CLI::Option* option) {

@@ -138,9 +138,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
-    MIXGPT_REQUIRE(
-        !plan_.muon || backend_->cuda_stream() == nullptr,
-        "optimizer: muon is not yet on the CUDA backend (#37); use --device cpu or --optimizer adamw");
     if (process_) process_->attach_backend(*backend_);
     DataParallelConfig parallel;
     parallel.shard_optimizer = options.zero_optimizer;

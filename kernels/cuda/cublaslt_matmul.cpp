@@ -87,7 +87,9 @@ LtMatmulRunner::Key LtMatmulRunner::key_of(const LtProduct& p) {
             alignment_of(p.bias),
             static_cast<int64_t>(b_type_of(p)),
             static_cast<int64_t>(bias_type_of(p)),
-            (p.a_scale != nullptr ? 1 : 0) + (p.b_scale != nullptr ? 2 : 0)};
+            (p.a_scale != nullptr ? 1 : 0) + (p.b_scale != nullptr ? 2 : 0),
+            p.c != nullptr,
+            alignment_of(p.c)};
 }
 
 void LtMatmulRunner::destroy(Plan& plan) {
@@ -128,7 +130,7 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                        static_cast<uint32_t>(alignment_of(p.b)));
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                       static_cast<uint32_t>(alignment_of(p.d)));
+                       static_cast<uint32_t>(alignment_of(p.c != nullptr ? p.c : p.d)));
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                        static_cast<uint32_t>(alignment_of(p.d)));
 
@@ -164,6 +166,10 @@ LtMatmulRunner::Plan& LtMatmulRunner::plan_for(const LtProduct& product) {
 
 LtRoute LtMatmulRunner::choose_route(const LtProduct& product, const char* op) {
     if (plan_for(product).has_algorithm) return LtRoute::as_asked;
+    MIXGPT_REQUIRE(product.c == nullptr && product.alpha == 1.f,
+                   format("%s: cuBLASLt offers no algorithm for %s, and a product with alpha or a separate C "
+                          "has no fallback route",
+                          op, describe_product(product).c_str()));
     const std::vector<LtRoute> routes = fallback_routes(product);
     std::string tried;
     for (const LtRoute route : routes) {
@@ -199,11 +205,13 @@ bool LtMatmulRunner::try_run(const LtProduct& product) {
     Plan& plan = plan_for(product);
     if (!plan.has_algorithm) return false;
     set_call_pointers(plan.operation, product);
-    const float alpha = 1.f;
-    const float beta = product.accumulate ? 1.f : 0.f;
+    MIXGPT_REQUIRE(product.c == nullptr || (product.bias == nullptr && !product.accumulate),
+                   "cuBLASLt product: a separate C takes neither a bias nor accumulate");
+    const float alpha = product.alpha;
+    const float beta = product.c != nullptr ? product.beta : product.accumulate ? 1.f : 0.f;
     CUBLAS_CHECK(cublasLtMatmul(handle_, plan.operation, &alpha, product.a, plan.a, product.b, plan.b, &beta,
-                                product.d, plan.c, product.d, plan.d, &plan.algorithm, workspace_.data(),
-                                kWorkspaceBytes, stream_));
+                                product.c != nullptr ? product.c : product.d, plan.c, product.d, plan.d,
+                                &plan.algorithm, workspace_.data(), kWorkspaceBytes, stream_));
 #ifdef MIXGPT_DEBUG_SYNC
     CUDA_CHECK(cudaStreamSynchronize(stream_));
 #endif

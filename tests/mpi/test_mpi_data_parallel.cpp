@@ -161,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"llama_zero1_accumulation", true, 3, true, "cpu", true},
                       ParallelCase{"cuda_llama_zero1_accumulation", true, 3, true, "cuda", true},
                       ParallelCase{"muon_replicated_accumulation", false, 3, true, "cpu", false, true},
-                      ParallelCase{"llama_muon_replicated", false, 1, true, "cpu", true, true}),
+                      ParallelCase{"llama_muon_replicated", false, 1, true, "cpu", true, true},
+                      ParallelCase{"cuda_muon_replicated_accumulation", false, 3, true, "cuda", false, true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "interop/export.h"
 #include "interop/import.h"
@@ -12,6 +13,7 @@
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "tests/train_equivalence.h"
+#include "train/memory_check.h"
 #include "train/parameter_groups.h"
 #include "train/trainer.h"
 
@@ -143,6 +145,20 @@ TEST(TrainMuonResume, ImportedCheckpointStartsMuonAtZero) {
     resumed.optimizer = OptimizerKind::adamw;
     resumed.steps = 7;
     EXPECT_NE(error_of([&] { run_training(resumed); }).find("was trained with muon"), std::string::npos);
+}
+
+// d2 at width 32: 2 layers of 12 C^2 hidden-matrix elements (q, k, v, output, 4C x C, C x 4C).
+TEST(TrainMuonOptions, DryRunCountsTheIterates) {
+    TrainOptions options = muon_options(tiny_train_options("unused"), DType::bf16);
+    const GPTConfig config = model_config(options.model, 256, options.seq_len);
+    EXPECT_EQ(muon_iterate_bytes(config, DType::bf16), size_t{2} * 2 * 12 * 32 * 32);
+    EXPECT_EQ(muon_iterate_bytes(config, DType::f32), size_t{4} * 2 * 12 * 32 * 32);
+    std::ostringstream plans;
+    print_memory_plans(options, plans);
+    EXPECT_NE(plans.str().find("Muon iterates"), std::string::npos) << plans.str();
+    std::ostringstream adamw_plans;
+    print_memory_plans(tiny_train_options("unused"), adamw_plans);
+    EXPECT_EQ(adamw_plans.str().find("Muon iterates"), std::string::npos);
 }
 
 TEST(TrainMuonOptions, RefusesWhatIsNotThereYet) {

@@ -9,6 +9,7 @@
 #include "model/memory_plan.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/dataset_path.h"
+#include "train/muon_step.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -19,11 +20,12 @@ double gibibytes(size_t bytes) { return static_cast<double>(bytes) / (1ull << 30
 }  // namespace
 
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, const ShardSizes* shards) {
+                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates) {
     const Precision precision = backend.precision();
     const size_t scratch = backend.attention_scratch_bytes(seq_len);
     const auto needed_with = [&](Recompute policy) {
-        return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() + scratch;
+        return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() +
+               optimizer_iterates + scratch;
     };
     const size_t needed = needed_with(recompute);
     const AvailableMemory available = backend.available_memory();
@@ -39,9 +41,9 @@ void require_memory_fits(const Backend& backend, const GPTConfig& config, int ba
 }
 
 void print_memory_plans(const TrainOptions& options, std::ostream& out) {
-    const int vocab_size =
-        options.dataset.empty() ? 50257
-                                : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
+    const int vocab_size = options.dataset.empty()
+                               ? 50257
+                               : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
     const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
     const int ranks = launcher_world_size();
     const int accumulation_steps =
@@ -65,10 +67,18 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
                                  "the arenas padded to equal pieces)"
                                : "");
+    if (options.optimizer == OptimizerKind::muon)
+        out << format(
+            "optimizer muon: AdamW state on every parameter (Muon's momentum in its first moment), "
+            "the Newton-Schulz iterates in %s\n",
+            dtype_name(options.muon_ns_dtype));
     for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
-        out << format_memory_plan(plan_memory(config, options.batch_size, options.seq_len, options.precision,
-                                              recompute, shard_sizes ? &*shard_sizes : nullptr));
+        MemoryPlan plan = plan_memory(config, options.batch_size, options.seq_len, options.precision,
+                                      recompute, shard_sizes ? &*shard_sizes : nullptr);
+        if (options.optimizer == OptimizerKind::muon)
+            plan.optimizer_iterates = muon_iterate_bytes(config, options.muon_ns_dtype);
+        out << format_memory_plan(plan);
     }
 }
 

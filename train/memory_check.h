@@ -15,12 +15,13 @@
 namespace mixgpt {
 
 // Throws Error when plan_memory(config, batch_size, seq_len, precision, recompute,
-// shards).total() + the backend's attention scratch exceeds its available memory.
+// shards).total() + optimizer_iterates (MemoryPlan's) + the backend's attention scratch exceeds its
+// available memory.
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, const ShardSizes* shards);
+                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates = 0);
 
 // --dry-run: the plan and the memory needed under each recompute policy, per rank of the job the
-// launcher announces (ZeRO-1 included).
+// launcher announces (ZeRO-1 included), and Muon's iterates with --optimizer muon.
 void print_memory_plans(const TrainOptions& options, std::ostream& out);
 
 }  // namespace mixgpt

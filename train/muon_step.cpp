@@ -16,6 +16,13 @@ TensorView matrix_view(const TensorView& arena, const MuonMatrix& matrix) {  // 
 
 }  // namespace
 
+size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype) {
+    size_t elements = 0;
+    for (const MuonMatrix& matrix : muon_parameter_groups(config, ParameterLayout(config)).muon)
+        elements += static_cast<size_t>(matrix.rows * matrix.cols);
+    return elements * dtype_size(ns_dtype);
+}
+
 float muon_scale(int64_t rows, int64_t cols) {
     return static_cast<float>(
         std::sqrt(std::max(1.0, static_cast<double>(rows) / static_cast<double>(cols))));

@@ -58,6 +58,9 @@ struct MuonPlan {
     float base_lr = 6e-4f, embedding_lr = 6e-4f, head_lr = 6e-4f;
 };
 
+// Bytes of MuonStep's iterates for a model's hidden matrices (train/parameter_groups.h) in ns_dtype.
+size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype);
+
 // max(1, rows / cols)^(1/2): Muon's scale of a matrix's orthogonalised update.
 float muon_scale(int64_t rows, int64_t cols);
 

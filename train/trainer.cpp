@@ -150,7 +150,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
         shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
     }
     require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                        shard_sizes ? &*shard_sizes : nullptr);
+                        shard_sizes ? &*shard_sizes : nullptr,
+                        plan_.muon ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype) : 0);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
                               TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);

@@ -44,6 +44,10 @@ struct LtProduct {
     float alpha = 1.f;
     const void* c = nullptr;
     float beta = 0.f;
+    // A strided batch of `batch` products, matrix i's operands at a + i·stride_a elements, and so
+    // on (C at D's stride); no fallback route either.
+    int batch = 1;
+    int64_t stride_a = 0, stride_b = 0, stride_d = 0;
     // FP8 operands (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2; kernels/cuda/README.md has cuBLASLt's rules):
     // B's type when it differs from A's (-1: input_type), and the device scalars (one float each,
     // null: 1) the product is multiplied by: D = a_scale · b_scale · op(A) op(B) [+ C] [+ bias].
@@ -81,7 +85,7 @@ public:
     bool try_run(const LtProduct& product);
 
 private:
-    using Key = std::array<int64_t, 22>;
+    using Key = std::array<int64_t, 26>;
     struct Plan {
         cublasLtMatmulDesc_t operation = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;

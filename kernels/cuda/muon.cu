@@ -1,7 +1,8 @@
 // Muon's ops on the device (kernels/ops.def): the momentum update with the Frobenius norm (a
 // fixed-grid sum in double, so its order depends on the size alone), the quintic Newton-Schulz
-// iteration through cuBLASLt (bf16 or fp32 operands, fp32 accumulation, each combination
-// b A + c A A and a X + B X done by the product's alpha and beta with one rounding), and the
+// iteration through cuBLASLt, each product one strided batch over the matrices of one shape (bf16
+// or fp32 operands, fp32 accumulation, b A + c A A and a X + B X done by the product's alpha and
+// beta with one rounding), and the
 // update with the working copy. Every kernel reads StepStatus.skip on the device; the iteration's
 // products run on a skipped step too (on whatever x holds), since the host never reads skip.
 #include <algorithm>
@@ -96,21 +97,25 @@ void require_muon_x(const char* op, const TensorView& x) {
                    format("cuda %s: x must be f32 or bf16", op));
 }
 
-// Row-major out (M,N) = alpha op(A) op(B) + beta c (null: none), A stored (M,K) or (K,M) when
-// transpose_a, B (K,N) or (N,K) when transpose_b, all of one type: cuBLASLt's column-major
-// out^T = op(B)^T op(A)^T on the same memory.
+// A batch of row-major products out (M,N) = alpha op(A) op(B) + beta c (null: none), A stored
+// (M,K) or (K,M) when transpose_a, B (K,N) or (N,K) when transpose_b, all of one type, matrix i of
+// each at i times its stride (elements; c at out's): cuBLASLt's column-major out^T = op(B)^T op(A)^T
+// on the same memory.
 struct RowMajorProduct {
     const void* a = nullptr;
     bool transpose_a = false;
+    int64_t stride_a = 0;
     const void* b = nullptr;
     bool transpose_b = false;
+    int64_t stride_b = 0;
     int64_t M = 0, N = 0, K = 0;
     float alpha = 1.f;
     const void* c = nullptr;
     float beta = 0.f;
 };
 
-void run_row_major(LtMatmulRunner& runner, void* out, const RowMajorProduct& r, cudaDataType type) {
+void run_row_major(LtMatmulRunner& runner, void* out, const RowMajorProduct& r, int64_t batch,
+                   cudaDataType type) {
     LtProduct p;
     p.a = r.b;
     p.transpose_a = r.transpose_b;
@@ -128,6 +133,10 @@ void run_row_major(LtMatmulRunner& runner, void* out, const RowMajorProduct& r, 
     p.alpha = r.alpha;
     p.c = r.c;
     p.beta = r.beta;
+    p.batch = static_cast<int>(batch);
+    p.stride_a = r.stride_b;
+    p.stride_b = r.stride_a;
+    p.stride_d = r.M * r.N;
     runner.run(p, "cuda muon_newton_schulz");
 }
 
@@ -170,30 +179,31 @@ void CudaBackend::muon_newton_schulz(TensorView x, int steps, const StepStatus* 
     if (steps == 0 || batch * rows * cols == 0) return;
     const bool tall = rows > cols;
     const size_t element = dtype_size(x.dtype);
-    const size_t square_bytes = aligned_bytes(static_cast<size_t>(s * s) * element);
-    const size_t matrix_bytes = static_cast<size_t>(rows * cols) * element;
+    const int64_t square = s * s, matrix = rows * cols;
+    const size_t squares_bytes = aligned_bytes(static_cast<size_t>(batch * square) * element);
+    const size_t matrices_bytes = static_cast<size_t>(batch * matrix) * element;
     auto* scratch = static_cast<char*>(
-        scratch_->get(ScratchSlot::muon_iteration, 2 * square_bytes + aligned_bytes(matrix_bytes)));
-    void* gram = scratch;
-    void* poly = scratch + square_bytes;
-    void* next = scratch + 2 * square_bytes;
+        scratch_->get(ScratchSlot::muon_iteration, 2 * squares_bytes + aligned_bytes(matrices_bytes)));
+    void* gram = scratch;                      // (batch, s, s)
+    void* poly = scratch + squares_bytes;      // (batch, s, s)
+    void* next = scratch + 2 * squares_bytes;  // (batch, rows, cols)
+    void* X = x.data;                          // (batch, rows, cols)
     const cudaDataType type = x.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-    for (int64_t b = 0; b < batch; ++b) {
-        void* matrix = x.as<char>() + static_cast<size_t>(b) * matrix_bytes;  // (rows, cols)
-        for (int step = 0; step < steps; ++step) {
-            // A (s, s) = X X^T, or X^T X for a tall X
-            run_row_major(*matmuls_, gram, {matrix, tall, matrix, !tall, s, s, tall ? rows : cols}, type);
-            // B = c A A + b A
-            run_row_major(*matmuls_, poly, {gram, false, gram, false, s, s, s, kC, gram, kB}, type);
-            // next (rows, cols) = B X + a X, or X B + a X
-            if (tall)
-                run_row_major(*matmuls_, next,
-                              {matrix, false, poly, false, rows, cols, cols, 1.f, matrix, kA}, type);
-            else
-                run_row_major(*matmuls_, next,
-                              {poly, false, matrix, false, rows, cols, rows, 1.f, matrix, kA}, type);
-            CUDA_CHECK(cudaMemcpyAsync(matrix, next, matrix_bytes, cudaMemcpyDeviceToDevice, stream_));
-        }
+    for (int step = 0; step < steps; ++step) {
+        // A (s, s) = X X^T, or X^T X for a tall X
+        run_row_major(*matmuls_, gram, {X, tall, matrix, X, !tall, matrix, s, s, tall ? rows : cols}, batch,
+                      type);
+        // B = c A A + b A
+        run_row_major(*matmuls_, poly, {gram, false, square, gram, false, square, s, s, s, kC, gram, kB},
+                      batch, type);
+        // next (rows, cols) = B X + a X, or X B + a X
+        if (tall)
+            run_row_major(*matmuls_, next,
+                          {X, false, matrix, poly, false, square, rows, cols, cols, 1.f, X, kA}, batch, type);
+        else
+            run_row_major(*matmuls_, next,
+                          {poly, false, square, X, false, matrix, rows, cols, rows, 1.f, X, kA}, batch, type);
+        CUDA_CHECK(cudaMemcpyAsync(X, next, matrices_bytes, cudaMemcpyDeviceToDevice, stream_));
     }
 }
 

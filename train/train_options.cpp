@@ -243,7 +243,6 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"epsilon", number(options.epsilon)},
         {"weight_decay", number(options.weight_decay)},
         {"grad_clip", number(options.grad_clip)},
-        {"optimizer", optimizer_name(options.optimizer)},
         {"stochastic_rounding", options.stochastic_rounding ? "true" : "false"},
         {"precision", precision_name(options.precision)},
         {"recompute", recompute_name(options.recompute)},
@@ -274,8 +273,11 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"collective_timeout", number(options.collective_timeout)},
     };
     described.insert(described.end(), rest.begin(), rest.end());
+    // Only with muon, so that an adamw run records what runs recorded before Muon existed (a
+    // checkpoint without "optimizer" is AdamW's).
     if (options.optimizer == OptimizerKind::muon) {
         const std::vector<std::pair<std::string, std::string>> muon = {
+            {"optimizer", optimizer_name(options.optimizer)},
             {"muon_lr", number(options.muon_lr)},
             {"muon_momentum", number(options.muon_momentum)},
             {"muon_nesterov", options.muon_nesterov ? "true" : "false"},

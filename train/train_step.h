@@ -146,12 +146,13 @@ private:
     Buffer shard_working_;             // ZeRO-1 in bf16/fp16: (kept_elements_) act, the pieces' working copy
     Buffer status_;                    // the StepStatus, in backend memory
     Buffer step_losses_;               // (k, B, T) f32, backend memory
-    std::optional<MuonPlan> muon_;
-    ParameterGroups groups_;               // Muon's and AdamW's (muon_ only)
-    std::unique_ptr<MuonStep> muon_step_;  // muon_ only
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
     std::vector<float> host_losses_;   // (k, B, T)
     int next_micro_step_ = 0;
+
+    std::optional<MuonPlan> muon_;
+    ParameterGroups groups_;               // Muon's and AdamW's (muon_ only)
+    std::unique_ptr<MuonStep> muon_step_;  // muon_ only
 };
 
 }  // namespace mixgpt

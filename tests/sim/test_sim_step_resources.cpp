@@ -81,14 +81,13 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsE
     expect_warm_steps(readings, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimStepResources,
-                         ::testing::Values(StepCase{"bf16", Precision::bf16, 1, Recompute::none},
-                                           StepCase{"fp16_loss_scaling", Precision::fp16, 1, Recompute::none},
-                                           StepCase{"fp32_accumulation_recompute", Precision::fp32, 2,
-                                                    Recompute::full},
-                                           StepCase{"bf16_muon", Precision::bf16, 1, Recompute::none,
-                                                    OptimizerKind::muon}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    SimPrecisions, SimStepResources,
+    ::testing::Values(StepCase{"bf16", Precision::bf16, 1, Recompute::none},
+                      StepCase{"fp16_loss_scaling", Precision::fp16, 1, Recompute::none},
+                      StepCase{"fp32_accumulation_recompute", Precision::fp32, 2, Recompute::full},
+                      StepCase{"bf16_muon", Precision::bf16, 1, Recompute::none, OptimizerKind::muon}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 struct ExchangeCase {
     const char* name;

@@ -105,7 +105,7 @@ SIM_SRCS := $(wildcard tests/cuda_sim/*.cpp)
 PTX_FILES := $(patsubst %.cu,$(BUILD)/ptx/%.ptx,$(SIM_CU_SRCS))
 # ptxas' reports of the kernels' objects, read by scripts/check_launch_resources.py.
 KERNEL_RESOURCE_REPORTS := $(patsubst %,$(BUILD)/obj/%.resources,$(SIM_CU_SRCS))
-SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp
+SIM_TEST_SRCS := $(wildcard tests/gpu/*.cpp tests/sim/*.cpp tests/*support.cpp) tests/reference_f64.cpp tests/reference_f64_gpt.cpp tests/reference_f64_muon.cpp
 # The kernel lab's sections, which tests/sim/ runs at their smoke sizes.
 SIM_KERNEL_LAB_SRCS := $(filter-out bench/kernel_lab/main.cpp,$(KERNEL_LAB_SRCS))
 

@@ -9,8 +9,10 @@
 #include "cli/fp8_options.h"
 #include "cli/model_options.h"
 #include "cli/number_checks.h"
+#include "cli/optimizer_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
+#include "train/memory_check.h"
 #include "train/trainer.h"
 
 namespace mixgpt::cli {
@@ -23,6 +25,7 @@ struct TrainArguments {
     std::string lr_schedule = "cosine";
     std::string precision = "fp32";
     std::string recompute = "none";
+    OptimizerArguments optimizer;
     Fp8Arguments fp8;
 };
 
@@ -48,6 +51,7 @@ void run(TrainArguments& arguments) {
     options.lr_decay = parse_lr_decay(arguments.lr_schedule);
     options.precision = parse_precision(arguments.precision);
     options.recompute = parse_recompute(arguments.recompute);
+    parse_optimizer_arguments(arguments.optimizer, options);
     options.fp8 = parse_fp8_arguments(arguments.fp8, options.precision);
     if (options.dry_run) {
         print_memory_plans(options, std::cout);
@@ -129,6 +133,8 @@ void add_train_command(CLI::App& app) {
         ->add_flag("--stochastic-rounding", o.stochastic_rounding,
                    "round the bf16 working copy stochastically")
         ->group("Optimizer");
+
+    add_optimizer_options(*command, arguments->optimizer, o);
 
     command->add_option("--precision", arguments->precision, "fp32, tf32, bf16, fp16 or fp8")
         ->capture_default_str()

@@ -52,6 +52,9 @@ struct AdamWHyper {
     float max_grad_norm = 1.0f;        // clip by global norm; <= 0 disables clipping
     bool stochastic_rounding = false;  // bf16 working copy only
     uint64_t seed = 0;                 // for stochastic rounding; vary per step
+    // false: the bias correction uses optimizer_steps + 1 and the counter is left as it is (every
+    // call of a step over several parameter groups but the last, which counts the step).
+    bool count_step = true;
 };
 
 struct LossScaleConfig {

@@ -21,9 +21,13 @@ struct MemoryPlan {
     size_t working_copy = 0;     // bf16/fp16 copy of the weights (0 for fp32/tf32: it is the masters)
     size_t activations = 0;      // model/activations.h, the backward scratch included
     size_t shard_exchange = 0;   // ZeRO-1: the shard's mean gradients (fp32) and new working copy (16-bit)
+    // --optimizer muon: the Newton-Schulz iterates, a batch per matrix shape (train/muon_step.h); set
+    // by the trainer, 0 from plan_memory
+    size_t optimizer_iterates = 0;
 
     size_t total() const {
-        return parameters + gradients + optimizer_state + working_copy + activations + shard_exchange;
+        return parameters + gradients + optimizer_state + working_copy + activations + shard_exchange +
+               optimizer_iterates;
     }
 };
 

@@ -429,7 +429,8 @@ F64GradNorm f64_grad_norm_squared(const F64Vector& grads) {
 void f64_adamw_step(F64Vector& params, const F64Vector& grads, F64Vector& m, F64Vector& v,
                     int64_t decay_count, const AdamWHyper& hyper, StepStatus& status) {
     if (status.skip != 0) return;
-    const int t = ++status.optimizer_steps;
+    const int t = status.optimizer_steps + 1;
+    if (hyper.count_step) status.optimizer_steps = t;
     const double loss_scale = status.loss_scale;
     const double norm = std::sqrt(static_cast<double>(status.grad_norm_squared)) / loss_scale;
     double gradient_factor = 1.0 / loss_scale;

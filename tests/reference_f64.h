@@ -148,7 +148,7 @@ F64GradNorm f64_grad_norm_squared(const F64Vector& grads);
 
 // One AdamW step with the semantics of Backend::adamw_step, reading and updating
 // `status` the same way. Unless status.skip:
-//   t = ++status.optimizer_steps
+//   t = status.optimizer_steps + 1, stored back when hyper.count_step
 //   g = grad / loss_scale
 //   norm = sqrt(grad_norm_squared) / loss_scale; if max_grad_norm > 0 and norm > max_grad_norm,
 //     g *= max_grad_norm / norm

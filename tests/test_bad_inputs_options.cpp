@@ -68,6 +68,15 @@ std::vector<BadInput> option_cases() {
         // Ignored without a word, while family options are refused for the wrong family.
         {"train --fp8-margin without --precision fp8", train_with({"--fp8-margin", "2"}, "{D}/run_fp8"), 1,
          {"--fp8-margin: only with --precision fp8 (the precision is fp32)"}},
+        {"train --muon-lr without --optimizer muon", train_with({"--muon-lr", "0.01"}, "{D}/run_muon_lr"), 1,
+         {"--muon-lr: only with --optimizer muon (the optimizer is adamw)"}},
+        {"train --optimizer sgd", train_with({"--optimizer", "sgd"}, "{D}/run_sgd"), 1,
+         {"optimizer: 'sgd' is not one of adamw, muon"}},
+        {"train --muon-ns-precision fp16",
+         train_with({"--optimizer", "muon", "--muon-ns-precision", "fp16"}, "{D}/run_ns_fp16"), 1,
+         {"--muon-ns-precision: 'fp16' is not one of bf16, fp32"}},
+        {"train --optimizer muon --zero", train_with({"--optimizer", "muon", "--zero"}, "{D}/run_muon_zero"), 1,
+         {"zero: not yet with --optimizer muon (#37); drop --zero"}},
         // 0 meant "all" here and was refused by eval --limit.
         {"train --task-eval-limit 0", train_with({"--task-eval", "mc:{D}/task.jsonl", "--task-eval-limit", "0"}, "{D}/run_limit"),
          2, {"--task-eval-limit: must be > 0 (got 0)"}},

@@ -1,8 +1,16 @@
 #include "train/memory_check.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "core/error.h"
 #include "core/log.h"
+#include "dist/mpi_launch.h"
 #include "model/memory_plan.h"
+#include "tokenizer/dataset.h"
+#include "tokenizer/dataset_path.h"
+#include "train/muon_step.h"
+#include "train/train_step.h"
 
 namespace mixgpt {
 namespace {
@@ -12,11 +20,12 @@ double gibibytes(size_t bytes) { return static_cast<double>(bytes) / (1ull << 30
 }  // namespace
 
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, const ShardSizes* shards) {
+                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates) {
     const Precision precision = backend.precision();
     const size_t scratch = backend.attention_scratch_bytes(seq_len);
     const auto needed_with = [&](Recompute policy) {
-        return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() + scratch;
+        return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() +
+               optimizer_iterates + scratch;
     };
     const size_t needed = needed_with(recompute);
     const AvailableMemory available = backend.available_memory();
@@ -29,6 +38,48 @@ void require_memory_fits(const Backend& backend, const GPTConfig& config, int ba
                "plus %.2f GiB of attention scratch) but %.2f GiB is available (%s); %s",
                gibibytes(needed), batch_size, seq_len, recompute_name(recompute), gibibytes(scratch),
                gibibytes(available.bytes), available.source.c_str(), advice.c_str()));
+}
+
+void print_memory_plans(const TrainOptions& options, std::ostream& out) {
+    const int vocab_size = options.dataset.empty()
+                               ? 50257
+                               : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
+    const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
+    const int ranks = launcher_world_size();
+    const int accumulation_steps =
+        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
+    std::optional<ShardSizes> shard_sizes;
+    if (options.zero_optimizer) {
+        const ShardLayout shards = TrainStep::zero_layout(
+            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
+        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
+    }
+    out << format(
+        "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
+        "parameters\n",
+        options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
+        config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
+        options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
+        static_cast<double>(config.num_parameters()) / 1e6);
+    out << format(
+        "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
+        options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",
+        options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
+                                 "the arenas padded to equal pieces)"
+                               : "");
+    if (options.optimizer == OptimizerKind::muon)
+        out << format(
+            "optimizer muon: AdamW state on every parameter (Muon's momentum in its first moment), "
+            "the Newton-Schulz iterates in %s\n",
+            dtype_name(options.muon_ns_dtype));
+    for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+        out << "\nrecompute " << recompute_name(recompute) << ":\n";
+        MemoryPlan plan = plan_memory(config, options.batch_size, options.seq_len, options.precision,
+                                      recompute, shard_sizes ? &*shard_sizes : nullptr);
+        if (options.optimizer == OptimizerKind::muon)
+            plan.optimizer_iterates = muon_iterate_bytes(config, options.muon_ns_dtype);
+        out << format_memory_plan(plan);
+    }
 }
 
 }  // namespace mixgpt

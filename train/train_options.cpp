@@ -21,7 +21,44 @@ void require_positive(double value, const char* option) {
     MIXGPT_REQUIRE(std::isfinite(value) && value > 0, std::string(option) + ": must be a positive number");
 }
 
+MuonPlan plan_muon(const TrainOptions& options) {
+    require_positive(options.muon_lr, "muon-lr");
+    MIXGPT_REQUIRE(options.muon_momentum >= 0 && options.muon_momentum < 1,
+                   "muon-momentum: must lie in [0, 1)");
+    MIXGPT_REQUIRE(options.muon_ns_steps >= 1 && options.muon_ns_steps <= 100,
+                   "muon-ns-steps: must lie in [1, 100]");
+    MIXGPT_REQUIRE(options.muon_ns_dtype == DType::bf16 || options.muon_ns_dtype == DType::f32,
+                   "muon-ns-precision: must be bf16 or fp32");
+    MIXGPT_REQUIRE(std::isfinite(options.muon_weight_decay) && options.muon_weight_decay >= 0,
+                   "muon-weight-decay: must not be negative");
+    if (options.embedding_lr) require_positive(*options.embedding_lr, "embedding-lr");
+    if (options.head_lr) require_positive(*options.head_lr, "head-lr");
+    MIXGPT_REQUIRE(!options.zero_optimizer, "zero: not yet with --optimizer muon (#37); drop --zero");
+    MIXGPT_REQUIRE(
+        !options.stochastic_rounding,
+        "stochastic-rounding: not yet with --optimizer muon (#37; Muon's matrices round to nearest)");
+    MuonPlan plan;
+    plan.hyper.learning_rate = static_cast<float>(options.muon_lr);
+    plan.hyper.momentum = static_cast<float>(options.muon_momentum);
+    plan.hyper.nesterov = options.muon_nesterov;
+    plan.hyper.ns_steps = options.muon_ns_steps;
+    plan.hyper.ns_dtype = options.muon_ns_dtype;
+    plan.hyper.weight_decay = static_cast<float>(options.muon_weight_decay);
+    plan.base_lr = static_cast<float>(options.learning_rate);
+    plan.embedding_lr = static_cast<float>(options.embedding_lr.value_or(options.learning_rate));
+    plan.head_lr = static_cast<float>(options.head_lr.value_or(options.learning_rate));
+    return plan;
+}
+
 }  // namespace
+
+OptimizerKind parse_optimizer(const std::string& name) {
+    if (name == "adamw") return OptimizerKind::adamw;
+    if (name == "muon") return OptimizerKind::muon;
+    throw Error("optimizer: '" + name + "' is not one of adamw, muon");
+}
+
+const char* optimizer_name(OptimizerKind kind) { return kind == OptimizerKind::muon ? "muon" : "adamw"; }
 
 int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_len, int world_size) {
     const int64_t micro = static_cast<int64_t>(batch_size) * seq_len * world_size;
@@ -108,6 +145,8 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     plan.adamw.weight_decay = static_cast<float>(options.weight_decay);
     plan.adamw.max_grad_norm = static_cast<float>(options.grad_clip);
     plan.adamw.stochastic_rounding = options.stochastic_rounding;
+
+    if (options.optimizer == OptimizerKind::muon) plan.muon = plan_muon(options);
 
     plan.loss_scale =
         parse_loss_scale(options.loss_scale, options.precision, options.loss_scale_growth_interval);
@@ -234,6 +273,22 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"collective_timeout", number(options.collective_timeout)},
     };
     described.insert(described.end(), rest.begin(), rest.end());
+    // Only with muon, so that an adamw run records what runs recorded before Muon existed (a
+    // checkpoint without "optimizer" is AdamW's).
+    if (options.optimizer == OptimizerKind::muon) {
+        const std::vector<std::pair<std::string, std::string>> muon = {
+            {"optimizer", optimizer_name(options.optimizer)},
+            {"muon_lr", number(options.muon_lr)},
+            {"muon_momentum", number(options.muon_momentum)},
+            {"muon_nesterov", options.muon_nesterov ? "true" : "false"},
+            {"muon_ns_steps", integer(options.muon_ns_steps)},
+            {"muon_ns_precision", dtype_name(options.muon_ns_dtype)},
+            {"muon_weight_decay", number(options.muon_weight_decay)},
+            {"embedding_lr", number(options.embedding_lr.value_or(options.learning_rate))},
+            {"head_lr", number(options.head_lr.value_or(options.learning_rate))},
+        };
+        described.insert(described.end(), muon.begin(), muon.end());
+    }
     return described;
 }
 

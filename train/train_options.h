@@ -17,8 +17,13 @@
 #include "tokenizer/loader.h"
 #include "train/loss_scaling.h"
 #include "train/lr_schedule.h"
+#include "train/muon_step.h"
 
 namespace mixgpt {
+
+enum class OptimizerKind { adamw, muon };
+OptimizerKind parse_optimizer(const std::string& name);  // throws Error on an unknown name
+const char* optimizer_name(OptimizerKind kind);
 
 struct TrainOptions {
     ModelOptions model;  // preset, family and overrides (model/model_options.h)
@@ -43,6 +48,17 @@ struct TrainOptions {
     double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weight_decay = 0.1;
     double grad_clip = 1.0;            // max global gradient norm; <= 0: no clipping
     bool stochastic_rounding = false;  // bf16 working copy only
+
+    // optimizer: AdamW for everything, or Muon for the blocks' matrices and AdamW for the rest
+    // (train/parameter_groups.h; train/README.md, "Optimizers")
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    double muon_lr = 0.02;  // peak
+    double muon_momentum = 0.95;
+    bool muon_nesterov = true;
+    int muon_ns_steps = 5;
+    DType muon_ns_dtype = DType::bf16;
+    double muon_weight_decay = 0;
+    std::optional<double> embedding_lr, head_lr;  // muon's AdamW groups; unset: --lr
 
     // precision
     Precision precision = Precision::fp32;
@@ -94,7 +110,8 @@ struct TrainPlan {
     int64_t tokens_per_step = 0;  // B * T * accumulation_steps * ranks
     int64_t total_steps = 0;
     LrSchedule schedule;
-    AdamWHyper adamw;  // learning_rate and seed are set per step
+    AdamWHyper adamw;              // learning_rate and seed are set per step
+    std::optional<MuonPlan> muon;  // --optimizer muon
     LossScalePolicy loss_scale;
 };
 

@@ -49,13 +49,14 @@ ParameterSharding TrainStep::sharding(const GPTConfig& config, const Communicato
 
 TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
                      const LossScaleConfig& loss_scale, const StepStatus& initial_status,
-                     const DataParallelConfig& parallel)
+                     const DataParallelConfig& parallel, const std::optional<MuonPlan>& muon)
     : backend_(model.backend()),
       model_(model),
       communicator_(communicator),
       accumulation_steps_(accumulation_steps),
       loss_scale_(loss_scale),
-      parallel_(parallel) {
+      parallel_(parallel),
+      muon_(muon) {
     MIXGPT_REQUIRE(accumulation_steps >= 1, "accumulation steps must be at least 1");
     MIXGPT_REQUIRE(parallel.bucket_bytes > 0, "bucket size must be positive");
     const int64_t n = model.layout().total();
@@ -88,6 +89,11 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     v_ = backend_.allocate(moment_bytes);
     backend_.fill_zero(m_.data(), m_.bytes());
     backend_.fill_zero(v_.data(), v_.bytes());
+    if (muon_) {
+        MIXGPT_REQUIRE(!sharded(), "zero: not yet with --optimizer muon (#37)");
+        groups_ = muon_parameter_groups(model.config(), model.layout());
+        muon_step_ = std::make_unique<MuonStep>(backend_, groups_.muon, muon_->hyper.ns_dtype);
+    }
     status_ = backend_.allocate(sizeof(StepStatus));
     write_status(initial_status);
     const size_t tokens = static_cast<size_t>(model.batch_size()) * static_cast<size_t>(model.seq_len());
@@ -123,7 +129,7 @@ void TrainStep::micro_step(const int32_t* windows) {
     ++next_micro_step_;
 }
 
-void TrainStep::finish(const AdamWHyper& hyper) {
+void TrainStep::finish(const AdamWHyper& hyper, double schedule_factor) {
     MIXGPT_REQUIRE(next_micro_step_ == accumulation_steps_,
                    "train step: finished before all micro-steps ran");
     communicator_.join();
@@ -133,6 +139,12 @@ void TrainStep::finish(const AdamWHyper& hyper) {
     }
     const TensorView gradients = model_.gradients();  // (n) f32
     backend_.grad_norm_squared(status_pointer(), gradients);
+    if (muon_) {
+        update_muon_groups(hyper, schedule_factor);
+        backend_.update_loss_scale(status_pointer(), loss_scale_);
+        update_fp8_scaling();
+        return;
+    }
     const TensorView working = model_.working_parameters();
     const bool separate_working = working.dtype != DType::f32;
     backend_.adamw_step(model_.master_parameters(), gradients, kept_view(m_, DType::f32),
@@ -140,6 +152,31 @@ void TrainStep::finish(const AdamWHyper& hyper) {
                         model_.layout().decay_count(), hyper, status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
     update_fp8_scaling();
+}
+
+void TrainStep::update_muon_groups(const AdamWHyper& hyper, double schedule_factor) {
+    const TensorView masters = model_.master_parameters();  // (n) f32
+    const TensorView gradients = model_.gradients();        // (n) f32
+    const TensorView m = kept_view(m_, DType::f32), v = kept_view(v_, DType::f32);
+    const TensorView working =
+        model_.working_parameters().dtype != DType::f32 ? model_.working_parameters() : TensorView();
+    for (size_t k = 0; k < groups_.adamw.size(); ++k) {
+        const AdamWGroup& group = groups_.adamw[k];
+        const ElementRange range{group.begin, group.end};
+        const float peak = group.rate == AdamWRate::embedding ? muon_->embedding_lr
+                           : group.rate == AdamWRate::head    ? muon_->head_lr
+                                                              : muon_->base_lr;
+        AdamWHyper group_hyper = hyper;
+        group_hyper.learning_rate = static_cast<float>(peak * schedule_factor);
+        group_hyper.count_step = k + 1 == groups_.adamw.size();
+        backend_.adamw_step(slice_elements(masters, range), slice_elements(gradients, range),
+                            slice_elements(m, range), slice_elements(v, range),
+                            working.valid() ? slice_elements(working, range) : TensorView(),
+                            group.decay ? range.count() : 0, group_hyper, status_pointer());
+    }
+    MuonHyper muon_hyper = muon_->hyper;
+    muon_hyper.learning_rate = static_cast<float>(muon_->hyper.learning_rate * schedule_factor);
+    muon_step_->step(masters, gradients, m, working, muon_hyper, status_pointer());
 }
 
 // Delayed scaling: every rank's newest amaxes become their maximum over the ranks (the older

@@ -10,6 +10,10 @@
 //   adamw_step (skipped on the backend when StepStatus.skip), working copy refreshed
 //   update_loss_scale
 //
+// With Muon (MuonPlan, replicated optimizer only): adamw_step once per AdamW group of
+// train/parameter_groups.h at its own rate (the last call counts the step), then MuonStep on the
+// hidden matrices, whose momentum lives in m at their elements (train/muon_step.h).
+//
 // Data parallelism (W ranks, each with its own micro-batches):
 // - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
 //   of DataParallelConfig::bucket_bytes; then every rank runs the same norm and update on
@@ -34,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -44,6 +49,8 @@
 #include "kernels/ops.h"
 #include "model/gpt.h"
 #include "model/token_batch.h"
+#include "train/muon_step.h"
+#include "train/parameter_groups.h"
 
 namespace mixgpt {
 
@@ -69,7 +76,7 @@ public:
     // The model keeps every fp32 master, or (ZeRO-1) was made with sharding(...) for this rank.
     TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
               const LossScaleConfig& loss_scale, const StepStatus& initial_status,
-              const DataParallelConfig& parallel = {});
+              const DataParallelConfig& parallel = {}, const std::optional<MuonPlan>& muon = std::nullopt);
 
     // How the model must lay out its parameters on this rank: ZeRO-1's padded arena and pieces, or
     // the default.
@@ -88,7 +95,9 @@ public:
     void begin();
     void micro_step(const int32_t* windows);  // (B, T+1) host tokens
     // Gradient exchange, norm, AdamW with hyper.learning_rate and hyper.seed as given, loss scale.
-    void finish(const AdamWHyper& hyper);
+    // With Muon every group's peak rate is multiplied by schedule_factor (the schedule at this step
+    // over its peak) and hyper.learning_rate is not read.
+    void finish(const AdamWHyper& hyper, double schedule_factor = 1.0);
     // Waits for the step and reads its status and mean loss (a collective: every rank calls it).
     StepResult result();
 
@@ -108,6 +117,8 @@ private:
     // Starts the collectives of the buckets not yet started whose gradients are final after `stage`.
     void exchange_ready_buckets(int stage);
     void update_shard(const AdamWHyper& hyper);
+    // Muon: AdamW on its groups, then Muon on the hidden matrices.
+    void update_muon_groups(const AdamWHyper& hyper, double schedule_factor);
     void make_norm_global();
     void update_fp8_scaling();
     // This rank's pieces of arena (arena_elements) to shard (kept_elements_), or back.
@@ -138,6 +149,10 @@ private:
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
     std::vector<float> host_losses_;   // (k, B, T)
     int next_micro_step_ = 0;
+
+    std::optional<MuonPlan> muon_;
+    ParameterGroups groups_;               // Muon's and AdamW's (muon_ only)
+    std::unique_ptr<MuonStep> muon_step_;  // muon_ only
 };
 
 }  // namespace mixgpt

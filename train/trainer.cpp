@@ -15,7 +15,6 @@
 #include "core/stop_signal.h"
 #include "dist/checkpoint_broadcast.h"
 #include "dist/communicator.h"
-#include "dist/mpi_launch.h"
 #include "dist/process_communicator.h"
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
@@ -76,6 +75,7 @@ private:
     void start_fresh() const;                                       // rank 0
     void claim_directory_for(const std::string& checkpoint) const;  // rank 0
     void resume_from(const std::string& path);
+    void require_same_optimizer(const Checkpoint& checkpoint, const std::string& path) const;
     void warn_about_changed_options(const Checkpoint& checkpoint) const;
     void save_checkpoint();
     void evaluate();
@@ -153,7 +153,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
         shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
     }
     require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                        shard_sizes ? &*shard_sizes : nullptr);
+                        shard_sizes ? &*shard_sizes : nullptr,
+                        plan_.muon ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype) : 0);
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
                               TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
@@ -169,7 +170,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
 
     status_ = plan_.loss_scale.initial_status();
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
-                                              plan_.loss_scale.config(), status_, parallel);
+                                              plan_.loss_scale.config(), status_, parallel, plan_.muon);
 
     // Validation reads every dataset of the run in turn (each component of a mixture): possible
     // when any of them has a validation shard of a window or more.
@@ -299,6 +300,7 @@ void Trainer::resume_from(const std::string& path) {
             return read;
         },
         0);
+    require_same_optimizer(checkpoint, path);
     if (is_root()) warn_about_changed_options(checkpoint);
     model_->load_master_parameters(checkpoint.parameters.data(),
                                    static_cast<int64_t>(checkpoint.parameters.size()));
@@ -330,6 +332,28 @@ void Trainer::resume_from(const std::string& path) {
     log_info(format("resumed from %s at step %lld (loss scale %g, %d skipped steps)", path.c_str(),
                     static_cast<long long>(step_), static_cast<double>(status_.loss_scale),
                     status_.skipped_steps));
+}
+
+// A run's optimizer state means something to its own optimizer only: AdamW's moments are not
+// Muon's momentum. A checkpoint without optimizer state (import) starts Muon's at zero.
+void Trainer::require_same_optimizer(const Checkpoint& checkpoint, const std::string& path) const {
+    std::string stored;
+    bool imported = false;
+    for (const auto& [name, value] : checkpoint.options) {
+        if (name == "optimizer") stored = value;
+        if (name == "imported_from") imported = true;
+    }
+    const std::string wanted = optimizer_name(options_.optimizer);
+    if (imported) {
+        if (plan_.muon)
+            log_info("Muon's momentum starts at zero: " + path +
+                     " was imported and holds no optimizer state");
+        return;
+    }
+    if (stored.empty()) stored = optimizer_name(OptimizerKind::adamw);  // checkpoints from before Muon
+    MIXGPT_REQUIRE(stored == wanted, "optimizer: " + path + " was trained with " + stored + ", not " +
+                                         wanted + "; resume it with --optimizer " + stored +
+                                         " (changing a run's optimizer is not supported)");
 }
 
 void Trainer::warn_about_changed_options(const Checkpoint& checkpoint) const {
@@ -481,6 +505,8 @@ TrainMetrics Trainer::run_step() {
     AdamWHyper hyper = plan_.adamw;
     hyper.learning_rate = static_cast<float>(plan_.schedule.learning_rate(step_));
     hyper.seed = step_seed(options_.seed, step_);
+    LrSchedule unit_schedule = plan_.schedule;  // the schedule's factor, for Muon's groups
+    unit_schedule.peak = 1;
 
     train_step_->begin();
     Batch batch;
@@ -495,7 +521,7 @@ TrainMetrics Trainer::run_step() {
         }
         train_step_->micro_step(batch.tokens);
     }
-    train_step_->finish(hyper);
+    train_step_->finish(hyper, unit_schedule.learning_rate(step_));
     const StepResult result = train_step_->result();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -652,40 +678,6 @@ TrainResult run_training(const TrainOptions& options, Communicator& communicator
                          const StepObserver& observer) {
     Trainer trainer(options, &communicator, observer);
     return trainer.run();
-}
-
-void print_memory_plans(const TrainOptions& options, std::ostream& out) {
-    const int vocab_size =
-        options.dataset.empty() ? 50257
-                                : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
-    const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
-    const int ranks = launcher_world_size();
-    const int accumulation_steps =
-        accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
-    std::optional<ShardSizes> shard_sizes;
-    if (options.zero_optimizer) {
-        const ShardLayout shards = TrainStep::zero_layout(
-            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
-        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
-    }
-    out << format(
-        "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
-        "parameters\n",
-        options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
-        config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
-        options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
-        static_cast<double>(config.num_parameters()) / 1e6);
-    out << format(
-        "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
-        options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",
-        options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
-                                 "the arenas padded to equal pieces)"
-                               : "");
-    for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
-        out << "\nrecompute " << recompute_name(recompute) << ":\n";
-        out << format_memory_plan(plan_memory(config, options.batch_size, options.seq_len, options.precision,
-                                              recompute, shard_sizes ? &*shard_sizes : nullptr));
-    }
 }
 
 std::string metrics_path(const std::string& output_dir) {

@@ -46,10 +46,6 @@ TrainResult run_training(const TrainOptions& options, const StepObserver& observ
 TrainResult run_training(const TrainOptions& options, Communicator& communicator,
                          const StepObserver& observer = nullptr);
 
-// --dry-run: the plan and the memory needed under each recompute policy, per rank of the job the
-// launcher announces (ZeRO-1 included).
-void print_memory_plans(const TrainOptions& options, std::ostream& out);
-
 std::string metrics_path(const std::string& output_dir);
 std::string checkpoint_directory(const std::string& output_dir);
 

@@ -77,7 +77,8 @@ void CpuBackend::adamw_step(TensorView params, TensorView grads, TensorView m, T
     require(decay_count >= 0 && decay_count <= n, op, "decay_count is outside [0, n]");
     if (status->skip != 0) return;
 
-    const int t = ++status->optimizer_steps;
+    const int t = status->optimizer_steps + 1;
+    if (hyper.count_step) status->optimizer_steps = t;
     const float loss_scale = status->loss_scale;
     const float norm = std::sqrt(status->grad_norm_squared) / loss_scale;
     float gradient_factor = 1.f / loss_scale;

@@ -84,6 +84,14 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l
     return real(layout, type, rows, cols, ld);
 }
 
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                             cublasLtMatrixLayoutAttribute_t attribute,
+                                                             const void* buffer, size_t bytes) {
+    static auto* const real =
+        resolve<decltype(cublasLtMatrixLayoutSetAttribute)>("cublasLtMatrixLayoutSetAttribute");
+    return real(layout, attribute, buffer, bytes);
+}
+
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
     static auto* const real = resolve<decltype(cublasLtMatrixLayoutDestroy)>("cublasLtMatrixLayoutDestroy");
     return real(layout);

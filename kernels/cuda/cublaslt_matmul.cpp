@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cuda_check.h"
@@ -87,7 +88,13 @@ LtMatmulRunner::Key LtMatmulRunner::key_of(const LtProduct& p) {
             alignment_of(p.bias),
             static_cast<int64_t>(b_type_of(p)),
             static_cast<int64_t>(bias_type_of(p)),
-            (p.a_scale != nullptr ? 1 : 0) + (p.b_scale != nullptr ? 2 : 0)};
+            (p.a_scale != nullptr ? 1 : 0) + (p.b_scale != nullptr ? 2 : 0),
+            p.c != nullptr,
+            alignment_of(p.c),
+            p.batch,
+            p.stride_a,
+            p.stride_b,
+            p.stride_d};
 }
 
 void LtMatmulRunner::destroy(Plan& plan) {
@@ -120,6 +127,17 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
                                                 u64(p.transpose_b ? p.k : p.n), p.ldb));
         CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.c, p.output_type, u64(p.m), u64(p.n), p.ldd));
         CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, p.output_type, u64(p.m), u64(p.n), p.ldd));
+        if (p.batch > 1) {
+            const std::pair<cublasLtMatrixLayout_t, int64_t> strided[] = {
+                {plan.a, p.stride_a}, {plan.b, p.stride_b}, {plan.c, p.stride_d}, {plan.d, p.stride_d}};
+            for (const auto& [layout, stride] : strided) {
+                const int32_t count = p.batch;
+                CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                              &count, sizeof count));
+                CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+                    layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+            }
+        }
 
         CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
         set_preference(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kWorkspaceBytes);
@@ -128,7 +146,7 @@ LtMatmulRunner::Plan LtMatmulRunner::make_plan(const LtProduct& p) {
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                        static_cast<uint32_t>(alignment_of(p.b)));
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                       static_cast<uint32_t>(alignment_of(p.d)));
+                       static_cast<uint32_t>(alignment_of(p.c != nullptr ? p.c : p.d)));
         set_preference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                        static_cast<uint32_t>(alignment_of(p.d)));
 
@@ -164,6 +182,11 @@ LtMatmulRunner::Plan& LtMatmulRunner::plan_for(const LtProduct& product) {
 
 LtRoute LtMatmulRunner::choose_route(const LtProduct& product, const char* op) {
     if (plan_for(product).has_algorithm) return LtRoute::as_asked;
+    MIXGPT_REQUIRE(
+        product.c == nullptr && product.alpha == 1.f && product.batch == 1,
+        format("%s: cuBLASLt offers no algorithm for %s, and a product with alpha, a separate C or "
+               "a batch has no fallback route",
+               op, describe_product(product).c_str()));
     const std::vector<LtRoute> routes = fallback_routes(product);
     std::string tried;
     for (const LtRoute route : routes) {
@@ -199,11 +222,13 @@ bool LtMatmulRunner::try_run(const LtProduct& product) {
     Plan& plan = plan_for(product);
     if (!plan.has_algorithm) return false;
     set_call_pointers(plan.operation, product);
-    const float alpha = 1.f;
-    const float beta = product.accumulate ? 1.f : 0.f;
+    MIXGPT_REQUIRE(product.c == nullptr || (product.bias == nullptr && !product.accumulate),
+                   "cuBLASLt product: a separate C takes neither a bias nor accumulate");
+    const float alpha = product.alpha;
+    const float beta = product.c != nullptr ? product.beta : product.accumulate ? 1.f : 0.f;
     CUBLAS_CHECK(cublasLtMatmul(handle_, plan.operation, &alpha, product.a, plan.a, product.b, plan.b, &beta,
-                                product.d, plan.c, product.d, plan.d, &plan.algorithm, workspace_.data(),
-                                kWorkspaceBytes, stream_));
+                                product.c != nullptr ? product.c : product.d, plan.c, product.d, plan.d,
+                                &plan.algorithm, workspace_.data(), kWorkspaceBytes, stream_));
 #ifdef MIXGPT_DEBUG_SYNC
     CUDA_CHECK(cudaStreamSynchronize(stream_));
 #endif

@@ -21,7 +21,7 @@
 namespace mixgpt::cuda {
 
 // One product in cuBLASLt's column-major terms:
-//   D (m,n) = op(A) (m,k) · op(B) (k,n) [+ bias (m)] [+ D]
+//   D (m,n) = alpha · op(A) (m,k) · op(B) (k,n) [+ bias (m)] [+ D | + beta · C]
 // A is stored (m,k), or (k,m) when transpose_a; B is stored (k,n), or (n,k) when transpose_b.
 struct LtProduct {
     const void* a = nullptr;
@@ -38,6 +38,16 @@ struct LtProduct {
     cublasComputeType_t compute_type = CUBLAS_COMPUTE_32F;
     const void* bias = nullptr;  // (m), or null for none
     bool accumulate = false;     // D += product instead of D = product
+    // D = alpha · product + beta · C with C (m,n) of D's type and leading dimension, apart from D
+    // (Muon's Newton-Schulz: B = b A + c A A): c non-null, no bias, not accumulate, and no fallback
+    // route (run() says so in one line rather than drop alpha or C).
+    float alpha = 1.f;
+    const void* c = nullptr;
+    float beta = 0.f;
+    // A strided batch of `batch` products, matrix i's operands at a + i·stride_a elements, and so
+    // on (C at D's stride); no fallback route either.
+    int batch = 1;
+    int64_t stride_a = 0, stride_b = 0, stride_d = 0;
     // FP8 operands (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2; kernels/cuda/README.md has cuBLASLt's rules):
     // B's type when it differs from A's (-1: input_type), and the device scalars (one float each,
     // null: 1) the product is multiplied by: D = a_scale · b_scale · op(A) op(B) [+ C] [+ bias].
@@ -75,7 +85,7 @@ public:
     bool try_run(const LtProduct& product);
 
 private:
-    using Key = std::array<int64_t, 20>;
+    using Key = std::array<int64_t, 26>;
     struct Plan {
         cublasLtMatmulDesc_t operation = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;

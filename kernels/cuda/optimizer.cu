@@ -183,7 +183,7 @@ void launch_adamw(cudaStream_t stream, int max_blocks, float* params, const floa
     else
         launch_kernel(adamw_kernel<W, 1>, blocks, kThreads, 0, stream, params, grads, m, v, working, n,
                       decay_count, hyper, status);
-    launch_kernel(count_step_kernel, 1, 1, 0, stream, status);
+    if (hyper.count_step) launch_kernel(count_step_kernel, 1, 1, 0, stream, status);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ enum class ScratchSlot {
     fp8_operand_a,       // the first FP8 operand's codes (and transpose) of an fp8_matmul_* op
     fp8_operand_b,       // the second one's
     cublaslt_fallback,   // a product's fp32 result and widened operands on a fallback route (LtMatmulRunner)
+    muon_norm,           // muon_momentum's per-block sums of squares and the norm's inverse
+    muon_iteration,      // muon_newton_schulz's A, B (s, s) and next X (rows, cols) of one matrix
     count
 };
 

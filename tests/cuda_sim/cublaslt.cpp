@@ -17,7 +17,8 @@
 //     simulated and are refused: mixgpt's FP8 products write bf16, fp16 or fp32.
 // Products accumulate in fp32 as on a GPU, in the simulated device's tensor-core arithmetic
 // (tests/cuda_sim/tensor_cores.h; see `compute`), so a GEMM's rounding is the GPU's. A product runs when its stream gets there (runtime.h); what it needs is
-// read when it is asked for, and the scales' values when it runs.
+// read when it is asked for, and the scales' values when it runs. A strided batch (the layouts'
+// BATCH_COUNT and STRIDED_BATCH_OFFSET) is its products one after another.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -55,6 +56,8 @@ struct Layout {
     cudaDataType type;
     uint64_t rows, cols;
     int64_t ld;
+    int32_t batch_count = 1;   // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
+    int64_t batch_stride = 0;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, in elements
 };
 
 struct Preference {
@@ -144,8 +147,13 @@ bool product_shape(const MatmulDesc& op, const Layout& a, const Layout& b, const
     const uint64_t kb = op.transpose_b == CUBLAS_OP_N ? b.rows : b.cols;
     n = op.transpose_b == CUBLAS_OP_N ? b.cols : b.rows;
     const auto covers = [](const Layout& l) { return l.ld >= 1 && static_cast<uint64_t>(l.ld) >= l.rows; };
+    // A strided batch: every operand has the batch's count (cuBLASLt's rule for C and D; A and B are
+    // held to it too, as mixgpt never broadcasts one matrix over a batch).
+    const auto batched = [&](const Layout& l) {
+        return l.batch_count == d.batch_count && l.batch_count >= 1;
+    };
     return kb == k && c.rows == m && c.cols == n && d.rows == m && d.cols == n && covers(a) && covers(b) &&
-           covers(c) && covers(d) && c.type == d.type;
+           covers(c) && covers(d) && c.type == d.type && batched(a) && batched(b) && batched(c);
 }
 
 bool valid_operation(const MatmulDesc& op) {
@@ -278,7 +286,7 @@ float accumulate(const Product& p, const double* row, const double* column) {
 
 // op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column; the epilogue in
 // fp32 (alpha, beta C, bias), rounded to D's type once.
-void compute(const Product& p) {
+void compute_one(const Product& p) {
     const auto operand = [&](const void* data, cudaDataType type, int64_t index) {
         const double value = load(data, type, index);
         return p.tf32_inputs ? double{mixgpt::truncate_to_tf32(static_cast<float>(value))} : value;
@@ -311,6 +319,31 @@ void compute(const Product& p) {
                 value += static_cast<float>(load(p.bias, p.bias_type, static_cast<int64_t>(i)));
             store(p.d_data, p.d.type, static_cast<int64_t>(i + j * p.d.ld), value);
         }
+}
+
+// Element `index` of an operand of `type` at `base`, as a pointer.
+const void* element(const void* base, cudaDataType type, int64_t index) {
+    switch (type) {
+        case CUDA_R_32F:
+            return static_cast<const float*>(base) + index;
+        case CUDA_R_16F:
+        case CUDA_R_16BF:
+            return static_cast<const uint16_t*>(base) + index;
+        default:
+            return static_cast<const uint8_t*>(base) + index;
+    }
+}
+
+// Each matrix of a strided batch in turn, in batch order.
+void compute(const Product& p) {
+    for (int32_t batch = 0; batch < p.d.batch_count; ++batch) {
+        Product one = p;
+        one.a_data = element(p.a_data, p.a.type, batch * p.a.batch_stride);
+        one.b_data = element(p.b_data, p.b.type, batch * p.b.batch_stride);
+        if (p.c_data != nullptr) one.c_data = element(p.c_data, p.c.type, batch * p.c.batch_stride);
+        one.d_data = const_cast<void*>(element(p.d_data, p.d.type, batch * p.d.batch_stride));
+        compute_one(one);
+    }
 }
 
 cublasStatus_t refuse(const char* call, const char* why, cublasStatus_t status) {
@@ -394,6 +427,21 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDa
                                           uint64_t cols, int64_t ld) {
     *layout = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
     return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                cublasLtMatrixLayoutAttribute_t attribute, const void* buffer,
+                                                size_t bytes) {
+    Layout& l = *ours<cublasLtMatrixLayoutOpaque_t, Layout>(layout);
+    switch (attribute) {
+        case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT:
+            return read_value(l.batch_count, buffer, bytes);
+        case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET:
+            return read_value(l.batch_stride, buffer, bytes);
+        default:
+            return refuse("cublasLtMatrixLayoutSetAttribute", "attribute not simulated",
+                          CUBLAS_STATUS_NOT_SUPPORTED);
+    }
 }
 
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {

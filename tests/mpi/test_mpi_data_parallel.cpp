@@ -6,7 +6,8 @@
 // with a SingleProcessCommunicator. Buckets of 4 KiB make ~30 of them, each cut into 2 equal
 // pieces on ZeRO-1's padded arena (the tiny model's arena needs padding), and clipping is active (max norm
 // 0.1), so the global norm is exercised. Replicas stay bit-identical, and a non-finite gradient on one rank
-// skips the update on every rank. In bf16 and fp16 (dynamic loss scaling), without clipping (whose factor
+// skips the update on every rank; with --optimizer muon (replicated: Muon runs on the all-reduced
+// gradients) too. In bf16 and fp16 (dynamic loss scaling), without clipping (whose factor
 // depends on the norm's summation order), ZeRO-1 equals the replicated optimizer bit for bit, each rank
 // keeping the fp32 masters of its shard only: the 16-bit working copy is gathered whole, and the masters
 // gathered from the shards are the current ones.
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "tests/mpi/mpi_test_support.h"
 #include "dist/device_communicator.h"
@@ -39,6 +41,7 @@ struct ParallelCase {
     bool overlap;                // buckets exchanged during the last backward pass, or after it
     const char* device = "cpu";  // "cuda": device `rank`, gradients exchanged by NCCL
     bool llama = false;          // the Llama-style family (unaligned_tiny_llama_config) instead of GPT-2
+    bool muon = false;           // --optimizer muon (fp32 Newton-Schulz), replicated: after the all-reduce
 };
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
@@ -85,10 +88,16 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     const std::vector<float> initial = read_floats(*backend, whole.master_parameters());
 
     const LossScalePolicy no_scaling = parse_loss_scale("none", Precision::fp32);
+    std::optional<MuonPlan> muon;
+    if (c.muon) {
+        muon.emplace();
+        muon->hyper.ns_dtype = DType::f32;
+        muon->base_lr = muon->embedding_lr = muon->head_lr = clipped_hyper().learning_rate;
+    }
     TrainStep ranked_step(ranked, *communicator, c.accumulation_steps, no_scaling.config(),
-                          no_scaling.initial_status(), parallel);
-    TrainStep whole_step(whole, alone, c.accumulation_steps, no_scaling.config(),
-                         no_scaling.initial_status());
+                          no_scaling.initial_status(), parallel, muon);
+    TrainStep whole_step(whole, alone, c.accumulation_steps, no_scaling.config(), no_scaling.initial_status(),
+                         {}, muon);
     if (c.shard_optimizer) {
         int64_t owned = 0;
         for (const ElementRange& piece : ranked_step.owned()) owned += piece.count();
@@ -150,7 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"cuda_zero1_after_backward", true, 3, false, "cuda"},
                       ParallelCase{"llama_replicated_accumulation", false, 3, true, "cpu", true},
                       ParallelCase{"llama_zero1_accumulation", true, 3, true, "cpu", true},
-                      ParallelCase{"cuda_llama_zero1_accumulation", true, 3, true, "cuda", true}),
+                      ParallelCase{"cuda_llama_zero1_accumulation", true, 3, true, "cuda", true},
+                      ParallelCase{"muon_replicated_accumulation", false, 3, true, "cpu", false, true},
+                      ParallelCase{"llama_muon_replicated", false, 1, true, "cpu", true, true},
+                      ParallelCase{"cuda_muon_replicated_accumulation", false, 3, true, "cuda", false, true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};

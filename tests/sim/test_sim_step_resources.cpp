@@ -10,7 +10,8 @@
 //     whose host waited mid-way (a loss read early, a skip decided on the host) has two runs.
 // The same holds for a step over a 1-rank NCCL communicator, whose collectives run on their own
 // stream, ordered with the compute stream by events: replicated or ZeRO-1, the buckets exchanged
-// during the backward pass or after it.
+// during the backward pass or after it. With --optimizer muon too: its iteration's products are
+// planned in the first step, and skip stays on the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +53,7 @@ struct StepCase {
     Precision precision;
     int accumulation_steps;
     Recompute recompute;
+    OptimizerKind optimizer = OptimizerKind::adamw;
 };
 
 void PrintTo(const StepCase& step_case, std::ostream* out) { *out << step_case.name; }
@@ -65,6 +67,7 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsE
     options.device = "cuda";
     options.precision = step_case.precision;
     options.recompute = step_case.recompute;
+    options.optimizer = step_case.optimizer;
     options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * step_case.accumulation_steps;
     options.steps = 5;
     std::vector<RuntimeCounters> readings;  // after each step's metrics are known
@@ -78,12 +81,13 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsE
     expect_warm_steps(readings, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(SimPrecisions, SimStepResources,
-                         ::testing::Values(StepCase{"bf16", Precision::bf16, 1, Recompute::none},
-                                           StepCase{"fp16_loss_scaling", Precision::fp16, 1, Recompute::none},
-                                           StepCase{"fp32_accumulation_recompute", Precision::fp32, 2,
-                                                    Recompute::full}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    SimPrecisions, SimStepResources,
+    ::testing::Values(StepCase{"bf16", Precision::bf16, 1, Recompute::none},
+                      StepCase{"fp16_loss_scaling", Precision::fp16, 1, Recompute::none},
+                      StepCase{"fp32_accumulation_recompute", Precision::fp32, 2, Recompute::full},
+                      StepCase{"bf16_muon", Precision::bf16, 1, Recompute::none, OptimizerKind::muon}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 struct ExchangeCase {
     const char* name;

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
-#include <vector>
 
 #include "core/crc32c.h"
 #include "train/event_records.h"
@@ -17,6 +17,12 @@ namespace mixgpt {
 namespace {
 
 uint32_t crc_of(const std::string& bytes) { return crc32c(bytes.data(), bytes.size()); }
+
+std::string bytes(std::initializer_list<int> values) {
+    std::string text;
+    for (int value : values) text.push_back(static_cast<char>(value));
+    return text;
+}
 
 TEST(Crc32c, PublishedCheckValues) {
     EXPECT_EQ(crc_of(""), 0x00000000u);
@@ -34,17 +40,17 @@ TEST(Crc32c, PublishedCheckValues) {
 
 TEST(Crc32c, MaskOfARealTensorFlowRecord) {
     // Event{file_version: "CRC test, one two"} and its stored CRC, from a TensorFlow event file.
-    EXPECT_EQ(mask_crc32c(crc_of(std::string("\x1a\x11" "CRC test, one two"))), 0x5794d08au);
+    EXPECT_EQ(mask_crc32c(crc_of(bytes({0x1a, 0x11}) + "CRC test, one two")), 0x5794d08au);
     EXPECT_EQ(mask_crc32c(0), 0xa282ead8u);
     EXPECT_EQ(mask_crc32c(0x00008000u), 0xa282ead9u);  // rotated right by 15, plus the delta
 }
 
 TEST(EventRecords, FileVersionRecordIsTensorFlowsByteForByte) {
     // The first record of a TensorFlow 2 event file, as TensorBoard's tf_record.rs test holds it.
-    const std::string wall_time_bytes("\x00\x00\x80\x38\x99\xd6\xd7\x41", 8);
-    const std::string data = std::string("\x09", 1) + wall_time_bytes + "\x1a\x0d" "brain.Event:2";
-    const std::string record = std::string("\x18\x00\x00\x00\x00\x00\x00\x00", 8) + "\xa3\x7f\x4b\x22" +
-                               data + "\x12\x4b\x36\xab";
+    const std::string wall_time_bytes = bytes({0x00, 0x00, 0x80, 0x38, 0x99, 0xd6, 0xd7, 0x41});
+    const std::string data = bytes({0x09}) + wall_time_bytes + bytes({0x1a, 0x0d}) + "brain.Event:2";
+    const std::string record = bytes({0x18, 0, 0, 0, 0, 0, 0, 0}) + bytes({0xa3, 0x7f, 0x4b, 0x22}) + data +
+                               bytes({0x12, 0x4b, 0x36, 0xab});
     double wall_time = 0;
     std::memcpy(&wall_time, wall_time_bytes.data(), sizeof(wall_time));
     EXPECT_EQ(file_version_event(wall_time), data);
@@ -56,15 +62,18 @@ TEST(EventRecords, ScalarAndStartEventsFollowTheWireFormat) {
     // varint (0x10), summary field 5 (0x2a), value field 1 (0x0a), tag field 1 (0x0a),
     // simple_value field 2 fixed32 (0x15), 0.99f = 0x3f7d70a4 little-endian.
     EXPECT_EQ(scalars_event(0, 77, {{"accuracy", 0.99f}}),
-              std::string("\x10\x4d\x2a\x11\x0a\x0f\x0a\x08" "accuracy" "\x15\xa4\x70\x7d\x3f"));
+              bytes({0x10, 0x4d, 0x2a, 0x11, 0x0a, 0x0f, 0x0a, 0x08}) + "accuracy" +
+                  bytes({0x15, 0xa4, 0x70, 0x7d, 0x3f}));
+    // Step 300 is a two-byte varint; two values, 1.0f and -2.0f.
     EXPECT_EQ(scalars_event(0, 300, {{"a", 1.f}, {"b", -2.f}}),
-              std::string("\x10\xac\x02\x2a\x14"
-                          "\x0a\x08\x0a\x01" "a" "\x15\x00\x00\x80\x3f"
-                          "\x0a\x08\x0a\x01" "b" "\x15\x00\x00\x00\xc0", 25));
+              bytes({0x10, 0xac, 0x02, 0x2a, 0x14}) + bytes({0x0a, 0x08, 0x0a, 0x01}) + "a" +
+                  bytes({0x15, 0x00, 0x00, 0x80, 0x3f}) + bytes({0x0a, 0x08, 0x0a, 0x01}) + "b" +
+                  bytes({0x15, 0x00, 0x00, 0x00, 0xc0}));
     // Event{step: 5, session_log: {status: START}}: session_log is field 7 (0x3a), status field 1.
-    EXPECT_EQ(session_start_event(0, 5), std::string("\x10\x05\x3a\x02\x08\x01", 6));
+    EXPECT_EQ(session_start_event(0, 5), bytes({0x10, 0x05, 0x3a, 0x02, 0x08, 0x01}));
     // wall_time 1.0 is field 1 fixed64 (0x09), 0x3ff0000000000000 little-endian.
-    EXPECT_EQ(session_start_event(1.0, 5).substr(0, 9), std::string("\x09\x00\x00\x00\x00\x00\x00\xf0\x3f", 9));
+    EXPECT_EQ(session_start_event(1.0, 5).substr(0, 9),
+              bytes({0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f}));
 }
 
 }  // namespace

@@ -59,9 +59,10 @@ protected:
     static void SetUpTestSuite() {
         scratch_ = new TempDirectory("mixgpt_tensorboard");
         const TempDirectory& d = *scratch_;
-        d.write("task.jsonl",
-                "{\"context\": \"the cat\", \"choices\": [\"sees the moon\", \"likes\"], \"label\": 0}\n"
-                "{\"context\": \"a dog finds\", \"choices\": [\"the river\", \"sees\", \"an\"], \"label\": 0}\n");
+        d.write(
+            "task.jsonl",
+            "{\"context\": \"the cat\", \"choices\": [\"sees the moon\", \"likes\"], \"label\": 0}\n"
+            "{\"context\": \"a dog finds\", \"choices\": [\"the river\", \"sees\", \"an\"], \"label\": 0}\n");
         TrainOptions options = tiny_train_options(d.file("run"));
         options.precision = Precision::fp16;
         options.eval_interval = 4;
@@ -96,14 +97,15 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
     ASSERT_EQ(event_files(d.file("tb/run")).size(), 2u) << "one per start";
     const ReaderResult read = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), true);
     ASSERT_EQ(read.status, 0) << read.output;
-    for (const char* tag : {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,",
-                            "train/loss_scale,", "val/loss,", "val/perplexity,", "task/task.jsonl/acc,",
-                            "task/task.jsonl/acc_norm,"})
+    for (const char* tag :
+         {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,", "train/loss_scale,",
+          "val/loss,", "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);
     EXPECT_EQ(unscaled.status, 1);
-    EXPECT_NE(unscaled.output.find("train/loss_scale at step 1, which"), std::string::npos) << unscaled.output;
+    EXPECT_NE(unscaled.output.find("train/loss_scale at step 1, which"), std::string::npos)
+        << unscaled.output;
 }
 
 TEST_F(TensorBoardRunTest, EvaluationsFlushTheEventFile) {

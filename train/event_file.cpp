@@ -42,12 +42,11 @@ void require_event_folder_writable(const std::string& directory) {
     fs::path folder = fs::absolute(directory);
     std::error_code error;
     while (!fs::exists(folder, error) && folder.has_relative_path()) folder = folder.parent_path();
+    const std::string what = "tensorboard: " + directory + ": ";
     MIXGPT_REQUIRE(fs::is_directory(folder, error),
-                   "tensorboard: " + directory + ": cannot create the folder (" + folder.string() +
-                       " is not a folder)");
+                   what + "cannot create the folder (" + folder.string() + " is not a folder)");
     MIXGPT_REQUIRE(access(folder.c_str(), W_OK | X_OK) == 0,
-                   "tensorboard: " + directory + ": cannot write in " + folder.string() + " (" +
-                       std::strerror(errno) + ")");
+                   what + "cannot write in " + folder.string() + " (" + std::strerror(errno) + ")");
 }
 
 double event_wall_time() {
@@ -57,7 +56,8 @@ double event_wall_time() {
 EventFile::EventFile(const std::string& directory) {
     std::error_code error;
     std::filesystem::create_directories(directory, error);
-    MIXGPT_REQUIRE(!error, "tensorboard: " + directory + ": cannot create the folder (" + error.message() + ")");
+    MIXGPT_REQUIRE(!error,
+                   "tensorboard: " + directory + ": cannot create the folder (" + error.message() + ")");
     path_ = (std::filesystem::path(directory) / new_event_file_name()).string();
     file_ = std::fopen(path_.c_str(), "wbx");
     MIXGPT_REQUIRE(file_ != nullptr,
@@ -81,7 +81,8 @@ void EventFile::write(const std::string& event) {
 }
 
 void EventFile::flush() {
-    MIXGPT_REQUIRE(std::fflush(file_) == 0, "tensorboard: " + path_ + ": cannot write (" + std::strerror(errno) + ")");
+    MIXGPT_REQUIRE(std::fflush(file_) == 0,
+                   "tensorboard: " + path_ + ": cannot write (" + std::strerror(errno) + ")");
     last_flush_ = std::chrono::steady_clock::now();
 }
 

@@ -46,8 +46,8 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append, const TrainOp
     if (!options.tensorboard_dir.empty()) {
         const LossScalePolicy loss_scale =
             parse_loss_scale(options.loss_scale, options.precision, options.loss_scale_growth_interval);
-        tensorboard_ =
-            std::make_unique<TensorBoardMetrics>(options.tensorboard_dir, loss_scale.mode != LossScaleMode::none);
+        tensorboard_ = std::make_unique<TensorBoardMetrics>(options.tensorboard_dir,
+                                                            loss_scale.mode != LossScaleMode::none);
     }
     file_ = std::fopen(path.c_str(), append ? "a" : "w");
     MIXGPT_REQUIRE(file_ != nullptr, path + ": cannot open the metrics file for writing");

@@ -37,7 +37,7 @@ EVAL_TAGS = {"val_loss": "val/loss", "val_perplexity": "val/perplexity", "val_to
              "grad_zero_fraction": "val/grad_zero_fraction"}
 
 
-class Mismatch(Exception):
+class CheckFailed(Exception):
     pass
 
 
@@ -61,25 +61,29 @@ def records(path):
     while at < len(data):
         where = f"{path}: record at byte {at}"
         if len(data) - at < 12:
-            raise Mismatch(f"{where}: a header cut short")
+            raise CheckFailed(f"{where}: a header cut short")
         length, length_crc = struct.unpack_from("<QI", data, at)
         if masked(crc32c(data[at:at + 8])) != length_crc:
-            raise Mismatch(f"{where}: the length's CRC is wrong")
+            raise CheckFailed(f"{where}: the length's CRC is wrong")
         if len(data) - at - 12 < length + 4:
-            raise Mismatch(f"{where}: {length} bytes of data announced, fewer there")
+            raise CheckFailed(f"{where}: {length} bytes of data announced, fewer there")
         payload = data[at + 12:at + 12 + length]
         (data_crc,) = struct.unpack_from("<I", data, at + 12 + length)
         if masked(crc32c(payload)) != data_crc:
-            raise Mismatch(f"{where}: the data's CRC is wrong")
+            raise CheckFailed(f"{where}: the data's CRC is wrong")
         yield where, payload
         at += 16 + length
 
 
 def compiled_event_module(build):
-    subprocess.run(["protoc", "-I", HERE, "--python_out", build, "event.proto", "summary.proto"],
-                   check=True, cwd=HERE)
-    sys.path.insert(0, build)
-    import event_pb2
+    try:
+        subprocess.run(["protoc", "-I", HERE, "--python_out", build, "event.proto", "summary.proto"],
+                       check=True, cwd=HERE)
+        sys.path.insert(0, build)
+        import event_pb2
+    except (OSError, ImportError, subprocess.CalledProcessError) as error:
+        raise CheckFailed(f"cannot compile or import event.proto ({error}): scripts/setup.sh installs "
+                       "protobuf-compiler and python3-protobuf")
     return event_pb2
 
 
@@ -97,9 +101,9 @@ def decoded(event_pb2, where, payload):
     event = event_pb2.Event()
     event.ParseFromString(payload)
     if unknown_fields(event):
-        raise Mismatch(f"{where}: fields unknown to TensorBoard's event.proto")
+        raise CheckFailed(f"{where}: fields unknown to TensorBoard's event.proto")
     if event.SerializeToString() != payload:
-        raise Mismatch(f"{where}: not protobuf's encoding of the event it decodes to")
+        raise CheckFailed(f"{where}: not protobuf's encoding of the event it decodes to")
     return event
 
 
@@ -107,38 +111,38 @@ def event_scalars(event_pb2, directory):
     """(tag, step) -> value after TensorBoard's merge, and the number of files read."""
     names = sorted(n for n in os.listdir(directory) if "tfevents" in n)
     if not names:
-        raise Mismatch(f"{directory}: no event file")
+        raise CheckFailed(f"{directory}: no event file")
     scalars = {}
     for name in names:
         path = os.path.join(directory, name)
         if not NAME.match(name):
-            raise Mismatch(f"{path}: not named events.out.tfevents.<time>.<host>.<pid>.<n>")
+            raise CheckFailed(f"{path}: not named events.out.tfevents.<time>.<host>.<pid>.<n>")
         events = [(where, decoded(event_pb2, where, payload)) for where, payload in records(path)]
         if len(events) < 2:
-            raise Mismatch(f"{path}: {len(events)} records, not a file_version and a START at least")
+            raise CheckFailed(f"{path}: {len(events)} records, not a file_version and a START at least")
         where, first = events[0]
         if first.WhichOneof("what") != "file_version" or first.file_version != "brain.Event:2" or first.step:
-            raise Mismatch(f"{where}: not the file_version event brain.Event:2")
+            raise CheckFailed(f"{where}: not the file_version event brain.Event:2")
         for where, event in events:
             if not 1.6e9 < event.wall_time < 4.1e9:
-                raise Mismatch(f"{where}: wall_time {event.wall_time} is not a time of this century")
+                raise CheckFailed(f"{where}: wall_time {event.wall_time} is not a time of this century")
         for index, (where, event) in enumerate(events[1:], start=1):
             kind = event.WhichOneof("what")
             if (index == 1) != (kind == "session_log"):
-                raise Mismatch(f"{where}: a SessionLog START second, and only there")
+                raise CheckFailed(f"{where}: a SessionLog START second, and only there")
             if kind == "session_log":
                 if event.session_log.status != event_pb2.SessionLog.START:
-                    raise Mismatch(f"{where}: SessionLog status {event.session_log.status}, not START")
+                    raise CheckFailed(f"{where}: SessionLog status {event.session_log.status}, not START")
                 scalars = {key: value for key, value in scalars.items() if key[1] < event.step}
                 continue
             if kind != "summary" or not event.summary.value:
-                raise Mismatch(f"{where}: a {kind} event, not scalars")
+                raise CheckFailed(f"{where}: a {kind} event, not scalars")
             for value in event.summary.value:
                 if value.WhichOneof("value") != "simple_value":
-                    raise Mismatch(f"{where}: {value.tag} is not a simple_value")
+                    raise CheckFailed(f"{where}: {value.tag} is not a simple_value")
                 key = (value.tag, event.step)
                 if key in scalars:
-                    raise Mismatch(f"{where}: {value.tag} twice at step {event.step}")
+                    raise CheckFailed(f"{where}: {value.tag} twice at step {event.step}")
                 scalars[key] = value.simple_value
     return scalars, len(names)
 
@@ -187,14 +191,14 @@ def main():
         expected = expected_scalars(args.metrics, args.loss_scaled)
         for key in sorted(set(got) | set(expected)):
             if key not in got:
-                raise Mismatch(f"{args.directory}: no {key[0]} at step {key[1]} ({args.metrics} has one)")
+                raise CheckFailed(f"{args.directory}: no {key[0]} at step {key[1]} ({args.metrics} has one)")
             if key not in expected:
-                raise Mismatch(f"{args.directory}: {key[0]} at step {key[1]}, which {args.metrics} lacks")
+                raise CheckFailed(f"{args.directory}: {key[0]} at step {key[1]}, which {args.metrics} lacks")
             if not same(got[key], expected[key]):
-                raise Mismatch(f"{args.directory}: {key[0]} at step {key[1]} is {got[key]!r}, "
+                raise CheckFailed(f"{args.directory}: {key[0]} at step {key[1]} is {got[key]!r}, "
                                f"{args.metrics} has {expected[key]!r}")
-    except Mismatch as mismatch:
-        print(f"check_event_files: {mismatch}", file=sys.stderr)
+    except CheckFailed as failure:
+        print(f"check_event_files: {failure}", file=sys.stderr)
         return 1
     tags = sorted({tag for tag, _ in got})
     print(f"{files} event files, {len(got)} scalars in {len(tags)} tags agree with {args.metrics}: "

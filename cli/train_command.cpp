@@ -205,6 +205,15 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Run");
     command
+        ->add_option("--tensorboard", o.tensorboard_dir,
+                     "also write the metrics as TensorBoard scalars into a new event file in this folder "
+                     "(each start or resume adds one; view with `tensorboard --logdir` on it or a folder above)")
+        ->type_name("DIR")
+        ->check(CLI::Validator(
+            [](std::string& folder) { return folder.empty() ? std::string("must not be empty") : std::string(); },
+            ""))
+        ->group("Run");
+    command
         ->add_option("--resume", o.resume,
                      "continue from the newest valid checkpoint in the output directory (--resume; an error "
                      "when there is none), from it or from scratch when there is none (--resume if-present), "

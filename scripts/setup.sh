@@ -19,6 +19,7 @@ packages=(
   patchelf                                  # $ORIGIN rpaths in `make bundle`
   bible-kjv                                 # the default corpus
   python3-numpy python3-h5py python3-matplotlib python3-sentencepiece  # scripts/
+  protobuf-compiler python3-protobuf        # the tests' reader of TensorBoard event files
 )
 
 # --with-torch adds Debian's PyTorch (CPU), needed only to regenerate the reference fixtures

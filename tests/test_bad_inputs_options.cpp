@@ -3,6 +3,7 @@
 // positionals after it; range checks say "must be > 0", not 309 digits of DBL_MAX; --fp8-*
 // without --precision fp8 is refused, as family options are for the wrong family; a 0 that
 // means "all" is refused on the command line everywhere; and errors name their file and field.
+// --tensorboard's folder is checked before a run starts.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -88,6 +89,14 @@ std::vector<BadInput> option_cases() {
           "{D}/corpus"},
          1,
          {"{D}/far_rank.tiktoken:2: rank 3000000000"}},
+        // --tensorboard (issue 40): a folder that cannot be made is refused before the run starts
+        // (no run directory, no checkpoint), one inside the dataset as -o is, an empty one in words.
+        {"train --tensorboard under a file", train_with({"--tensorboard", "{D}/task.jsonl/tb"}, "{D}/run_tb"), 1,
+         {"tensorboard: {D}/task.jsonl/tb: cannot create the folder ({D}/task.jsonl is not a folder)"}},
+        {"train --tensorboard inside the dataset", train_with({"--tensorboard", "{DATA}/tb"}, "{D}/run_tb"), 1,
+         {"tensorboard: {DATA}/tb lies in the dataset {DATA}", "choose another --tensorboard"}},
+        {"train --tensorboard ''", train_with({"--tensorboard", ""}, "{D}/run_tb"), 2,
+         {"--tensorboard: must not be empty"}},
         // "unknown precision 'fp7'", naming neither file nor key.
         {"import: mixgpt_precision fp7",
          {"import", "{D}/hf_fp7", "-o", "{D}/imported"},
@@ -101,6 +110,7 @@ TEST_F(BadOptionsTest, Cases) {
         const std::string line = runner_.check(bad);
         EXPECT_LT(line.size(), 300u) << line;
     }
+    EXPECT_FALSE(fs::exists(fixture_->file("run_tb")));
 }
 
 // prepare --include PAT DIR took DIR as a second pattern ("no input"); eval --text FILE RUN took

@@ -6,6 +6,8 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "train/event_file.h"
+#include "train/tensorboard_metrics.h"
 
 namespace mixgpt {
 
@@ -35,9 +37,21 @@ int64_t truncate_metrics_after(const std::string& path, int64_t step) {
     return dropped;
 }
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+void require_metrics_writable(const TrainOptions& options) {
+    if (!options.tensorboard_dir.empty()) require_event_folder_writable(options.tensorboard_dir);
+}
+
+MetricsWriter::MetricsWriter(const std::string& path, bool append, const TrainOptions& options)
+    : path_(path) {
+    if (!options.tensorboard_dir.empty()) {
+        const LossScalePolicy loss_scale =
+            parse_loss_scale(options.loss_scale, options.precision, options.loss_scale_growth_interval);
+        tensorboard_ = std::make_unique<TensorBoardMetrics>(options.tensorboard_dir,
+                                                            loss_scale.mode != LossScaleMode::none);
+    }
     file_ = std::fopen(path.c_str(), append ? "a" : "w");
     MIXGPT_REQUIRE(file_ != nullptr, path + ": cannot open the metrics file for writing");
+    if (tensorboard_ && !append) tensorboard_->write_start(0);
 }
 
 MetricsWriter::~MetricsWriter() { std::fclose(file_); }
@@ -67,6 +81,7 @@ void MetricsWriter::write(const TrainMetrics& metrics) {
                                  {"gradients", metrics.fp8_saturated.gradients}};
     }
     write_line(line.dump());
+    if (tensorboard_) tensorboard_->write(metrics);
 }
 
 void MetricsWriter::write(const EvalMetrics& metrics) {
@@ -77,6 +92,7 @@ void MetricsWriter::write(const EvalMetrics& metrics) {
                                    {"val_tokens", metrics.val_tokens}};
     if (metrics.grad_zero_fraction >= 0) line["grad_zero_fraction"] = metrics.grad_zero_fraction;
     write_line(line.dump());
+    if (tensorboard_) tensorboard_->write(metrics);
 }
 
 void MetricsWriter::write(const TaskEvalMetrics& metrics) {
@@ -85,11 +101,13 @@ void MetricsWriter::write(const TaskEvalMetrics& metrics) {
                                    {"examples", metrics.examples}, {"acc", metrics.acc},
                                    {"acc_norm", metrics.acc_norm}, {"chance", metrics.chance}};
     write_line(line.dump());
+    if (tensorboard_) tensorboard_->write(metrics);
 }
 
 void MetricsWriter::write_resume(int64_t step) {
     const nlohmann::ordered_json line = {{"type", "resume"}, {"step", step}};
     write_line(line.dump());
+    if (tensorboard_) tensorboard_->write_start(step);
 }
 
 }  // namespace mixgpt

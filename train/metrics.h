@@ -11,16 +11,21 @@
 //    "acc":0.2859,"acc_norm":0.2955,"chance":0.25}        (train/task_eval.h)
 //   {"type":"resume","step":50}                  (a resumed run appends after this line; the lines
 //                                                 past step 50 of the stopped run are removed)
-// Non-finite numbers are written as null.
+// Non-finite numbers are written as null. With `train --tensorboard DIR` the same records also go
+// to a TensorBoard event file in DIR (train/tensorboard_metrics.h).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "model/fp8_linears.h"
+#include "train/train_options.h"
 
 namespace mixgpt {
+
+class TensorBoardMetrics;
 
 struct TrainMetrics {
     int64_t step = 0;  // optimizer steps completed, this one included
@@ -54,10 +59,16 @@ struct TaskEvalMetrics {
 // (a process killed mid-write). Returns the number of lines dropped; 0 when the file is missing.
 int64_t truncate_metrics_after(const std::string& path, int64_t step);
 
+// With `options.tensorboard_dir` set, throws Error "tensorboard: <folder>: <reason>" when that
+// folder cannot be created or written, creating nothing: a run checks it before it starts.
+void require_metrics_writable(const TrainOptions& options);
+
 class MetricsWriter {
 public:
-    // Opens `path` for appending (append) or truncates it; throws Error naming the file.
-    MetricsWriter(const std::string& path, bool append);
+    // Opens `path` for appending (append) or truncates it; throws Error naming the file. With
+    // `options.tensorboard_dir` set, first opens a new event file there (the run's first, or a
+    // resumed run's next), whose scalars follow the run's loss scaling and precision.
+    MetricsWriter(const std::string& path, bool append, const TrainOptions& options = {});
     ~MetricsWriter();
     MetricsWriter(const MetricsWriter&) = delete;
     MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -65,12 +76,13 @@ public:
     void write(const TrainMetrics& metrics);
     void write(const EvalMetrics& metrics);
     void write(const TaskEvalMetrics& metrics);
-    void write_resume(int64_t step);
+    void write_resume(int64_t step);  // and the event file's SessionLog START
     const std::string& path() const { return path_; }
 
 private:
     void write_line(const std::string& line);
 
+    std::unique_ptr<TensorBoardMetrics> tensorboard_;  // null without --tensorboard
     std::string path_;
     std::FILE* file_ = nullptr;
 };

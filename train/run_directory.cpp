@@ -46,11 +46,17 @@ fs::path replaced_folder(const fs::path& directory) {
 
 }  // namespace
 
-void require_run_apart_from(const std::string& output_dir, const std::vector<std::string>& datasets) {
-    for (const std::string& dataset : datasets)
-        MIXGPT_REQUIRE(!fs::is_directory(dataset) || !path_lies_within(output_dir, dataset),
+void require_run_apart_from(const std::string& output_dir, const std::string& tensorboard_dir,
+                            const std::vector<std::string>& datasets) {
+    for (const std::string& dataset : datasets) {
+        if (!fs::is_directory(dataset)) continue;
+        MIXGPT_REQUIRE(!path_lies_within(output_dir, dataset),
                        "output-dir: " + output_dir + " lies in the dataset " + dataset +
                            "; a run is written apart from the data it reads: choose another --output-dir");
+        MIXGPT_REQUIRE(tensorboard_dir.empty() || !path_lies_within(tensorboard_dir, dataset),
+                       "tensorboard: " + tensorboard_dir + " lies in the dataset " + dataset +
+                           "; a run is written apart from the data it reads: choose another --tensorboard");
+    }
 }
 
 RunDirectory::RunDirectory(std::string path) : path_(std::move(path)) {

@@ -24,10 +24,12 @@
 
 namespace mixgpt {
 
-// A run is written apart from the datasets it reads: throws Error naming the dataset when
-// `output_dir` is, or lies in, one of the `datasets` folders (its checkpoints would land among the
-// shards, and --overwrite would have the dataset's files to reckon with).
-void require_run_apart_from(const std::string& output_dir, const std::vector<std::string>& datasets);
+// A run is written apart from the datasets it reads: throws Error naming the option and the dataset
+// when `output_dir` or `tensorboard_dir` (unless "": --tensorboard off) is, or lies in, one of the
+// `datasets` folders (checkpoints or event files would land among the shards, and --overwrite
+// would have the dataset's files to reckon with).
+void require_run_apart_from(const std::string& output_dir, const std::string& tensorboard_dir,
+                            const std::vector<std::string>& datasets);
 
 class RunDirectory {
 public:

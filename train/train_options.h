@@ -79,6 +79,9 @@ struct TrainOptions {
     int64_t checkpoint_interval = 0;  // steps between checkpoints; 0: only after the last step
     int keep_checkpoints = 3;         // the newest K are kept
     std::string output_dir = "runs/train";
+    // "": off; else a folder that receives a TensorBoard event file of the run's metrics, a new one
+    // per start or resume (train/tensorboard_metrics.h)
+    std::string tensorboard_dir;
     // "": start fresh (refused when the output directory holds another run, unless overwrite);
     // "auto": the newest valid checkpoint, an error when there is none; "if-present": the same, but
     // a fresh start when the directory has no checkpoint at all (requeued jobs); else a file.

@@ -130,8 +130,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     for (const DatasetSource& source : options.mixture) read_checked_dataset_info(source.path);
     std::vector<std::string> datasets = {options.dataset};
     for (const DatasetSource& source : options.mixture) datasets.push_back(source.path);
-    require_run_apart_from(options.output_dir, datasets);
+    require_run_apart_from(options.output_dir, options.tensorboard_dir, datasets);
     plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
+    if (is_root()) require_metrics_writable(options);
     if (is_root()) run_directory_ = std::make_unique<RunDirectory>(options.output_dir);
 
     BackendOptions backend_options;
@@ -600,7 +601,7 @@ TrainResult Trainer::run() {
                                 result_.metrics_path.c_str(), static_cast<long long>(dropped),
                                 static_cast<long long>(step_)));
         }
-        metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed);
+        metrics_ = std::make_unique<MetricsWriter>(result_.metrics_path, resumed, options_);
         if (resumed) metrics_->write_resume(step_);
     }
 

@@ -106,8 +106,8 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
     linear_forward(0, LinearRole::head, logits, activation(Activation::final_norm, 0, {N, C}), weights_.head(),
                    TensorView());
     const TensorView target_rows(targets.data, targets.dtype, {N});
-    backend_.classifier(activation(Activation::losses, 0, {N}), logits, target_rows, config_.vocab_size,
-                        compute_gradient, gradient_scale, status);
+    backend_.classifier(activation(Activation::losses, 0, {N}), TensorView(), logits, target_rows,
+                        {config_.vocab_size}, compute_gradient, gradient_scale, status);
 }
 
 TensorView GPT::forward(TensorView tokens, TensorView targets) {

@@ -41,6 +41,12 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                      "head of its own")
         ->check(CLI::IsMember({"true", "false"}))
         ->group(group);
+    command
+        .add_option("--logit-softcap", options.logit_softcap,
+                    "cap the logits z at C*tanh(z/C) in training, evaluation and sampling (nanochat 15, "
+                    "Gemma 2 30; default: off); recorded in checkpoints")
+        ->check(positive())
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

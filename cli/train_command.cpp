@@ -130,6 +130,13 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Optimizer");
     command
+        ->add_option(
+            "--z-loss", o.z_loss,
+            "add W*logsumexp(logits)^2 per token to the objective (PaLM's z-loss; 1e-4 is usual); the "
+            "logged loss leaves it out, metrics.jsonl records it as z_loss (default: 0, off)")
+        ->check(non_negative())
+        ->group("Optimizer");
+    command
         ->add_flag("--stochastic-rounding", o.stochastic_rounding,
                    "round the bf16 working copy stochastically")
         ->group("Optimizer");

@@ -55,6 +55,14 @@ ExportResult export_hf(const ExportOptions& options) {
     const ExportDtype dtype = parse_export_dtype(options.dtype);
     const CheckpointModel loaded = CheckpointModel::read(options.source, options.allow_nonfinite);
     const Checkpoint& checkpoint = loaded.checkpoint;
+    // Gemma 2's final_logit_softcapping is this cap, but Gemma2ForCausalLM is neither family
+    // (sandwich norms, (1 + w) RMSNorm, GeGLU, scaled embeddings, attention soft-cap), and neither
+    // GPT2LMHeadModel nor LlamaForCausalLM has a field for it: no exported class computes these logits.
+    MIXGPT_REQUIRE(checkpoint.config.logit_softcap == 0,
+                   format("%s: --logit-softcap %g: no Hugging Face class mixgpt exports caps its logits "
+                          "(Gemma 2's final_logit_softcapping belongs to Gemma2ForCausalLM, whose blocks are "
+                          "neither family's): export refuses",
+                          loaded.path.c_str(), static_cast<double>(checkpoint.config.logit_softcap)));
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
     stop_if_signalled(signals, options.output);
     MIXGPT_REQUIRE(

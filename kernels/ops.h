@@ -83,6 +83,16 @@ enum class MatmulEpilogue {
     bias_gelu,  // pre_gelu = inp · weight^T + bias, out = gelu(pre_gelu) (GPT-2's MLP)
 };
 
+// What the fused classifier computes besides softmax cross-entropy (Backend::classifier, shapes in
+// kernels/ops.def). softcap > 0 caps the logits z at c = softcap · tanh(z / softcap) before the
+// softmax (Gemma 2, nanochat); z_loss > 0 adds z_loss · logsumexp(c)² per row to the objective
+// (PaLM's z-loss). 0 turns either off.
+struct ClassifierParams {
+    int vocab_size = 0;  // V: the real columns; the rest of the padded row is ignored
+    float softcap = 0.f;
+    float z_loss = 0.f;
+};
+
 // The heads and positions of attention (Backend::attention_*, shapes in kernels/ops.def).
 struct AttentionParams {
     int n_head = 0;     // H: query heads

@@ -14,11 +14,11 @@ constexpr size_t kAlignment = 64;
 
 const char* activation_name(Activation activation) {
     static const char* const kNames[kActivationCount] = {
-        "residual",       "attention_norm", "attention_norm_mean", "attention_norm_rstd", "qkv",
-        "attention",      "lse",            "attention_residual",  "mlp_norm",            "mlp_norm_mean",
-        "mlp_norm_rstd",  "mlp_input",      "mlp_hidden",          "final_norm",          "final_norm_mean",
-        "final_norm_rstd", "logits",        "losses",              "branch",              "grad_residual",
-        "grad_narrow",    "grad_wide",      "grad_hidden"};
+        "residual",        "attention_norm", "attention_norm_mean", "attention_norm_rstd", "qkv",
+        "attention",       "lse",            "attention_residual",  "mlp_norm",            "mlp_norm_mean",
+        "mlp_norm_rstd",   "mlp_input",      "mlp_hidden",          "final_norm",          "final_norm_mean",
+        "final_norm_rstd", "logits",         "losses",              "z_losses",            "branch",
+        "grad_residual",   "grad_narrow",    "grad_wide",           "grad_hidden"};
     return kNames[static_cast<size_t>(activation)];
 }
 
@@ -55,6 +55,7 @@ ActivationLayout::ActivationLayout(const GPTConfig& config, int batch_size, int 
     add(Activation::final_norm_rstd, DType::f32, 1, N);
     add(Activation::logits, act, 1, N * config.padded_vocab_size());
     add(Activation::losses, DType::f32, 1, N);
+    add(Activation::z_losses, DType::f32, 1, N);
     add(Activation::branch, act, 1, N * C);
     add(Activation::grad_residual, act, 1, N * C);
     add(Activation::grad_narrow, act, 1, N * C);

@@ -18,6 +18,7 @@
 //   mlp_input                  (N, M)        L / L / 1   (before the activation)
 //   mlp_hidden                 (N, D)        L / 1 / 1   (after it)
 //   final_norm (N, C), final_norm_mean/rstd (N) f32, logits (N, Vp), losses (N) f32         1
+//   z_losses (N) f32 (the z-loss terms of training's --z-loss)                                1
 //   branch (N, C), grad_residual (N, C), grad_narrow (N, C), grad_wide (N, max(Q, M))     1 (scratch)
 //   grad_hidden (N, D)                                                    1 (SwiGLU only; GELU works in place)
 #pragma once
@@ -51,6 +52,7 @@ enum class Activation {
     final_norm_rstd,
     logits,
     losses,
+    z_losses,
     branch,
     grad_residual,
     grad_narrow,

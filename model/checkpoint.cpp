@@ -155,6 +155,9 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::tie_embeddings:
                 file.set_attribute("/", name, int64_t{config.tie_embeddings ? 1 : 0});
                 break;
+            case Setting::logit_softcap:
+                file.set_attribute("/", name, static_cast<double>(config.logit_softcap));
+                break;
         }
     }
 }
@@ -218,7 +221,8 @@ int attribute_count32(const h5::File& file, const char* name) {
 }
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
-// settings it reads; every setting the family reads must be there.
+// settings it reads; every setting the family reads must be there, except logit_softcap (absent:
+// off, as every model was before it existed).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -238,6 +242,10 @@ void read_family(const h5::File& file, GPTConfig& config) {
                 break;
             case Setting::tie_embeddings:
                 config.tie_embeddings = file.attribute_int("/", name) != 0;
+                break;
+            case Setting::logit_softcap:  // absent in checkpoints from before the option: off
+                if (file.has_attribute("/", name))
+                    config.logit_softcap = static_cast<float>(file.attribute_double("/", name));
                 break;
         }
     }
@@ -371,6 +379,14 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
         require_same("rope_theta", format("%g", static_cast<double>(saved.rope_theta)),
                      format("%g", static_cast<double>(config.rope_theta)));
     require_same("tie_embeddings", saved.tie_embeddings ? "true" : "false", config.tie_embeddings ? "true" : "false");
+    const auto softcap = [](float value) {
+        return value > 0 ? format("%g", static_cast<double>(value)) : "off";
+    };
+    MIXGPT_REQUIRE(
+        saved.logit_softcap == config.logit_softcap,
+        format("%s: refusing checkpoint: logit_softcap is %s there, %s in this run (--logit-softcap)",
+               checkpoint_path.c_str(), softcap(saved.logit_softcap).c_str(),
+               softcap(config.logit_softcap).c_str()));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

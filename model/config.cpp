@@ -78,6 +78,9 @@ void GPTConfig::validate() const {
                        std::to_string(ffn_hidden));
     refuse_unless_read(Setting::norm_epsilon, norm_epsilon == 1e-5f, format("%g", static_cast<double>(norm_epsilon)));
     refuse_unless_read(Setting::tie_embeddings, tie_embeddings, "false");
+    MIXGPT_REQUIRE(std::isfinite(logit_softcap) && logit_softcap >= 0,
+                   format("model config: logit_softcap is %g, expected a positive number or 0 (off)",
+                          static_cast<double>(logit_softcap)));
     if (own.norm == NormKind::rmsnorm)
         MIXGPT_REQUIRE(std::isfinite(norm_epsilon) && norm_epsilon > 0,
                        format("model config: norm_epsilon is %g, expected a positive number",

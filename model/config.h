@@ -22,6 +22,9 @@ struct GPTConfig {
     float norm_epsilon = 1e-5f;    // RMSNorm's epsilon [1e-5, LayerNorm's]
     float rope_theta = 10000.f;    // RoPE's base; read by rotary families only [any]
     bool tie_embeddings = true;    // output head = token embedding [true]
+    // The logits are c = logit_softcap · tanh(z / logit_softcap) of the head's output z, in the loss,
+    // evaluation and sampling alike (Gemma 2, nanochat); 0: off [0]. Read by every family.
+    float logit_softcap = 0.f;
 
     const Family& family() const { return family_of(arch); }
     // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.

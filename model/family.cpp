@@ -49,6 +49,8 @@ const char* setting_name(Setting setting) {
             return "rope_theta";
         case Setting::tie_embeddings:
             return "tie_embeddings";
+        case Setting::logit_softcap:
+            return "logit_softcap";
     }
     return "unknown";
 }

@@ -96,7 +96,8 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-enum class Setting { n_kv_head, ffn_hidden, norm_epsilon, rope_theta, tie_embeddings };
+// logit_softcap is read by every family (a checkpoint written before it existed reads as 0, off).
+enum class Setting { n_kv_head, ffn_hidden, norm_epsilon, rope_theta, tie_embeddings, logit_softcap };
 
 struct Family {
     Arch arch;

@@ -31,8 +31,8 @@ const Family& gpt2_family() {
             {Role::attention_norm_bias, "ln_1.bias", Dim::embd, Dim::none, Init::zeros, false},
             {Role::qkv_weight, "attn.c_attn.weight", Dim::qkv, Dim::embd, Init::normal, true},
             {Role::qkv_bias, "attn.c_attn.bias", Dim::qkv, Dim::none, Init::zeros, false},
-            {Role::attention_output_weight, "attn.c_proj.weight", Dim::embd, Dim::embd,
-             Init::residual_normal, true},
+            {Role::attention_output_weight, "attn.c_proj.weight", Dim::embd, Dim::embd, Init::residual_normal,
+             true},
             {Role::attention_output_bias, "attn.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
             {Role::mlp_norm_weight, "ln_2.weight", Dim::embd, Dim::none, Init::ones, false},
             {Role::mlp_norm_bias, "ln_2.bias", Dim::embd, Dim::none, Init::zeros, false},
@@ -42,7 +42,7 @@ const Family& gpt2_family() {
              true},
             {Role::mlp_output_bias, "mlp.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
         },
-        {},
+        {Setting::logit_softcap},
         four_times_width,
     };
     return family;

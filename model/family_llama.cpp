@@ -51,7 +51,7 @@ const Family& llama_family() {
              true},
         },
         {Setting::n_kv_head, Setting::ffn_hidden, Setting::norm_epsilon, Setting::rope_theta,
-         Setting::tie_embeddings},
+         Setting::tie_embeddings, Setting::logit_softcap},
         llama_ffn_hidden,
     };
     return family;

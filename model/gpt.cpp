@@ -2,6 +2,7 @@
 #include "model/gpt.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/dtype.h"
@@ -116,6 +117,16 @@ void GPT::refresh_working_copy() {
 }
 
 void GPT::zero_gradients() { backend_.fill_zero(gradients_.data(), gradients_.bytes()); }
+
+void GPT::set_z_loss(float z_loss) {
+    MIXGPT_REQUIRE(std::isfinite(z_loss) && z_loss >= 0, "z-loss: must be a finite number >= 0 (0: off)");
+    z_loss_ = z_loss;
+}
+
+TensorView GPT::z_losses() {
+    MIXGPT_REQUIRE(z_loss_ > 0 && last_rows_ > 0, "z_losses: no forward_backward under a z-loss has run yet");
+    return activation(Activation::z_losses, 0, {last_rows_, last_length_});
+}
 
 TensorView GPT::logits() {
     MIXGPT_REQUIRE(last_rows_ > 0, "logits: no forward pass has run yet");

@@ -76,12 +76,21 @@ public:
     // (model/gradient_stages.h).
     TensorView forward_backward(TensorView tokens, TensorView targets, float gradient_scale,
                                 const StepStatus* status, const GradientsReady& ready = {});
-    // Logits (b, t, Vp) act of the last forward(); after forward_backward they hold the logit gradients.
+    // The z-loss weight of forward_backward (train's --z-loss; 0, the default: off): the objective
+    // gains z_loss * logsumexp(logits)^2 per position, its gradient fused into the classifier; the
+    // losses returned stay the cross-entropy alone. forward() never adds it.
+    void set_z_loss(float z_loss);
+    float z_loss() const { return z_loss_; }
+    // z_loss * logsumexp^2 (b, t) f32 in backend memory, of the last forward_backward under a z-loss.
+    TensorView z_losses();
+    // Logits (b, t, Vp) act of the last forward() (capped under config().logit_softcap, the values
+    // the loss saw, rounded to act); after forward_backward they hold the logit gradients.
     TensorView logits();
 
     // Sampling with a KV cache (batch rows <= batch_size): forward of new tokens (rows, Tn) i32 in
     // backend memory, Tn <= seq_len, at positions [position, position + Tn) <= max_seq_len, after
-    // earlier calls filled positions [0, position). Returns logits (rows, Vp) act of the last new position.
+    // earlier calls filled positions [0, position). Returns logits (rows, Vp) act of the last new position
+    // (capped under config().logit_softcap, as forward()'s).
     TensorView forward_cached(TensorView tokens, int position);
 
 private:
@@ -162,6 +171,7 @@ private:
     ModelTensors weights_;                     // views of the working copy
     ModelTensors grads_;                       // views of the gradients
     int64_t last_rows_ = 0, last_length_ = 0;  // (b, t) of the last forward
+    float z_loss_ = 0.f;
     // forward_cached's state, allocated on first use: K and V caches (L, B, maxT, Hkv hd) act,
     // the last positions' final-norm rows (B, C) and their logits (B, Vp).
     Buffer cache_;

@@ -39,6 +39,7 @@ TensorView GPT::forward_cached(TensorView tokens, int position) {
     const TensorView logits(cached_logits_.data, act_, {rows, Vp});
     linear_forward(0, LinearRole::head, logits, TensorView(last_norm_.data, act_, {rows, C}), weights_.head(),
                    TensorView());
+    if (config_.logit_softcap > 0) backend_.logit_softcap(logits, config_.vocab_size, config_.logit_softcap);
     return logits;
 }
 

@@ -106,8 +106,12 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
     linear_forward(0, LinearRole::head, logits, activation(Activation::final_norm, 0, {N, C}), weights_.head(),
                    TensorView());
     const TensorView target_rows(targets.data, targets.dtype, {N});
-    backend_.classifier(activation(Activation::losses, 0, {N}), logits, target_rows, config_.vocab_size,
-                        compute_gradient, gradient_scale, status);
+    // The z-loss is part of the training objective only (forward_backward).
+    const float z_loss = compute_gradient ? z_loss_ : 0.f;
+    const TensorView z_losses = z_loss > 0 ? activation(Activation::z_losses, 0, {N}) : TensorView();
+    backend_.classifier(activation(Activation::losses, 0, {N}), z_losses, logits, target_rows,
+                        {config_.vocab_size, config_.logit_softcap, z_loss}, compute_gradient, gradient_scale,
+                        status);
 }
 
 TensorView GPT::forward(TensorView tokens, TensorView targets) {

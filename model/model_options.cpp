@@ -38,6 +38,9 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
                    "rms-norm-eps: must be a positive number");
     MIXGPT_REQUIRE(options.rope_theta == 0 || (std::isfinite(options.rope_theta) && options.rope_theta > 1),
                    "rope-theta: must be a number above 1");
+    MIXGPT_REQUIRE(
+        options.logit_softcap == 0 || (std::isfinite(options.logit_softcap) && options.logit_softcap > 0),
+        "logit-softcap: must be a positive finite number");
     MIXGPT_REQUIRE(options.tie_embeddings.empty() || options.tie_embeddings == "true" ||
                        options.tie_embeddings == "false",
                    "tie-embeddings: '" + options.tie_embeddings + "', expected true or false");
@@ -52,6 +55,7 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     if (options.rms_norm_eps > 0) config.norm_epsilon = static_cast<float>(options.rms_norm_eps);
     if (options.rope_theta > 0) config.rope_theta = static_cast<float>(options.rope_theta);
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
+    config.logit_softcap = static_cast<float>(options.logit_softcap);
     config.validate();
     return config;
 }
@@ -73,6 +77,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"rms_norm_eps", given(options.rms_norm_eps)},
         {"rope_theta", given(options.rope_theta)},
         {"tie_embeddings", options.tie_embeddings},
+        {"logit_softcap", given(options.logit_softcap)},
     };
 }
 

@@ -24,6 +24,7 @@ struct ModelOptions {
     double rms_norm_eps = 0;    // default 1e-5
     double rope_theta = 0;      // default 10000
     std::string tie_embeddings;  // "true" | "false"; default: tied
+    double logit_softcap = 0;    // every family: cap the logits at C tanh(z / C); 0: off (default)
 };
 
 // The configuration of a model with these options, the dataset's vocabulary and context T;

@@ -399,10 +399,12 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
 }
 
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
-                             int V, double gradient_scale, double loss_scale) {
-    F64Classifier result{F64Vector(index(N)), F64Vector(index(int64_t{N} * Vp))};
+                             int V, double gradient_scale, double loss_scale, double softcap, double z_loss) {
+    F64Classifier result{F64Vector(index(N)), F64Vector(index(N)), F64Vector(index(int64_t{N} * Vp)), logits};
     for (int64_t n = 0; n < N; ++n) {
-        const double* row = logits.data() + n * Vp;
+        double* row = result.capped.data() + n * Vp;
+        if (softcap > 0)
+            for (int j = 0; j < V; ++j) row[j] = softcap * std::tanh(row[j] / softcap);
         const int target = targets[index(n)];
         MIXGPT_REQUIRE(target >= 0 && target < V, "f64_classifier: target outside the vocabulary");
         const double max_logit = *std::max_element(row, row + V);
@@ -410,10 +412,12 @@ F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>
         for (int j = 0; j < V; ++j) sum += std::exp(row[j] - max_logit);
         const double lse = max_logit + std::log(sum);
         result.losses[index(n)] = lse - row[target];
+        result.z_losses[index(n)] = z_loss * lse * lse;
         for (int j = 0; j < V; ++j) {
             const double softmax = std::exp(row[j] - lse);
-            result.dlogits[index(n * Vp + j)] =
-                gradient_scale * loss_scale * (softmax - (j == target ? 1.0 : 0.0));
+            const double dcapped = (1.0 + 2.0 * z_loss * lse) * softmax - (j == target ? 1.0 : 0.0);
+            const double dcap_dz = softcap > 0 ? 1.0 - (row[j] / softcap) * (row[j] / softcap) : 1.0;
+            result.dlogits[index(n * Vp + j)] = gradient_scale * loss_scale * dcapped * dcap_dz;
         }
     }
     return result;

@@ -132,12 +132,18 @@ F64Vector f64_rope(const F64Vector& qkv, int B, int T, int head_dim, const Atten
 
 // ---- fused classifier over a padded vocabulary ----
 struct F64Classifier {
-    F64Vector losses;   // (N) logsumexp(logits[i, :V]) - logits[i, target]
-    F64Vector dlogits;  // (N,Vp) gradient_scale * loss_scale * (softmax - onehot); 0 in columns >= V
+    F64Vector losses;    // (N) logsumexp(c[i, :V]) - c[i, target], c the capped logits
+    F64Vector z_losses;  // (N) z_loss * logsumexp(c[i, :V])^2
+    // (N,Vp) gradient_scale * loss_scale * d(losses + z_losses)/dlogits; 0 in columns >= V
+    F64Vector dlogits;
+    F64Vector capped;  // (N,Vp) c = softcap * tanh(z / softcap) in columns < V (z without the cap)
 };
-// logits (N,Vp); targets (N) in [0, V).
+// logits (N,Vp); targets (N) in [0, V); softcap, z_loss as in kernels/ops.h's ClassifierParams
+// (0: off). The gradient is the chain rule written out: (1 + 2 z_loss lse) softmax - onehot,
+// times 1 - tanh^2 under the cap.
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
-                             int V, double gradient_scale, double loss_scale);
+                             int V, double gradient_scale, double loss_scale, double softcap = 0.0,
+                             double z_loss = 0.0);
 
 // ---- optimizer ----
 struct F64GradNorm {

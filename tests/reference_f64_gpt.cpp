@@ -86,7 +86,7 @@ F64Vector F64Gpt::losses(const std::vector<int32_t>& tokens, const std::vector<i
 }
 
 F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
-                                      int B, int T) const {
+                                      int B, int T, double z_loss) const {
     const int N = B * T, C = config_.n_embd, Vp = config_.padded_vocab_size(), hd = config_.head_dim();
     const int Q = static_cast<int>(config_.size_of(Dim::qkv)), M = static_cast<int>(config_.size_of(Dim::mlp_input));
     const int D = static_cast<int>(config_.size_of(Dim::mlp_hidden));
@@ -130,7 +130,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     const F64Vector final_norm = norm_forward(x, Role::final_norm_weight, -1, N).out;
     const F64Vector head = parameter(head_role);
     const F64Vector logits = f64_matmul_forward(final_norm, head, {}, N, C, Vp, false).out;  // (N, Vp)
-    F64Classifier classifier = f64_classifier(logits, targets, N, Vp, config_.vocab_size, 1.0 / N, 1.0);
+    F64Classifier classifier = f64_classifier(logits, targets, N, Vp, config_.vocab_size, 1.0 / N, 1.0,
+                                              config_.logit_softcap, z_loss);
 
     // Backward.
     F64Vector gradients(arena_.size(), 0.0);
@@ -168,7 +169,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     accumulate(gradients, Role::token_embedding, -1, dtokens);
     if (layout_.find(Role::position_embedding) != nullptr)
         accumulate(gradients, Role::position_embedding, -1, dpositions);
-    return {std::move(classifier.losses), std::move(gradients)};
+    return {std::move(classifier.losses), std::move(classifier.z_losses), std::move(gradients)};
 }
 
 }  // namespace mixgpt

@@ -4,9 +4,10 @@
 //          final LayerNorm, logits against wte, biases everywhere;
 //   llama  token embeddings, pre-RMSNorm blocks (RoPE and grouped-query attention, SwiGLU MLP),
 //          final RMSNorm, logits against the output head (or the tied embedding), no biases;
-// then the per-position losses. The model-level reference of tests that score whole sequences
-// (multiple-choice evaluation) and of the Llama family's parity tests, with the same semantics
-// as model/gpt.h's forward and forward_backward.
+// then the per-position losses, of the logits capped under config.logit_softcap; the training pass
+// also takes a z-loss weight (the objective gains z_loss * logsumexp^2 per position). The model-level
+// reference of tests that score whole sequences (multiple-choice evaluation) and of the Llama family's parity
+// tests, with the same semantics as model/gpt.h's forward and forward_backward.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +29,15 @@ public:
     F64Vector losses(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets) const;
 
     struct Pass {
-        F64Vector losses;     // (B*T)
-        F64Vector gradients;  // the arena's layout: d(mean loss over B*T) / d parameter
+        F64Vector losses;     // (B*T) the cross-entropy alone
+        F64Vector z_losses;   // (B*T) z_loss * logsumexp^2
+        F64Vector gradients;  // the arena's layout: d(mean of losses + z_losses over B*T) / d parameter
     };
     // A batch of B sequences of length T, tokens and targets (B, T): losses and the gradients of
-    // their mean, as GPT::forward_backward with gradient_scale 1 / (B*T) computes them.
+    // their mean, as GPT::forward_backward with gradient_scale 1 / (B*T) and GPT::set_z_loss(z_loss)
+    // computes them.
     Pass forward_backward(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets, int B,
-                          int T) const;
+                          int T, double z_loss = 0.0) const;
 
 private:
     // The tensor of `role` in block `layer` (-1: model-level), or an empty vector when the family

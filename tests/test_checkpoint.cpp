@@ -1,15 +1,18 @@
 // Checkpoint files: exact round trip, atomic write, refusal of truncated, corrupted and
 // mismatched files with a message naming the problem, and the run directory's bookkeeping.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/h5.h"
 #include "model/checkpoint.h"
 #include "model/checkpoint_header.h"
 #include "model/parameters.h"
@@ -145,6 +148,40 @@ TEST_F(CheckpointTest, MismatchedShapeOrTokenizerNamesTheField) {
     const std::string message =
         error_of([&] { require_compatible(checkpoint, "c.h5", checkpoint.config, std::string(64, 'b')); });
     EXPECT_NE(message.find("tokenizer_sha256"), std::string::npos) << message;
+}
+
+// The logit soft-cap is part of the model: written, read back, refused when the run's differs
+// (naming --logit-softcap, one line); a checkpoint from before the option (no attribute) reads as off.
+TEST_F(CheckpointTest, LogitSoftcapRoundTripsAndMismatchesAreRefused) {
+    Checkpoint capped = make_checkpoint(5);
+    capped.config.logit_softcap = 15.f;
+    write_checkpoint(path("capped.h5"), capped);
+    const Checkpoint read = read_checkpoint(path("capped.h5"));
+    EXPECT_EQ(read.config.logit_softcap, 15.f);
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", capped.config, capped.tokenizer_sha256));
+    GPTConfig off = capped.config;
+    off.logit_softcap = 0.f;
+    const std::string message =
+        error_of([&] { require_compatible(read, "c.h5", off, capped.tokenizer_sha256); });
+    EXPECT_EQ(message,
+              "c.h5: refusing checkpoint: logit_softcap is 15 there, off in this run (--logit-softcap)");
+
+    {
+        const h5::File file = h5::File::open_write(path("capped.h5"));
+        ASSERT_GE(H5Adelete(file.id(), "logit_softcap"), 0);
+    }
+    // The header's size and checksum, of the payload as it is now (as before the option existed).
+    std::ifstream in(path("capped.h5"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CheckpointHeader header;
+    header.version = kCheckpointFormatVersion;
+    header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
+    header.payload_crc32 =
+        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
+                                    static_cast<uInt>(header.payload_bytes)));
+    bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
+    std::ofstream(path("capped.h5"), std::ios::binary | std::ios::trunc) << bytes;
+    EXPECT_EQ(read_checkpoint(path("capped.h5")).config.logit_softcap, 0.f);
 }
 
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {

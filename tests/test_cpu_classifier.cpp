@@ -29,7 +29,7 @@ TEST_P(CpuClassifier, LossesWithoutGradientLeaveLogitsAlone) {
     HostTensor logits(values, act(), {N, Vp});
     const std::vector<double> before = logits.values();
     HostTensor losses(DType::f32, {N});
-    backend->classifier(losses.view(), logits.view(), targets.view(), V, false, 1.f, nullptr);
+    backend->classifier(losses.view(), TensorView(), logits.view(), targets.view(), {V}, false, 1.f, nullptr);
     const F64Classifier ref = f64_classifier(before, targets.values(), N, Vp, V, 1.0, 1.0);
     EXPECT_LE(relative_norm_error(losses.values(), ref.losses), test::kFp32Tolerance);
     EXPECT_EQ(logits.values(), before);
@@ -42,7 +42,8 @@ TEST_P(CpuClassifier, GradientsAreScaledAndZeroInPaddedColumns) {
     StepStatus status;
     status.loss_scale = 1024.f;
     const float gradient_scale = 1.f / N;
-    backend->classifier(losses.view(), logits.view(), targets.view(), V, true, gradient_scale, &status);
+    backend->classifier(losses.view(), TensorView(), logits.view(), targets.view(), {V}, true, gradient_scale,
+                        &status);
     const F64Classifier ref = f64_classifier(inputs, targets.values(), N, Vp, V, gradient_scale, 1024.0);
     EXPECT_LE(relative_norm_error(losses.values(), ref.losses), test::kFp32Tolerance);
     const std::vector<double> gradients = logits.values();
@@ -55,9 +56,9 @@ TEST_P(CpuClassifier, RejectsTargetsOutsideTheRealVocabulary) {
     HostTensor logits(values, act(), {N, Vp});
     HostTensor losses(DType::f32, {N});
     const IntTensor padded_target({0, 1, 2, 3, 4, V}, {N});
-    EXPECT_THROW(
-        backend->classifier(losses.view(), logits.view(), padded_target.view(), V, false, 1.f, nullptr),
-        Error);
+    EXPECT_THROW(backend->classifier(losses.view(), TensorView(), logits.view(), padded_target.view(), {V},
+                                     false, 1.f, nullptr),
+                 Error);
 }
 
 TEST_P(CpuClassifier, RejectsFloatTargets) {
@@ -65,7 +66,8 @@ TEST_P(CpuClassifier, RejectsFloatTargets) {
     HostTensor losses(DType::f32, {N});
     const HostTensor float_targets(std::vector<double>(N, 1.0), DType::f32, {N});
     const std::string message = test::error_of([&] {
-        backend->classifier(losses.view(), logits.view(), float_targets.view(), V, false, 1.f, nullptr);
+        backend->classifier(losses.view(), TensorView(), logits.view(), float_targets.view(), {V}, false, 1.f,
+                            nullptr);
     });
     EXPECT_NE(message.find("classifier: targets is (6) fp32, expected (6) int32"), std::string::npos)
         << message;
@@ -84,7 +86,7 @@ TEST(CpuClassifierFp16, LargeLossScaleOverflowsToInfinity) {
     const IntTensor target({1}, {1});
     StepStatus status;
     status.loss_scale = 1048576.f;
-    backend->classifier(losses.view(), logits.view(), target.view(), 2, true, 1.f, &status);
+    backend->classifier(losses.view(), TensorView(), logits.view(), target.view(), {2}, true, 1.f, &status);
     EXPECT_TRUE(std::isinf(logits.values()[0]));
 }
 
@@ -105,7 +107,8 @@ TEST(CpuClassifierGpt2Vocabulary, LossesWithin4UlpsOfFloat64) {
     HostTensor logits(values, DType::f32, {N, Vp});
     const F64Classifier ref = f64_classifier(logits.values(), targets, N, Vp, V, 1.0, 1.0);
     HostTensor losses(DType::f32, {N});
-    backend->classifier(losses.view(), logits.view(), IntTensor(targets, {N}).view(), V, false, 1.f, nullptr);
+    backend->classifier(losses.view(), TensorView(), logits.view(), IntTensor(targets, {N}).view(), {V},
+                        false, 1.f, nullptr);
     const std::vector<double> got = losses.values();
     for (int i = 0; i < N; ++i) {
         const auto expected = static_cast<float>(ref.losses[static_cast<size_t>(i)]);

@@ -215,6 +215,23 @@ TEST(GradcheckF64, ClassifierWithPaddedVocabulary) {
                     logits, "dlogits");
 }
 
+TEST(GradcheckF64, ClassifierWithSoftcapAndZLoss) {
+    const int N = 3, V = 6, Vp = 8;
+    const double gradient_scale = 0.25, loss_scale = 8.0, softcap = 3.0, z_loss = 0.1;
+    const F64Vector logits = test::random_normal(N * Vp, 61, 4.0);
+    const std::vector<int32_t> targets = {5, 0, 2};
+    auto loss = [&](const F64Vector& x) {
+        const F64Classifier c = f64_classifier(x, targets, N, Vp, V, 1.0, 1.0, softcap, z_loss);
+        double sum = 0.0;
+        for (int i = 0; i < N; ++i)
+            sum += c.losses[static_cast<size_t>(i)] + c.z_losses[static_cast<size_t>(i)];
+        return gradient_scale * loss_scale * sum;
+    };
+    expect_gradient(
+        f64_classifier(logits, targets, N, Vp, V, gradient_scale, loss_scale, softcap, z_loss).dlogits, loss,
+        logits, "dlogits");
+}
+
 // The reference's own forward definitions, against values computed by hand.
 TEST(ReferenceF64, ForwardDefinitions) {
     // LayerNorm of (1, 2, 3): mean 2, variance 2/3.
@@ -228,6 +245,10 @@ TEST(ReferenceF64, ForwardDefinitions) {
     // Uniform logits over V: loss log V whatever Vp holds.
     const F64Classifier uniform = f64_classifier({0, 0, 0, 0, 99, 99, 99, 99}, {1}, 1, 8, 4, 1.0, 1.0);
     EXPECT_DOUBLE_EQ(uniform.losses[0], std::log(4.0));
+    // Capped at 2: 30 becomes 2 tanh(15); z-loss 0.5 of uniform logits: 0.5 (log 4)^2.
+    EXPECT_DOUBLE_EQ(f64_classifier({30, 0}, {0}, 1, 2, 2, 1.0, 1.0, 2.0).capped[0], 2.0 * std::tanh(15.0));
+    EXPECT_DOUBLE_EQ(f64_classifier({0, 0, 0, 0}, {1}, 1, 4, 4, 1.0, 1.0, 0.0, 0.5).z_losses[0],
+                     0.5 * std::log(4.0) * std::log(4.0));
     EXPECT_DOUBLE_EQ(f64_gelu(0.0), 0.0);
     // RMSNorm of (3, 4): mean square 12.5.
     const F64RmsNormForward rms = f64_rmsnorm_forward({3, 4}, {1, 2}, 1, 2, 0.5);

@@ -33,12 +33,18 @@ std::vector<int32_t> tokens_for(const GPTConfig& config, int64_t count, uint32_t
 
 class ModelPrecisions : public ::testing::TestWithParam<Precision> {};
 
-// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head).
-std::vector<GPTConfig> family_configs() { return {test::tiny_config(), test::tiny_llama_config()}; }
+// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); and
+// GPT-2 with its logits soft-capped at 2 (the classifier's in-place capped logits, and
+// forward_cached's logit_softcap op, are what the full forward and cached decoding compare).
+std::vector<GPTConfig> family_configs() {
+    GPTConfig capped = test::tiny_config();
+    capped.logit_softcap = 2.f;
+    return {test::tiny_config(), test::tiny_llama_config(), capped};
+}
 
 TEST_P(ModelPrecisions, RecomputePoliciesGiveBitIdenticalGradients) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(arch_name(config.arch));
+        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
         const auto tokens = tokens_for(config, kBatch * kLength, 1),
                    targets = tokens_for(config, kBatch * kLength, 2);
         ModelRun none = make_run(GetParam(), Recompute::none, config);
@@ -74,7 +80,7 @@ std::vector<double> rows_at(const std::vector<float>& logits, int position, int6
 // the key/value heads only ((B, maxT, Hkv hd) per layer).
 TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(arch_name(config.arch));
+        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
         ModelRun run = make_run(GetParam(), Recompute::none, config);
         const int64_t Vp = config.padded_vocab_size();
         const auto tokens = tokens_for(config, kBatch * kLength, 3);

@@ -75,6 +75,7 @@ void MetricsWriter::write(const TrainMetrics& metrics) {
                                    {"tokens_per_second", metrics.tokens_per_second},
                                    {"ms_per_step", metrics.ms_per_step},
                                    {"memory_bytes", metrics.memory_bytes}};
+    if (metrics.z_loss >= 0) line["z_loss"] = metrics.z_loss;
     if (metrics.fp8) {
         line["fp8_saturated"] = {{"inputs", metrics.fp8_saturated.inputs},
                                  {"weights", metrics.fp8_saturated.weights},

@@ -5,6 +5,8 @@
 //    "memory_bytes":123456}
 //   {"type":"eval","step":100,"val_loss":3.2,"val_perplexity":24.5,"val_tokens":65536}
 //   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
+//   (train lines of a run with --z-loss also "z_loss":0.0012: the mean z-loss term, which "loss"
+//    leaves out)
 //   (train lines of an fp8 run also "fp8_saturated":{"inputs":0,"weights":0,"gradients":3}: the
 //    elements the FP8 conversion clipped during the step, per tensor class, model/fp8_linears.h)
 //   {"type":"task_eval","step":100,"task":"hellaswag","data":"hellaswag_val.jsonl","examples":10042,
@@ -30,6 +32,7 @@ class TensorBoardMetrics;
 struct TrainMetrics {
     int64_t step = 0;  // optimizer steps completed, this one included
     double loss = 0, learning_rate = 0, grad_norm = 0, loss_scale = 1;
+    double z_loss = -1;  // the step's mean z-loss term (--z-loss); < 0: off, not written
     bool skipped = false;
     int64_t skipped_total = 0;
     int64_t tokens = 0;  // tokens consumed since the start of training

@@ -113,6 +113,8 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(std::isfinite(options.weight_decay) && options.weight_decay >= 0,
                    "weight-decay: must not be negative");
     MIXGPT_REQUIRE(std::isfinite(options.grad_clip), "grad-clip: must be a number");
+    MIXGPT_REQUIRE(std::isfinite(options.z_loss) && options.z_loss >= 0,
+                   "z-loss: must be a finite number >= 0 (0: off)");
     MIXGPT_REQUIRE(!options.stochastic_rounding || options.precision == Precision::bf16,
                    "stochastic-rounding: applies to bf16 runs only");
     require_positive(options.bucket_mb, "bucket-mb");
@@ -145,6 +147,7 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     plan.adamw.weight_decay = static_cast<float>(options.weight_decay);
     plan.adamw.max_grad_norm = static_cast<float>(options.grad_clip);
     plan.adamw.stochastic_rounding = options.stochastic_rounding;
+    plan.z_loss = static_cast<float>(options.z_loss);
 
     if (options.optimizer == OptimizerKind::muon) plan.muon = plan_muon(options);
 
@@ -243,6 +246,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"epsilon", number(options.epsilon)},
         {"weight_decay", number(options.weight_decay)},
         {"grad_clip", number(options.grad_clip)},
+        {"z_loss", number(options.z_loss)},
         {"stochastic_rounding", options.stochastic_rounding ? "true" : "false"},
         {"precision", precision_name(options.precision)},
         {"recompute", recompute_name(options.recompute)},

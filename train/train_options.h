@@ -48,6 +48,7 @@ struct TrainOptions {
     double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weight_decay = 0.1;
     double grad_clip = 1.0;            // max global gradient norm; <= 0: no clipping
     bool stochastic_rounding = false;  // bf16 working copy only
+    double z_loss = 0;                 // the objective gains z_loss * logsumexp(logits)^2 per token; 0: off
 
     // optimizer: AdamW for everything, or Muon for the blocks' matrices and AdamW for the rest
     // (train/parameter_groups.h; train/README.md, "Optimizers")
@@ -116,6 +117,7 @@ struct TrainPlan {
     AdamWHyper adamw;              // learning_rate and seed are set per step
     std::optional<MuonPlan> muon;  // --optimizer muon
     LossScalePolicy loss_scale;
+    float z_loss = 0.f;  // the z-loss weight (GPT::set_z_loss)
 };
 
 // Validates every option (throws Error naming the option) and derives the plan.

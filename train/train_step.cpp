@@ -97,8 +97,10 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     status_ = backend_.allocate(sizeof(StepStatus));
     write_status(initial_status);
     const size_t tokens = static_cast<size_t>(model.batch_size()) * static_cast<size_t>(model.seq_len());
-    step_losses_ = backend_.allocate(static_cast<size_t>(accumulation_steps) * tokens * sizeof(float));
-    host_losses_.resize(static_cast<size_t>(accumulation_steps) * tokens);
+    const size_t kinds = model.z_loss() > 0 ? 2 : 1;  // the losses, and the z-loss terms
+    step_losses_ =
+        backend_.allocate(kinds * static_cast<size_t>(accumulation_steps) * tokens * sizeof(float));
+    host_losses_.resize(kinds * static_cast<size_t>(accumulation_steps) * tokens);
     batches_.reserve(static_cast<size_t>(accumulation_steps));
     for (int i = 0; i < accumulation_steps; ++i)
         batches_.emplace_back(backend_, model.batch_size(), model.seq_len());
@@ -126,6 +128,9 @@ void TrainStep::micro_step(const int32_t* windows) {
     char* slot =
         static_cast<char*>(step_losses_.data()) + static_cast<size_t>(next_micro_step_) * losses.bytes();
     backend_.copy_within(slot, losses.data, losses.bytes());
+    if (model_.z_loss() > 0)
+        backend_.copy_within(slot + host_losses_.size() / 2 * sizeof(float), model_.z_losses().data,
+                             losses.bytes());
     ++next_micro_step_;
 }
 
@@ -266,10 +271,12 @@ StepResult TrainStep::result() {
     StepResult result;
     communicator_.wait();
     backend_.copy_to_host(host_losses_.data(), step_losses_.data(), host_losses_.size() * sizeof(float));
-    double sum = 0;
-    for (float loss : host_losses_) sum += loss;
-    communicator_.all_reduce_sum_host(&sum, 1);
-    result.loss = sum / (static_cast<double>(host_losses_.size()) * communicator_.world_size());
+    const size_t count = host_losses_.size() / (model_.z_loss() > 0 ? 2 : 1);  // k * B * T
+    double sums[2] = {0, 0};                                                   // losses, z-loss terms
+    for (size_t i = 0; i < host_losses_.size(); ++i) sums[i / count] += host_losses_[i];
+    communicator_.all_reduce_sum_host(sums, 2);
+    result.loss = sums[0] / (static_cast<double>(count) * communicator_.world_size());
+    result.z_loss = sums[1] / (static_cast<double>(count) * communicator_.world_size());
     result.status = read_status();
     return result;
 }

@@ -67,7 +67,8 @@ struct OptimizerMoments {
 };
 
 struct StepResult {
-    double loss = 0;    // mean loss over every rank's tokens of the step
+    double loss = 0;    // mean loss over every rank's tokens of the step (the cross-entropy alone)
+    double z_loss = 0;  // mean z-loss term over the same tokens (GPT::set_z_loss; 0 when off)
     StepStatus status;  // after the step
 };
 
@@ -145,9 +146,10 @@ private:
     Buffer shard_gradients_;           // ZeRO-1: (kept_elements_) f32, the mean gradients of the pieces
     Buffer shard_working_;             // ZeRO-1 in bf16/fp16: (kept_elements_) act, the pieces' working copy
     Buffer status_;                    // the StepStatus, in backend memory
-    Buffer step_losses_;               // (k, B, T) f32, backend memory
+    Buffer step_losses_;               // (k, B, T) f32, backend memory; (2, k, B, T) under a z-loss:
+                                       // the losses, then the z-loss terms
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
-    std::vector<float> host_losses_;   // (k, B, T)
+    std::vector<float> host_losses_;   // as step_losses_
     int next_micro_step_ = 0;
 
     std::optional<MuonPlan> muon_;

@@ -159,7 +159,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     model_ =
         std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
                               TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
-
+    model_->set_z_loss(plan_.z_loss);
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.data_seed.value_or(options.seed);
     loader_options.verify_data = options.verify_data;
@@ -525,7 +525,6 @@ TrainMetrics Trainer::run_step() {
     train_step_->finish(hyper, unit_schedule.learning_rate(step_));
     const StepResult result = train_step_->result();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
     TrainMetrics metrics;
     const float scale_used = status_.loss_scale;
     status_ = result.status;
@@ -533,6 +532,7 @@ TrainMetrics Trainer::run_step() {
     tokens_seen_ += plan_.tokens_per_step;
     metrics.step = step_;
     metrics.loss = result.loss;
+    metrics.z_loss = plan_.z_loss > 0 ? result.z_loss : -1;
     metrics.learning_rate = hyper.learning_rate;
     metrics.grad_norm = std::sqrt(static_cast<double>(status_.grad_norm_squared)) / scale_used;
     metrics.loss_scale = scale_used;

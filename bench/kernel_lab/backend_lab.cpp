@@ -184,8 +184,27 @@ std::vector<OpSpec> op_specs() {
                            static_cast<long long>(s.padded_vocabulary));
          },
          [](Backend& b, const V& t, const Sizes& s) {
-             b.classifier(t[0], t[1], t[2], s.vocabulary, true, 1.f / static_cast<float>(s.logit_rows),
-                          nullptr);
+             b.classifier(t[0], TensorView(), t[1], t[2], {s.vocabulary}, true,
+                          1.f / static_cast<float>(s.logit_rows), nullptr);
+         }});
+    // The same with nanochat's soft-cap of 15 and a z-loss of 1e-4 (issue 38): the tanh of every
+    // logit in both passes and one more f32 output per row.
+    specs.push_back(
+        {"classifier (with gradient, softcap 15, z-loss)",
+         [](const Sizes& s) {
+             return std::vector<TensorSpec>{
+                 {"losses", Storage::f32, {s.logit_rows}, Access::write},
+                 {"z_losses", Storage::f32, {s.logit_rows}, Access::write},
+                 {"logits", Storage::act, {s.logit_rows, s.padded_vocabulary}, Access::read_write, 20.f},
+                 {"targets", Storage::indices, {s.logit_rows}, Access::read, 0.f, 0.f, s.vocabulary}};
+         },
+         [](const Sizes& s) {
+             return format("N=%lld V=%d Vp=%lld", static_cast<long long>(s.logit_rows), s.vocabulary,
+                           static_cast<long long>(s.padded_vocabulary));
+         },
+         [](Backend& b, const V& t, const Sizes& s) {
+             b.classifier(t[0], t[1], t[2], t[3], {s.vocabulary, 15.f, 1e-4f}, true,
+                          1.f / static_cast<float>(s.logit_rows), nullptr);
          }});
     const auto parameters_shape = [](const Sizes& s) {
         return format("n=%lld", static_cast<long long>(s.parameters));

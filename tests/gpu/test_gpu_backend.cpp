@@ -123,7 +123,7 @@ TEST_F(GpuBackend, BadArgumentsAreRefusedWithTheOpNamed) {
         "attention_forward: out");
     expect_error([&] { gpu->grad_norm_squared(nullptr, fp32x); }, "grad_norm_squared: status");
     // Index tensors must be DType::i32: 4-byte float elements are refused.
-    expect_error([&] { gpu->classifier(stats, x, stats, 8, false, 1.f, nullptr); },
+    expect_error([&] { gpu->classifier(stats, TensorView(), x, stats, {8}, false, 1.f, nullptr); },
                  "classifier: targets is (4) fp32, expected 4 int32 indices");
     expect_error(
         [&] {

@@ -28,10 +28,17 @@ struct ModelRun {
     StepStatus* status() const { return status_memory.as<StepStatus>(); }
 };
 
-ModelRun make_run(const std::string& device, Precision precision, Recompute recompute = Recompute::none) {
+// The tiny GPT-2 with its logits soft-capped at 2 (issue 38): the cap bends its logits.
+GPTConfig capped_config() {
+    GPTConfig config = test::tiny_config();
+    config.logit_softcap = 2.f;
+    return config;
+}
+
+ModelRun make_run(const std::string& device, Precision precision, Recompute recompute = Recompute::none,
+                  const GPTConfig& config = test::tiny_config()) {
     ModelRun run;
     run.backend = make_backend({device, 0, precision, 0});
-    const GPTConfig config = test::tiny_config();
     run.model = std::make_unique<GPT>(*run.backend, config, kBatch, kLength, recompute);
     const std::vector<float> values =
         test::spread_parameters(run.model->layout(), gpu_test::run_seed());
@@ -78,6 +85,29 @@ TEST_P(GpuModel, ForwardAndBackwardMatchTheCpu) {
                                  precision, "losses");
     gpu_test::expect_matches_cpu(widen(gpu.gradients), widen(cpu.gradients), widen(reference.gradients),
                                  DType::f32, precision, "gradients");
+}
+
+// With the logit soft-cap and the z-loss (weight 0.05, large enough to move the gradients).
+TEST_P(GpuModel, SoftcapAndZLossMatchTheCpu) {
+    const Precision precision = GetParam();
+    const Batch batch = random_batch(gpu_test::run_seed());
+    ModelRun reference_run = make_run("cpu", Precision::fp32, Recompute::none, capped_config());
+    ModelRun cpu_run = make_run("cpu", precision, Recompute::none, capped_config());
+    ModelRun gpu_run = make_run("cuda", precision, Recompute::none, capped_config());
+    const auto pass = [&](ModelRun& run) {
+        run.model->set_z_loss(0.05f);
+        return test::training_pass(*run.model, batch.tokens, batch.targets, kBatch, kLength, run.status());
+    };
+    const test::PassResult reference = pass(reference_run), cpu = pass(cpu_run), gpu = pass(gpu_run);
+    gpu_test::expect_matches_cpu(widen(gpu.losses), widen(cpu.losses), widen(reference.losses), DType::f32,
+                                 precision, "capped losses");
+    gpu_test::expect_matches_cpu(widen(gpu.gradients), widen(cpu.gradients), widen(reference.gradients),
+                                 DType::f32, precision, "gradients with soft-cap and z-loss");
+    const auto z_terms = [](ModelRun& run) {
+        return gpu_test::read_values(*run.backend, run.model->z_losses());
+    };
+    gpu_test::expect_matches_cpu(z_terms(gpu_run), z_terms(cpu_run), z_terms(reference_run), DType::f32,
+                                 precision, "z-loss terms");
 }
 
 // Recomputed activations are bit-identical to the stored ones (model/README.md), so the gradients
@@ -143,11 +173,15 @@ INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuModel,
                                            Precision::fp16),
                          gpu_test::precision_test_name);
 
-// fp32: the logits of one-position-at-a-time decoding equal the full forward's to 1e-5.
-TEST(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
+// fp32: the logits of one-position-at-a-time decoding equal the full forward's to 1e-5, plain and
+// soft-capped (the classifier's capped logits against the logit_softcap op's).
+class GpuModelDecoding : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
     MIXGPT_GPU_OR_SKIP();
     SCOPED_TRACE(gpu_test::seed_note());
-    ModelRun run = make_run("cuda", Precision::fp32);
+    ModelRun run = make_run("cuda", Precision::fp32, Recompute::none,
+                            GetParam() ? capped_config() : test::tiny_config());
     Backend& backend = *run.backend;
     const int64_t Vp = test::tiny_config().padded_vocab_size();
     const Batch batch = random_batch(gpu_test::run_seed());
@@ -174,6 +208,11 @@ TEST(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
         EXPECT_LE(relative_norm_error(got, expected), 1e-5) << "position " << position;
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(GpuSoftcap, GpuModelDecoding, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                             return info.param ? "capped" : "plain";
+                         });
 
 }  // namespace
 }  // namespace mixgpt

@@ -2,6 +2,10 @@
 
 #include <random>
 
+#include <gtest/gtest.h>
+
+#include "tests/reference_f64.h"
+
 namespace mixgpt::test {
 
 GPTConfig tiny_config() {
@@ -66,6 +70,21 @@ PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const s
     backend.copy_to_host(result.gradients.data(), model.gradients().data,
                          result.gradients.size() * sizeof(float));
     return result;
+}
+
+std::vector<std::pair<std::string, double>> gradient_errors_per_tensor(const ParameterLayout& layout,
+                                                                       const std::vector<float>& gradients,
+                                                                       const std::vector<double>& reference) {
+    std::vector<std::pair<std::string, double>> errors;
+    for (const ParameterView& view : layout.views()) {
+        const int64_t count = view.numel / view.shape[0] * view.real_rows;
+        const std::vector<double> got(gradients.begin() + view.offset, gradients.begin() + view.offset + count);
+        const std::vector<double> want(reference.begin() + view.offset, reference.begin() + view.offset + count);
+        errors.emplace_back(view.name, relative_norm_error(got, want));
+        for (int64_t i = count; i < view.numel; ++i)
+            EXPECT_EQ(gradients[static_cast<size_t>(view.offset + i)], 0.f) << view.name << " padding";
+    }
+    return errors;
 }
 
 }  // namespace mixgpt::test

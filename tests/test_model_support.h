@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -29,5 +31,12 @@ struct PassResult {
 // (b, t), and reads losses and gradients back.
 PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
                          int64_t b, int64_t t, const StepStatus* status = nullptr);
+
+// Each parameter tensor's relative norm error (tests/reference_f64.h) of `gradients` against a
+// float64 `reference` of the whole layout (n), over the tensor's real rows, in layout order; the
+// vocabulary padding rows of `gradients` are expected (EXPECT) to be zero.
+std::vector<std::pair<std::string, double>> gradient_errors_per_tensor(const ParameterLayout& layout,
+                                                                       const std::vector<float>& gradients,
+                                                                       const std::vector<double>& reference);
 
 }  // namespace mixgpt::test

@@ -71,16 +71,8 @@ Errors measure(Arch arch, Precision precision, float softcap, float z_loss) {
     }
     errors.gradients = relative_norm_error(
         std::vector<double>(result.gradients.begin(), result.gradients.end()), reference.gradients);
-    for (const ParameterView& view : layout.views()) {
-        const int64_t count = view.numel / view.shape[0] * view.real_rows;
-        const std::vector<double> got(result.gradients.begin() + view.offset,
-                                      result.gradients.begin() + view.offset + count);
-        const std::vector<double> want(reference.gradients.begin() + view.offset,
-                                       reference.gradients.begin() + view.offset + count);
-        errors.worst_tensor = std::max(errors.worst_tensor, relative_norm_error(got, want));
-        for (int64_t i = count; i < view.numel; ++i)
-            EXPECT_EQ(result.gradients[static_cast<size_t>(view.offset + i)], 0.f) << view.name << " padding";
-    }
+    for (const auto& [name, error] : test::gradient_errors_per_tensor(layout, result.gradients, reference.gradients))
+        errors.worst_tensor = std::max(errors.worst_tensor, error);
     const F64Gpt plain(family_config(arch, 0.f), values);
     errors.cap_effect = relative_norm_error(
         plain.forward_backward(tokens, targets, kBatch, kLength).gradients, reference.gradients);

@@ -159,11 +159,11 @@ Check validate_product(const LabContext& context, Device& device, Variant varian
 
     const Buffer a = device.upload(a_bytes.data(), a_bytes.size(), context.stream);
     const Buffer b = device.upload(b_bytes.data(), b_bytes.size(), context.stream);
-    const float scales_host[2] = {a_scale, b_scale};
+    const float scales_host[5] = {a_scale, 0.f, 0.f, 0.f, b_scale};  // 16 bytes apart, as cuBLASLt needs
     const Buffer scales = device.upload(scales_host, sizeof scales_host, context.stream);
     const Buffer out = device.allocator.allocate(out_count * 2);
     run_product(device, variant, s, a.data(), b.data(), out.data(), scales.as<float>(),
-                scales.as<float>() + 1);
+                scales.as<float>() + 4);
     std::vector<unsigned char> gpu_bytes(out_count * 2);
     CUDA_CHECK(cudaStreamSynchronize(context.stream));
     CUDA_CHECK(cudaMemcpy(gpu_bytes.data(), out.data(), gpu_bytes.size(), cudaMemcpyDeviceToHost));

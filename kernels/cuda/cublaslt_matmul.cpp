@@ -266,6 +266,10 @@ void check_fp8_gemm(const Fp8Gemm& g) {
                                 static_cast<const void*>(g.out), g.bias})
         MIXGPT_REQUIRE(pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0,
                        where + "a, b, out and bias must be 16-byte aligned (cuBLASLt FP8)");
+    for (const float* scale : {g.a_scale_inverse, g.b_scale_inverse})
+        MIXGPT_REQUIRE(reinterpret_cast<uintptr_t>(scale) % 16 == 0,
+                       where + "both scale inverses must be 16-byte aligned (cuBLASLt FP8 refuses the product "
+                               "at cublasLtMatmul otherwise, seen on an H200)");
 }
 
 }  // namespace

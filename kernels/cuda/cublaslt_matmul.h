@@ -114,10 +114,10 @@ private:
 struct Fp8Gemm {
     const uint8_t* a = nullptr;  // (M,K)
     Fp8Format a_format = Fp8Format::e4m3;
-    const float* a_scale_inverse = nullptr;  // device, one float
+    const float* a_scale_inverse = nullptr;  // device, one float, 16-byte aligned
     const uint8_t* b = nullptr;              // (N,K)
     Fp8Format b_format = Fp8Format::e4m3;
-    const float* b_scale_inverse = nullptr;  // device, one float
+    const float* b_scale_inverse = nullptr;  // device, one float, 16-byte aligned
     void* out = nullptr;                     // (M,N)
     DType out_dtype = DType::bf16;
     const void* bias = nullptr;  // (N): bf16 for bf16 and fp32 out, fp16 for fp16 out; or null
@@ -129,7 +129,7 @@ struct Fp8Gemm {
 // LtMatmulRunner::run (its fallbacks: fp32 output with the bias added by a kernel, operands
 // widened to bf16). Throws Error, before cuBLASLt sees it, when the product breaks one of
 // cuBLASLt's FP8 rules (a type combination outside its table, K or N·sizeof(out) not a multiple
-// of 16 bytes, a pointer not 16-byte aligned: the rule named), and when cuBLASLt has no
+// of 16 bytes, a pointer or a scale inverse not 16-byte aligned: the rule named), and when cuBLASLt has no
 // algorithm for it on any route.
 void run_fp8_gemm(LtMatmulRunner& runner, const Fp8Gemm& gemm);
 

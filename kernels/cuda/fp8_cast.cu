@@ -96,6 +96,8 @@ __global__ void __launch_bounds__(kThreads) fp8_quantize_kernel(Fp8QuantizeParam
     const bool rows_aligned = p.cols % 2 == 0 && reinterpret_cast<uintptr_t>(p.codes) % 2 == 0;
     const bool columns_aligned = p.rows % 2 == 0 && reinterpret_cast<uintptr_t>(p.codes_transposed) % 2 == 0;
     const int lane = static_cast<int>(threadIdx.x), warp = static_cast<int>(threadIdx.y);
+    if (p.gemm_scale_inverse != nullptr && blockIdx.x == 0 && lane == 0 && warp == 0)
+        *p.gemm_scale_inverse = *p.scale_inverse;
     float amax = 0.f;
     unsigned saturated = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -171,6 +173,10 @@ void fp8_quantize(const Fp8QuantizeParams& p, cudaStream_t stream) {
     if (p.rows == 0 || p.cols == 0) return;
     MIXGPT_REQUIRE(p.in != nullptr && p.codes != nullptr && p.scale != nullptr,
                    "cuda fp8_quantize: in, codes and scale must be device pointers, not null");
+    MIXGPT_REQUIRE((p.scale_inverse == nullptr) == (p.gemm_scale_inverse == nullptr),
+                   "cuda fp8_quantize: scale_inverse and gemm_scale_inverse go together");
+    MIXGPT_REQUIRE(reinterpret_cast<uintptr_t>(p.gemm_scale_inverse) % 16 == 0,
+                   "cuda fp8_quantize: gemm_scale_inverse must be 16-byte aligned (cuBLASLt's FP8 scales)");
     dispatch_dtype(p.in_dtype, [&](auto tag) { launch_quantize<decltype(tag)>(p, stream); });
 }
 

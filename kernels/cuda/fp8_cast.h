@@ -26,6 +26,11 @@ struct Fp8QuantizeParams {
     uint8_t* codes_transposed = nullptr;      // (cols, rows), or null for none
     float* amax = nullptr;                    // device, or null: *amax = max(*amax, amax of in)
     unsigned long long* saturated = nullptr;  // device, or null: += elements that saturated
+    // The scale inverse the FP8 product of these codes reads, copied from `scale_inverse` (the
+    // scaling state's, 4 bytes from its neighbours) to `gemm_scale_inverse`, 16-byte aligned:
+    // cuBLASLt refuses FP8 scale pointers that are not (kernels/cuda/README.md). Both or neither.
+    const float* scale_inverse = nullptr;  // device, one float
+    float* gemm_scale_inverse = nullptr;   // device, one float, 16-byte aligned
 };
 
 // Enqueues the quantization on `stream`. amax (NaN ignored, as fmaxf does) and the saturation

@@ -28,14 +28,23 @@ Fp8ScalingDevice device_state(const Fp8TensorScaling& s, const char* op) {
 
 size_t round_up_16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// x (rows, cols) quantized with slot s into scratch: returns the codes K-contiguous, (rows, cols),
-// or (cols, rows) when `transpose`.
-const uint8_t* quantize(const TensorView& x, const Fp8TensorScaling& s, bool transpose, ScratchSpace& scratch,
-                        ScratchSlot slot, cudaStream_t stream, const char* op) {
+// One operand of an FP8 product, in scratch: its codes K-contiguous and its scale inverse in a
+// 16-byte aligned slot after them (fp8_quantize copies it there; cuBLASLt refuses the state's own,
+// which sit 4 bytes apart).
+struct QuantizedOperand {
+    const uint8_t* codes;
+    const float* scale_inverse;
+};
+
+// x (rows, cols) quantized with slot s into scratch: the codes (rows, cols), or (cols, rows) when
+// `transpose`.
+QuantizedOperand quantize(const TensorView& x, const Fp8TensorScaling& s, bool transpose, ScratchSpace& scratch,
+                          ScratchSlot slot, cudaStream_t stream, const char* op) {
     const Fp8ScalingDevice state = device_state(s, op);
     const int64_t rows = x.dim(0), cols = x.dim(1);
-    const size_t count = static_cast<size_t>(rows * cols);
-    auto* codes = static_cast<uint8_t*>(scratch.get(slot, round_up_16(count) * (transpose ? 2 : 1)));
+    const size_t codes_bytes = round_up_16(static_cast<size_t>(rows * cols));
+    const size_t layouts = transpose ? 2 : 1;
+    auto* region = static_cast<uint8_t*>(scratch.get(slot, codes_bytes * layouts + 16));
     if (s.config.scaling == Fp8Scaling::current) {
         fp8_amax(x.data, x.dtype, rows * cols, state.amax_slot(s.tensor), stream);
         fp8_update_current(state, s.tensor, stream);
@@ -47,15 +56,15 @@ const uint8_t* quantize(const TensorView& x, const Fp8TensorScaling& s, bool tra
     params.cols = cols;
     params.format = s.format;
     params.scale = state.scale(s.tensor);
-    params.codes = codes;
-    params.codes_transposed = transpose ? codes + round_up_16(count) : nullptr;
+    params.codes = region;
+    params.codes_transposed = transpose ? region + codes_bytes : nullptr;
     params.amax = s.config.scaling == Fp8Scaling::delayed ? state.amax_slot(s.tensor) : nullptr;
     params.saturated = state.saturated + s.tensor;
+    params.scale_inverse = state.scale_inverse(s.tensor);
+    params.gemm_scale_inverse = reinterpret_cast<float*>(region + codes_bytes * layouts);
     fp8_quantize(params, stream);
-    return transpose ? params.codes_transposed : codes;
+    return {transpose ? params.codes_transposed : params.codes, params.gemm_scale_inverse};
 }
-
-const float* scale_inverse(const Fp8TensorScaling& s) { return s.values + s.tensors + s.tensor; }
 
 }  // namespace
 
@@ -73,12 +82,15 @@ void CudaBackend::fp8_matmul_forward(TensorView out, TensorView inp, TensorView 
     expect_tensor(op, "out", out, act, {M, N});
     if (bias.valid()) expect_tensor(op, "bias", bias, act, {N});
     Fp8Gemm gemm;
-    gemm.a = quantize(inp, inp_scaling, false, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);
+    const QuantizedOperand a = quantize(inp, inp_scaling, false, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);
+    const QuantizedOperand b =
+        quantize(weight, weight_scaling, false, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);
+    gemm.a = a.codes;
     gemm.a_format = inp_scaling.format;
-    gemm.a_scale_inverse = scale_inverse(inp_scaling);
-    gemm.b = quantize(weight, weight_scaling, false, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);
+    gemm.a_scale_inverse = a.scale_inverse;
+    gemm.b = b.codes;
     gemm.b_format = weight_scaling.format;
-    gemm.b_scale_inverse = scale_inverse(weight_scaling);
+    gemm.b_scale_inverse = b.scale_inverse;
     gemm.out = out.data;
     gemm.out_dtype = act;
     gemm.bias = bias.valid() ? bias.data : nullptr;
@@ -105,13 +117,15 @@ void CudaBackend::fp8_matmul_backward_input(TensorView dinp, TensorView dout, Te
     expect_tensor(op, "weight", weight, act, {N, K});
     expect_tensor(op, "dinp", dinp, act, {M, K});
     Fp8Gemm gemm;
-    gemm.a = quantize(dout, dout_scaling, false, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);
-    gemm.a_format = dout_scaling.format;
-    gemm.a_scale_inverse = scale_inverse(dout_scaling);
-    gemm.b =
+    const QuantizedOperand a = quantize(dout, dout_scaling, false, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);
+    const QuantizedOperand b =
         quantize(weight, weight_scaling, true, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);  // (K,N)
+    gemm.a = a.codes;
+    gemm.a_format = dout_scaling.format;
+    gemm.a_scale_inverse = a.scale_inverse;
+    gemm.b = b.codes;
     gemm.b_format = weight_scaling.format;
-    gemm.b_scale_inverse = scale_inverse(weight_scaling);
+    gemm.b_scale_inverse = b.scale_inverse;
     gemm.out = dinp.data;
     gemm.out_dtype = act;
     gemm.M = M;
@@ -132,12 +146,16 @@ void CudaBackend::fp8_matmul_backward_weight(TensorView dweight, TensorView dbia
     expect_tensor(op, "dweight", dweight, DType::f32, {N, K});
     if (dbias.valid()) expect_tensor(op, "dbias", dbias, DType::f32, {N});
     Fp8Gemm gemm;
-    gemm.a = quantize(dout, dout_scaling, true, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);  // (N,M)
+    const QuantizedOperand a =
+        quantize(dout, dout_scaling, true, *scratch_, ScratchSlot::fp8_operand_a, stream_, op);  // (N,M)
+    const QuantizedOperand b =
+        quantize(inp, inp_scaling, true, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);  // (K,M)
+    gemm.a = a.codes;
     gemm.a_format = dout_scaling.format;
-    gemm.a_scale_inverse = scale_inverse(dout_scaling);
-    gemm.b = quantize(inp, inp_scaling, true, *scratch_, ScratchSlot::fp8_operand_b, stream_, op);  // (K,M)
+    gemm.a_scale_inverse = a.scale_inverse;
+    gemm.b = b.codes;
     gemm.b_format = inp_scaling.format;
-    gemm.b_scale_inverse = scale_inverse(inp_scaling);
+    gemm.b_scale_inverse = b.scale_inverse;
     gemm.out = dweight.data;
     gemm.out_dtype = DType::f32;
     gemm.M = N;

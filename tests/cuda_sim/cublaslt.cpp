@@ -12,6 +12,9 @@
 //     transposed and B not (the "TN" format), not both E5M2, D (and C) bf16, fp16 or fp32, the
 //     bias bf16 (fp16 with fp16 D), K and every leading dimension a multiple of 16 bytes, m·D's
 //     size too, and the operands 16-byte aligned; A and B scale pointers multiply the product.
+//     A scale pointer not 16-byte aligned is refused by the product (NOT_SUPPORTED), after the
+//     heuristic offered an algorithm: undocumented, what cuBLASLt 13.1 did on an H200
+//     (bench/results/2026-11-28-h200/).
 //     Anything else is refused as the library refuses it (NOT_SUPPORTED from the heuristic,
 //     INVALID_VALUE from the product). FP8 outputs (D scale and D amax pointers) are not
 //     simulated and are refused: mixgpt's FP8 products write bf16, fp16 or fp32.
@@ -539,6 +542,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
     const cudaDataType bias_type = op.bias_type < 0 ? d.type : static_cast<cudaDataType>(op.bias_type);
     if (with_bias && (op.bias == nullptr || bias_type != expected_bias_type(a.type, d.type)))
         return refuse(call, "bias epilogue without a bias of the type D takes", CUBLAS_STATUS_INVALID_VALUE);
+    for (const float* scale : {op.a_scale, op.b_scale})
+        if (scale != nullptr && alignment_of(scale) < 16)
+            return refuse(call, "an FP8 scale pointer not 16-byte aligned", CUBLAS_STATUS_NOT_SUPPORTED);
     float alpha_value, beta_value;
     std::memcpy(&alpha_value, alpha, sizeof alpha_value);
     std::memcpy(&beta_value, beta, sizeof beta_value);

@@ -111,7 +111,8 @@ void GpuFp8GemmCheck::expect_gemm_matches_the_cpu(const GemmCase& c) {
                     c.bias ? TensorView(bias.data(), bias_dtype, {c.N}) : TensorView(), c.accumulate);
 
     const Buffer a_device = upload(a), b_device = upload(b), bias_device = upload(bias);
-    const Buffer scales = upload(std::vector<float>{a_scale_inverse, b_scale_inverse});
+    // Each scale inverse in its own 16-byte slot: cuBLASLt refuses FP8 scales that are not aligned.
+    const Buffer scales = upload(std::vector<float>{a_scale_inverse, 0.f, 0.f, 0.f, b_scale_inverse});
     cuda::LtMatmulRunner runner(*allocator, stream);
     cuda::Fp8Gemm gemm;
     gemm.a = a_device.as<uint8_t>();
@@ -119,7 +120,7 @@ void GpuFp8GemmCheck::expect_gemm_matches_the_cpu(const GemmCase& c) {
     gemm.a_scale_inverse = scales.as<float>();
     gemm.b = b_device.as<uint8_t>();
     gemm.b_format = c.b_format;
-    gemm.b_scale_inverse = scales.as<float>() + 1;
+    gemm.b_scale_inverse = scales.as<float>() + 4;
     gemm.out = gpu_out.data();
     gemm.out_dtype = c.out_dtype;
     gemm.bias = c.bias ? bias_device.data() : nullptr;

@@ -68,6 +68,9 @@ TEST_F(GpuFp8Test, GemmRefusesWhatCublasLtsFp8RulesForbid) {
     cuda::Fp8Gemm misaligned = gemm(16, 16, 16);
     misaligned.out = static_cast<char*>(out.data()) + 2;
     expect_refused(misaligned, "16-byte aligned");
+    cuda::Fp8Gemm misaligned_scale = gemm(16, 16, 16);
+    misaligned_scale.b_scale_inverse = scale.as<float>() + 1;
+    expect_refused(misaligned_scale, "scale inverses must be 16-byte aligned");
     cuda::Fp8Gemm int_out = gemm(16, 16, 16);
     int_out.out_dtype = DType::i32;
     expect_refused(int_out, "bf16, fp16 or fp32");
@@ -105,6 +108,40 @@ TEST_F(GpuFp8Test, CublasLtRefusesFp8OutsideTheTnLayoutOnHopper) {
     narrow.k = 24;
     narrow.lda = narrow.ldb = 24;
     EXPECT_FALSE(runner.try_run(narrow));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// cuBLASLt 13.1 on an H200 refused, at cublasLtMatmul (NOT_SUPPORTED), every FP8 product whose
+// A or B scale pointer was not 16-byte aligned, and ran those whose scales were; its documentation
+// names no such rule (kernels/cuda/README.md). The simulator refuses the same; on a GPU this checks
+// that the rule still holds. Offsets 4, 8 and 12 are those the H200 refused.
+TEST_F(GpuFp8Test, CublasLtRefusesFp8ScalesNotSixteenByteAligned) {
+    if (!gpu_runs_fp8()) GTEST_SKIP() << "the device has no FP8 tensor cores (compute capability below 8.9)";
+    const Buffer a = filled(32 * 32, 0x38), b = filled(32 * 32, 0x38), d = filled(32 * 32 * 2, 0);
+    const Buffer scales = upload(std::vector<float>(8, 1.f));
+    cuda::LtMatmulRunner runner(*allocator, stream);
+    cuda::LtProduct product;
+    product.a = a.data();
+    product.transpose_a = true;
+    product.lda = product.ldb = product.ldd = 32;
+    product.b = b.data();
+    product.d = d.data();
+    product.m = product.n = product.k = 32;
+    product.input_type = CUDA_R_8F_E4M3;
+    product.output_type = CUDA_R_16BF;
+    product.a_scale = product.b_scale = scales.as<float>();
+    EXPECT_TRUE(runner.try_run(product));
+    for (const int offset : {1, 2, 3}) {
+        cuda::LtProduct misaligned = product;
+        misaligned.a_scale = scales.as<float>() + offset;
+        EXPECT_THROW(runner.try_run(misaligned), Error) << "A's scale " << 4 * offset << " bytes past 16";
+        misaligned = product;
+        misaligned.b_scale = scales.as<float>() + offset;
+        EXPECT_THROW(runner.try_run(misaligned), Error) << "B's scale " << 4 * offset << " bytes past 16";
+    }
+    cuda::LtProduct next_slot = product;
+    next_slot.a_scale = scales.as<float>() + 4;
+    EXPECT_TRUE(runner.try_run(next_slot));
     CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -170,8 +207,10 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
     const Buffer x_device = allocator->allocate(x.size()), w_device = allocator->allocate(w.size()),
                  scratch = allocator->allocate(std::max(x.size(), w.size()));
     const Buffer out = allocator->allocate(cpu_out.size());
+    const Buffer x_scale_inverse = allocator->allocate(sizeof(float)),
+                 w_scale_inverse = allocator->allocate(sizeof(float));
     const auto quantize = [&](const Buffer& in, int64_t rows, int tensor, const float* scale,
-                              const Buffer& codes) {
+                              const Buffer& codes, const Buffer& gemm_scale_inverse) {
         cuda::Fp8QuantizeParams params;
         params.in = in.data();
         params.rows = rows;
@@ -180,19 +219,21 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
         params.codes = codes.as<uint8_t>();
         params.amax = device.amax_slot(tensor);
         params.saturated = device.saturated + tensor;
+        params.scale_inverse = device.scale_inverse(tensor);
+        params.gemm_scale_inverse = gemm_scale_inverse.as<float>();
         cuda::fp8_quantize(params, stream);
     };
-    quantize(x_in, M, 0, one.as<float>(), scratch);
-    quantize(w_in, N, 1, one.as<float>(), scratch);
+    quantize(x_in, M, 0, one.as<float>(), scratch, x_scale_inverse);
+    quantize(w_in, N, 1, one.as<float>(), scratch, w_scale_inverse);
     cuda::fp8_update_delayed(device, stream);
-    quantize(x_in, M, 0, device.scale(0), x_device);
-    quantize(w_in, N, 1, device.scale(1), w_device);
+    quantize(x_in, M, 0, device.scale(0), x_device, x_scale_inverse);
+    quantize(w_in, N, 1, device.scale(1), w_device, w_scale_inverse);
     cuda::LtMatmulRunner runner(*allocator, stream);
     cuda::Fp8Gemm gemm;
     gemm.a = x_device.as<uint8_t>();
-    gemm.a_scale_inverse = device.scale_inverse(0);
+    gemm.a_scale_inverse = x_scale_inverse.as<float>();
     gemm.b = w_device.as<uint8_t>();
-    gemm.b_scale_inverse = device.scale_inverse(1);
+    gemm.b_scale_inverse = w_scale_inverse.as<float>();
     gemm.out = out.data();
     gemm.M = M;
     gemm.N = N;
@@ -202,6 +243,8 @@ TEST_F(GpuFp8Test, FullLinearLayerMatchesTheCpu) {
     EXPECT_EQ(download<uint8_t>(x_device.data(), x.size()), x_codes);
     EXPECT_EQ(download<uint8_t>(w_device.data(), w.size()), w_codes);
     EXPECT_EQ(download<float>(values.data(), state.flat().size()), state.flat());
+    EXPECT_EQ(download<float>(x_scale_inverse.data(), 1)[0], state.scale_inverse(0));
+    EXPECT_EQ(download<float>(w_scale_inverse.data(), 1)[0], state.scale_inverse(1));
     const std::vector<unsigned long long> saturated = download<unsigned long long>(counts.data(), 2);
     EXPECT_EQ(saturated[0], state.saturated(0));
     EXPECT_EQ(saturated[1], state.saturated(1));

@@ -35,6 +35,7 @@ TEST(SimFp8Step, ScalesAreUpdatedAndUsedWithoutAHostWait) {
         const Buffer x = allocator.allocate(M * K * 2), w = allocator.allocate(N * K * 2);  // bf16, zeros
         const Buffer x_codes = allocator.allocate(M * K), w_codes = allocator.allocate(N * K);
         const Buffer out = allocator.allocate(M * N * 2);
+        const Buffer scale_inverses[2] = {allocator.allocate(sizeof(float)), allocator.allocate(sizeof(float))};
         CUDA_CHECK(cudaMemcpyAsync(values.data(), initial.flat().data(), values.bytes(),
                                    cudaMemcpyHostToDevice, stream));
         const cuda::Fp8ScalingDevice state{values.as<float>(), saturated.as<unsigned long long>(), 2,
@@ -49,13 +50,15 @@ TEST(SimFp8Step, ScalesAreUpdatedAndUsedWithoutAHostWait) {
             params.codes = codes.as<uint8_t>();
             params.amax = state.amax_slot(tensor);
             params.saturated = state.saturated + tensor;
+            params.scale_inverse = state.scale_inverse(tensor);
+            params.gemm_scale_inverse = scale_inverses[tensor].as<float>();
             cuda::fp8_quantize(params, stream);
         };
         cuda::Fp8Gemm gemm;
         gemm.a = x_codes.as<uint8_t>();
-        gemm.a_scale_inverse = state.scale_inverse(0);
+        gemm.a_scale_inverse = scale_inverses[0].as<float>();
         gemm.b = w_codes.as<uint8_t>();
-        gemm.b_scale_inverse = state.scale_inverse(1);
+        gemm.b_scale_inverse = scale_inverses[1].as<float>();
         gemm.out = out.data();
         gemm.M = M;
         gemm.N = N;

@@ -363,17 +363,17 @@ check-cuda12:
 fuzz-build: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 
 # Each target runs on a scratch copy of its corpus (new inputs go there, not into fuzz/corpus/);
-# a crash leaves its input in $(BUILD)/fuzz/ and fails the make.
-fuzz: fuzz-build
-	@for target in $(FUZZ_TARGETS); do \
-	  mkdir -p $(BUILD)/fuzz/corpus/$$target; \
-	  echo "fuzz $$target: $(FUZZ_SECONDS) s"; \
-	  dictionary=$$([[ -f fuzz/$$target.dict ]] && echo -dict=fuzz/$$target.dict); \
-	  $(BUILD)/fuzz/$$target $$dictionary -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/$$target- \
-	    $(BUILD)/fuzz/corpus/$$target fuzz/corpus/$$target > $(BUILD)/fuzz/$$target.log 2>&1 || \
-	    { tail -n 40 $(BUILD)/fuzz/$$target.log; echo "fuzz $$target: FAILED (log: $(BUILD)/fuzz/$$target.log)"; exit 1; }; \
-	  grep -E "^#[0-9]+.*DONE|^stat::peak_rss_mb" $(BUILD)/fuzz/$$target.log | tr '\n' ' '; echo; \
-	done
+# a crash leaves its input in $(BUILD)/fuzz/ and fails the make. The targets run side by side
+# under make's -j (one line each when done).
+fuzz: $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+
+fuzz-run-%: $(BUILD)/fuzz/%
+	@mkdir -p $(BUILD)/fuzz/corpus/$*
+	@dictionary=$$([[ -f fuzz/$*.dict ]] && echo -dict=fuzz/$*.dict); \
+	  $(BUILD)/fuzz/$* $$dictionary -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/$*- \
+	    $(BUILD)/fuzz/corpus/$* fuzz/corpus/$* > $(BUILD)/fuzz/$*.log 2>&1 || \
+	    { tail -n 40 $(BUILD)/fuzz/$*.log; echo "fuzz $*: FAILED (log: $(BUILD)/fuzz/$*.log)"; exit 1; }; \
+	  echo "fuzz $*: $(FUZZ_SECONDS) s: $$(grep -E "^#[0-9]+.*DONE|^stat::peak_rss_mb" $(BUILD)/fuzz/$*.log | tr '\n' ' ')"
 
 test-gpu: all
 	MIXGPT_REQUIRE_GPU=1 $(BUILD)/mixgpt_tests --gtest_filter='Gpu*'
@@ -410,12 +410,18 @@ clean:
 print-config:
 	@echo "CUDA_HOME=$(CUDA_HOME) WITH_CUDA=$(WITH_CUDA) GPU_ARCHS=$(GPU_ARCHS)"
 
-# A fuzz target: its file and its library sources, compiled together with clang (headers are not
-# tracked per target: any header change rebuilds them).
-.SECONDEXPANSION:
-$(BUILD)/fuzz/%: fuzz/%.cpp $$(FUZZ_SOURCES_$$*) $(wildcard */*.h) Makefile
+# A fuzz target: its file and its library sources, each compiled once with clang into
+# $(BUILD)/fuzz/obj/ (a source several targets link is compiled once), then linked.
+fuzz_object_of = $(patsubst %.cpp,$(BUILD)/fuzz/obj/%.o,$(1))
+FUZZ_OBJS := $(sort $(foreach target,$(FUZZ_TARGETS),$(call fuzz_object_of,fuzz/$(target).cpp $(FUZZ_SOURCES_$(target)))))
+.SECONDARY: $(FUZZ_OBJS)
+$(BUILD)/fuzz/obj/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
+	@echo "FUZZ-CXX $<"
+	$(QUIET)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -MMD -MP -c $< -o $@
+.SECONDEXPANSION:
+$(BUILD)/fuzz/%: $$(call fuzz_object_of,fuzz/$$*.cpp $$(FUZZ_SOURCES_$$*))
 	@echo "FUZZ $@"
-	$(QUIET)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) fuzz/$*.cpp $(FUZZ_SOURCES_$*) -o $@ $(FUZZ_LDLIBS)
+	$(QUIET)$(FUZZ_CXX) $(FUZZ_CXXFLAGS) $^ -o $@ $(FUZZ_LDLIBS)
 
--include $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(SIM_MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)
+-include $(FUZZ_OBJS:.o=.d) $(PTX_FILES:.ptx=.d) $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(SIM_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(SIM_MPI_TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(KERNEL_LAB_OBJS:.o=.d)

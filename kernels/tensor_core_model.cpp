@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 namespace mixgpt {
 namespace {
@@ -55,11 +56,17 @@ float round_toward_zero(int64_t sum, int grid, int fraction_bits) {
 // smallest normal exponent (a subnormal keeps that exponent with a significand below 1).
 int input_exponent(double x, int min_exponent) { return std::max(exponent_of(x), min_exponent); }
 
-float exact_step(const double* a, const double* b, size_t b_stride, int n, float c) {
+float exact_step(const TensorCoreOperand* a, const TensorCoreOperand* b, size_t b_stride, int n, float c) {
     double sum = 0;
-    for (int i = 0; i < n; ++i) sum += a[i] * b[i * b_stride];
+    for (int i = 0; i < n; ++i) sum += a[i].value * b[i * b_stride].value;
     return static_cast<float>(sum + static_cast<double>(c));
 }
+
+// A zero input's exponent: a product with it sits below every real one (whose inputs' exponents
+// are above -1100), and two of them still fit an int.
+constexpr int kZeroExponent = std::numeric_limits<int>::min() / 4;
+// Raw exponents below this come from a zero input: no product is there.
+constexpr int kNoProduct = kZeroExponent / 2;
 
 }  // namespace
 
@@ -104,40 +111,43 @@ TensorCoreModel exact_tensor_core_model(TensorCoreInput input) {
     return model;
 }
 
-float tensor_core_step(const TensorCoreModel& model, const double* a, const double* b, size_t b_stride, int n,
-                       float c) {
+TensorCoreOperand tensor_core_input(const TensorCoreModel& model, double value) {
+    return {value, value == 0 ? kZeroExponent : input_exponent(value, model.input_min_exponent)};
+}
+
+float tensor_core_step(const TensorCoreModel& model, const TensorCoreOperand* a, const TensorCoreOperand* b,
+                       size_t b_stride, int n, float c) {
     if (n > kMaxBlock) throw std::invalid_argument("a tensor-core step adds at most 64 products");
     if (model.exact) return exact_step(a, b, b_stride, n, c);
     // The products, exact in double (NaN or infinite only from such inputs: then the IEEE sum).
     // `raw` is the sum of the inputs' exponents, which the hardware aligns by; the product's own
-    // leading bit (`leading`) may sit one above it. `carry` follows the extra bit: whether a
-    // product at the largest raw exponent so far has a significand >= 2. One pass, without
-    // branches: the simulator runs this for every product of every mma.sync.
-    constexpr int kNone = std::numeric_limits<int>::min() / 2;
+    // leading bit (`leading`) may sit one above it. The first pass depends on earlier products
+    // only through the maxima (the simulator runs it for every product of every mma.sync); the
+    // second finds the extra bit: whether a product at the largest raw exponent has a
+    // significand >= 2.
     double products[kMaxBlock];
+    int raws[kMaxBlock], leadings[kMaxBlock];
     double magnitude_sum = std::fabs(static_cast<double>(c));
-    int largest = kNone, largest_raw = kNone;
-    bool carry = false;
+    int largest = kZeroExponent, largest_raw = 2 * kZeroExponent;
     for (int i = 0; i < n; ++i) {
-        const double x = a[i], y = b[i * b_stride];
-        const double product = x * y;
+        const TensorCoreOperand x = a[i], y = b[i * b_stride];
+        const double product = x.value * y.value;
         products[i] = product;
         magnitude_sum += std::fabs(product);
-        const int leading = exponent_of(product);  // -1023 for a zero product: never the largest
-        const int raw = product != 0 ? input_exponent(x, model.input_min_exponent) +
-                                           input_exponent(y, model.input_min_exponent)
-                                     : kNone;
-        largest = std::max(largest, leading);
-        const bool wide = leading > raw;
-        carry = raw > largest_raw ? wide : (carry || (raw == largest_raw && wide));
-        largest_raw = std::max(largest_raw, raw);
+        leadings[i] = exponent_of(product);  // -1023 for a zero product: never the largest
+        raws[i] = x.exponent + y.exponent;
+        largest = std::max(largest, leadings[i]);
+        largest_raw = std::max(largest_raw, raws[i]);
     }
+    int carries = 0;
+    for (int i = 0; i < n; ++i) carries |= (raws[i] == largest_raw) & (leadings[i] > raws[i]);
+    bool carry = carries != 0;
     if (!std::isfinite(magnitude_sum)) return exact_step(a, b, b_stride, n, c);
     if (c != 0) {
         carry = carry && largest_raw >= exponent_of(c);
         // A subnormal c is aligned as fp32's smallest normal exponent.
         largest = std::max(largest, std::max(exponent_of(c), kFp32MinExponent));
-    } else if (largest_raw == kNone) {
+    } else if (largest_raw < kNoProduct) {
         return 0.f;  // no nonzero product and no c
     }
     const int kept_bits = kFp32FractionBits + model.extra_alignment_bits + (model.carry_bit && carry ? 1 : 0);
@@ -145,13 +155,13 @@ float tensor_core_step(const TensorCoreModel& model, const double* a, const doub
     // Each term in units of 2^grid, truncated toward zero: below 2^(kept_bits + 1), so exact as
     // an integer, and so is their sum.
     const double to_grid = power_of_two(-grid);
-    int64_t sums[2] = {static_cast<int64_t>(static_cast<double>(c) * to_grid), 0};
-    for (int i = 0; i < n; ++i) sums[i % 2] += static_cast<int64_t>(products[i] * to_grid);
-    return round_toward_zero(sums[0] + sums[1], grid, model.result_bits);
+    int64_t sum = static_cast<int64_t>(static_cast<double>(c) * to_grid);
+    for (int i = 0; i < n; ++i) sum += static_cast<int64_t>(products[i] * to_grid);
+    return round_toward_zero(sum, grid, model.result_bits);
 }
 
-float tensor_core_dot(const TensorCoreModel& model, const double* a, const double* b, size_t b_stride, uint64_t k,
-                      float c) {
+float tensor_core_dot(const TensorCoreModel& model, const TensorCoreOperand* a, const TensorCoreOperand* b,
+                      size_t b_stride, uint64_t k, float c) {
     const auto chain = [&](uint64_t first, uint64_t last, float start) {
         float accumulator = start;
         for (uint64_t l = first; l < last; l += static_cast<uint64_t>(model.block)) {
@@ -165,6 +175,16 @@ float tensor_core_dot(const TensorCoreModel& model, const double* a, const doubl
     for (uint64_t first = 0; first < k; first += static_cast<uint64_t>(model.promotion_interval))
         promoted += chain(first, std::min<uint64_t>(k, first + static_cast<uint64_t>(model.promotion_interval)), 0.f);
     return promoted;
+}
+
+float tensor_core_dot(const TensorCoreModel& model, const double* a, const double* b, size_t b_stride, uint64_t k,
+                      float c) {
+    std::vector<TensorCoreOperand> a_inputs(k), b_inputs(k);
+    for (uint64_t l = 0; l < k; ++l) {
+        a_inputs[l] = tensor_core_input(model, a[l]);
+        b_inputs[l] = tensor_core_input(model, b[l * b_stride]);
+    }
+    return tensor_core_dot(model, a_inputs.data(), b_inputs.data(), 1, k, c);
 }
 
 float truncate_to_tf32(float value) {

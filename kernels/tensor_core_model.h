@@ -56,13 +56,25 @@ TensorCoreModel tensor_core_model(int sm, TensorCoreInput input);
 // exactness (and the simulator's arithmetic before this model).
 TensorCoreModel exact_tensor_core_model(TensorCoreInput input);
 
-// One step: c + sum of a[i] * b[i * b_stride] for i < n (n <= model.block), the inputs exact
-// values of the model's input format.
-float tensor_core_step(const TensorCoreModel& model, const double* a, const double* b, size_t b_stride, int n,
-                       float c);
+// An input as a step reads it: an exact value of the model's input format and the exponent the
+// hardware aligns its products by (its leading bit's, at least the format's smallest normal
+// exponent; far below any real one for zero). Every input enters many products, so callers that
+// multiply matrices make these once per element (tensor_core_input) rather than once per product.
+struct TensorCoreOperand {
+    double value;
+    int exponent;
+};
+TensorCoreOperand tensor_core_input(const TensorCoreModel& model, double value);
+
+// One step: c + sum of a[i] * b[i * b_stride] for i < n (n <= model.block).
+float tensor_core_step(const TensorCoreModel& model, const TensorCoreOperand* a, const TensorCoreOperand* b,
+                       size_t b_stride, int n, float c);
 
 // A dot product of length k: steps of model.block products in ascending k from c, with the
 // model's promotions into an fp32 accumulator (then c is added to the first promoted sum).
+float tensor_core_dot(const TensorCoreModel& model, const TensorCoreOperand* a, const TensorCoreOperand* b,
+                      size_t b_stride, uint64_t k, float c);
+// The same from plain values, each made an operand on the way (for callers off the hot path).
 float tensor_core_dot(const TensorCoreModel& model, const double* a, const double* b, size_t b_stride, uint64_t k,
                       float c);
 

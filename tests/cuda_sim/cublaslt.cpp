@@ -277,32 +277,35 @@ std::optional<mixgpt::TensorCoreModel> tensor_cores_for(const MatmulDesc& op, cu
     }
 }
 
-// One element of op(A) op(B): an fp32 accumulator along k, as a GPU's GEMM keeps one, in the
-// tensor cores' arithmetic, or with one fmaf per product on the CUDA cores.
-float accumulate(const Product& p, const double* row, const double* column) {
-    if (p.tensor_cores) return mixgpt::tensor_core_dot(*p.tensor_cores, row, column, p.n, p.k, 0.f);
+// One element of op(A) op(B) from a row of op(A) and a column of op(B), each k contiguous: an fp32
+// accumulator along k, as a GPU's GEMM keeps one, in the tensor cores' arithmetic, or with one
+// fmaf per product on the CUDA cores.
+float accumulate(const Product& p, const mixgpt::TensorCoreOperand* row, const mixgpt::TensorCoreOperand* column) {
+    if (p.tensor_cores) return mixgpt::tensor_core_dot(*p.tensor_cores, row, column, 1, p.k, 0.f);
     float accumulator = 0.f;
     for (uint64_t l = 0; l < p.k; ++l)
-        accumulator = std::fma(static_cast<float>(row[l]), static_cast<float>(column[l * p.n]), accumulator);
+        accumulator = std::fma(static_cast<float>(row[l].value), static_cast<float>(column[l].value), accumulator);
     return accumulator;
 }
 
-// op(A) (m, k) and op(B) (k, n) as double, row-major, then D column by column; the epilogue in
-// fp32 (alpha, beta C, bias), rounded to D's type once.
+// op(A) (m, k) and op(B)^T (n, k) as operands of the tensor-core model, row-major, then D column
+// by column; the epilogue in fp32 (alpha, beta C, bias), rounded to D's type once.
 void compute_one(const Product& p) {
     const auto operand = [&](const void* data, cudaDataType type, int64_t index) {
-        const double value = load(data, type, index);
-        return p.tf32_inputs ? double{mixgpt::truncate_to_tf32(static_cast<float>(value))} : value;
+        double value = load(data, type, index);
+        if (p.tf32_inputs) value = mixgpt::truncate_to_tf32(static_cast<float>(value));
+        // The CUDA cores' products read only the value.
+        return p.tensor_cores ? mixgpt::tensor_core_input(*p.tensor_cores, value) : mixgpt::TensorCoreOperand{value, 0};
     };
-    std::vector<double> op_a(p.m * p.k), op_b(p.k * p.n);
+    std::vector<mixgpt::TensorCoreOperand> op_a(p.m * p.k), op_b_t(p.n * p.k);
     for (uint64_t i = 0; i < p.m; ++i)
         for (uint64_t l = 0; l < p.k; ++l)
             op_a[i * p.k + l] = operand(p.a_data, p.a.type,
                                         static_cast<int64_t>(p.transpose_a ? l + i * p.a.ld : i + l * p.a.ld));
-    for (uint64_t l = 0; l < p.k; ++l)
-        for (uint64_t j = 0; j < p.n; ++j)
-            op_b[l * p.n + j] = operand(p.b_data, p.b.type,
-                                        static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
+    for (uint64_t j = 0; j < p.n; ++j)
+        for (uint64_t l = 0; l < p.k; ++l)
+            op_b_t[j * p.k + l] = operand(p.b_data, p.b.type,
+                                          static_cast<int64_t>(p.transpose_b ? j + l * p.b.ld : l + j * p.b.ld));
     // FP8: alpha · scale_A · scale_B as one fp32 factor (kernels/cpu/fp8_matmul.h's order).
     float alpha = p.alpha;
     if (p.a_scale != nullptr || p.b_scale != nullptr) {
@@ -312,7 +315,7 @@ void compute_one(const Product& p) {
     }
     for (uint64_t j = 0; j < p.n; ++j)
         for (uint64_t i = 0; i < p.m; ++i) {
-            float value = alpha * accumulate(p, &op_a[i * p.k], &op_b[j]);
+            float value = alpha * accumulate(p, &op_a[i * p.k], &op_b_t[j * p.k]);
             if (p.beta != 0.f)
                 value = std::fma(
                     p.beta,

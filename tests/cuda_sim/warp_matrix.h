@@ -99,13 +99,14 @@ void resolve_mma(const LaneSlot (&deposits)[32], LaneSlot (&results)[32], unsign
         const int lane = 4 * n + (k % 8) / 2;
         return element_of<T>(in[lane].b[k >= 8 ? 1 : 0], k % 2);
     };
-    double a_values[16][16], b_values[16][8];  // A (row, k), B (k, column), each element converted once
-    for (int row = 0; row < 16; ++row)
-        for (int k = 0; k < 16; ++k) a_values[row][k] = a(row, k);
-    for (int k = 0; k < 16; ++k)
-        for (int column = 0; column < 8; ++column) b_values[k][column] = b(k, column);
     const TensorCoreModel& model =
         simulated_tensor_cores(std::is_same_v<T, __nv_bfloat16> ? TensorCoreInput::bf16 : TensorCoreInput::fp16);
+    // A (row, k), B (k, column), each element made an operand once
+    TensorCoreOperand a_values[16][16], b_values[16][8];
+    for (int row = 0; row < 16; ++row)
+        for (int k = 0; k < 16; ++k) a_values[row][k] = tensor_core_input(model, a(row, k));
+    for (int k = 0; k < 16; ++k)
+        for (int column = 0; column < 8; ++column) b_values[k][column] = tensor_core_input(model, b(k, column));
     for (int l = 0; l < 32; ++l) {
         float d[4];
         for (int i = 0; i < 4; ++i) {

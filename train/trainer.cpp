@@ -27,6 +27,7 @@
 #include "tokenizer/loader.h"
 #include "train/loader_rebatch.h"
 #include "train/memory_check.h"
+#include "train/quiet_unless_root.h"
 #include "train/run_directory.h"
 #include "train/task_eval.h"
 #include "train/train_step.h"
@@ -36,29 +37,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// splitmix64 of (seed, step): the stochastic-rounding seed of one step.
-uint64_t step_seed(uint64_t seed, int64_t step) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
-
-// Ranks other than 0 log errors only, while the run lasts.
-class QuietUnlessRoot {
-public:
-    explicit QuietUnlessRoot(bool root) : previous_(log_level()) {
-        if (!root) set_log_level(LogLevel::error);
-    }
-    ~QuietUnlessRoot() { set_log_level(previous_); }
-    QuietUnlessRoot(const QuietUnlessRoot&) = delete;
-    QuietUnlessRoot& operator=(const QuietUnlessRoot&) = delete;
-
-private:
-    LogLevel previous_;
-};
 
 class Trainer {
 public:

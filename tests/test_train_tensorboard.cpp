@@ -71,6 +71,7 @@ protected:
         options.task_evals = {"mc:" + d.file("task.jsonl")};
         options.task_eval_interval = 4;
         options.tensorboard_dir = d.file("tb/run");
+        options.skip_spikes = 3;  // never judged in 10 steps (a window of 100): spike_skips 0
         run_training(options, [&](const TrainMetrics& metrics) {
             if (metrics.step != 5) return;
             fs::create_directories(d.file("flushed"));
@@ -97,9 +98,9 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
     ASSERT_EQ(event_files(d.file("tb/run")).size(), 2u) << "one per start";
     const ReaderResult read = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), true);
     ASSERT_EQ(read.status, 0) << read.output;
-    for (const char* tag :
-         {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,", "train/loss_scale,",
-          "val/loss,", "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
+    for (const char* tag : {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,",
+                            "train/loss_scale,", "train/spike_skips,", "val/loss,", "val/perplexity,",
+                            "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);
@@ -151,6 +152,7 @@ TEST(TensorBoardTest, UnscaledRunWritesNoLossScale) {
     const ReaderResult read = read_events(d, d.file("a/b/c"), d.file("run/metrics.jsonl"), false);
     EXPECT_EQ(read.status, 0) << read.output;
     EXPECT_EQ(read.output.find("loss_scale"), std::string::npos) << read.output;
+    EXPECT_EQ(read.output.find("spike_skips"), std::string::npos) << read.output;
 }
 
 }  // namespace

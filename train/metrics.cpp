@@ -76,6 +76,10 @@ void MetricsWriter::write(const TrainMetrics& metrics) {
                                    {"ms_per_step", metrics.ms_per_step},
                                    {"memory_bytes", metrics.memory_bytes}};
     if (metrics.z_loss >= 0) line["z_loss"] = metrics.z_loss;
+    if (metrics.spike_skips) {
+        line["spike_skipped"] = metrics.spike_skips->held;
+        line["spike_skips"] = metrics.spike_skips->total;
+    }
     if (metrics.fp8) {
         line["fp8_saturated"] = {{"inputs", metrics.fp8_saturated.inputs},
                                  {"weights", metrics.fp8_saturated.weights},

@@ -67,6 +67,12 @@ struct TrainOptions {
     std::string loss_scale = "auto";  // auto | dynamic | static:<value> | none
     int loss_scale_growth_interval = 2000;
     int max_bad_steps = 20;  // consecutive non-finite steps before the run stops
+    // The loss-spike guard (train/spike_guard.h): a step whose loss or gradient norm lies more than
+    // skip_spikes standard deviations above the mean of the last spike_window applied steps is not
+    // applied; max_spike_skips such steps in a row stop the run. 0: off.
+    double skip_spikes = 0;
+    int spike_window = 100;
+    int max_spike_skips = 10;
     Fp8Options fp8;          // --precision fp8 only (model/fp8_linears.h)
 
     // run

@@ -29,6 +29,7 @@
 #include "train/memory_check.h"
 #include "train/quiet_unless_root.h"
 #include "train/run_directory.h"
+#include "train/spike_guard.h"
 #include "train/task_eval.h"
 #include "train/train_step.h"
 
@@ -42,7 +43,8 @@ bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % inte
 class Trainer {
 public:
     // given: null for the communicator the launch implies (dist/process_communicator.h).
-    Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer);
+    Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer,
+            const BatchEditor& edit_batch);
     TrainResult run();
 
 private:
@@ -71,6 +73,7 @@ private:
 
     const TrainOptions& options_;
     StepObserver observer_;
+    BatchEditor edit_batch_;
     Communicator* given_;
     std::unique_ptr<ProcessCommunicator> process_;  // when no communicator was given
     QuietUnlessRoot quiet_;
@@ -88,6 +91,7 @@ private:
     int64_t tokens_seen_ = 0;
     StepStatus status_;  // host copy of the backend's StepStatus after the last step
     int bad_steps_in_a_row_ = 0;
+    SpikeGuard spike_guard_;
     std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
     std::string run_id_;           // rank 0: the lineage every checkpoint of this run records
     bool evaluation_possible_ = true;
@@ -97,13 +101,16 @@ private:
     TrainResult result_;
 };
 
-Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer)
+Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer,
+                 const BatchEditor& edit_batch)
     : options_(options),
       observer_(observer),
+      edit_batch_(edit_batch),
       given_(given),
       process_(given != nullptr ? nullptr
                                 : std::make_unique<ProcessCommunicator>(options.collective_timeout)),
-      quiet_(communicator().rank() == 0) {
+      quiet_(communicator().rank() == 0),
+      spike_guard_(options.skip_spikes, options.spike_window, options.max_spike_skips) {
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
     dataset_ = read_checked_dataset_info(resolve_dataset_path(options.dataset));
     for (const DatasetSource& source : options.mixture) read_checked_dataset_info(source.path);
@@ -306,6 +313,7 @@ void Trainer::resume_from(const std::string& path) {
     step_ = checkpoint.step;
     tokens_seen_ = checkpoint.tokens_seen;
     bad_steps_in_a_row_ = static_cast<int>(checkpoint.bad_steps_in_a_row);
+    spike_guard_.restore(checkpoint.spike_guard);
     if (is_root()) run_id_ = checkpoint.run_id.empty() ? run_directory_->run_id() : checkpoint.run_id;
     result_.last_checkpoint = path;
     last_saved_path_ = path;
@@ -365,6 +373,7 @@ void Trainer::save_checkpoint() {
     checkpoint.seed = options_.seed;
     checkpoint.tokens_seen = tokens_seen_;
     checkpoint.bad_steps_in_a_row = bad_steps_in_a_row_;
+    checkpoint.spike_guard = spike_guard_.state();
     const TensorView working = model_->working_parameters();  // complete on every rank
     if (working.dtype != DType::f32) {
         checkpoint.working_bits.resize(static_cast<size_t>(working.numel()));
@@ -499,10 +508,10 @@ TrainMetrics Trainer::run_step() {
                              ? ", no checkpoint written yet"
                              : ", the last checkpoint " + result_.last_checkpoint + " is intact"));
         }
-        train_step_->micro_step(batch.tokens);
+        train_step_->micro_step(edit_batch_ ? edit_batch_(step_ + 1, batch) : batch.tokens);
     }
-    train_step_->finish(hyper, unit_schedule.learning_rate(step_));
-    const StepResult result = train_step_->result();
+    const StepResult result =
+        spike_guard_.finish(*train_step_, hyper, unit_schedule.learning_rate(step_), step_ + 1);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     TrainMetrics metrics;
     const float scale_used = status_.loss_scale;
@@ -517,6 +526,8 @@ TrainMetrics Trainer::run_step() {
     metrics.loss_scale = scale_used;
     metrics.skipped = status_.skip != 0;
     metrics.skipped_total = status_.skipped_steps;
+    if (spike_guard_.enabled())
+        metrics.spike_skips = TrainMetrics::SpikeSkips{spike_guard_.last_held(), spike_guard_.skips()};
     metrics.tokens = tokens_seen_;
     metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
     metrics.ms_per_step = seconds * 1e3;
@@ -617,6 +628,7 @@ TrainResult Trainer::run() {
                                  task_fields_);
         }
         check_divergence(metrics);
+        spike_guard_.stop_at_limit(step_, [this] { save_checkpoint(); return result_.last_checkpoint; });
         if (observer_) observer_(metrics);
         if (is_due(step_, options_.eval_interval) && step_ < plan_.total_steps) evaluate();
         if (is_due(step_, options_.task_eval_interval) && step_ < plan_.total_steps) evaluate_tasks();
@@ -649,14 +661,15 @@ TrainResult Trainer::run() {
 
 }  // namespace
 
-TrainResult run_training(const TrainOptions& options, const StepObserver& observer) {
-    Trainer trainer(options, nullptr, observer);
+TrainResult run_training(const TrainOptions& options, const StepObserver& observer,
+                         const BatchEditor& edit_batch) {
+    Trainer trainer(options, nullptr, observer, edit_batch);
     return trainer.run();
 }
 
 TrainResult run_training(const TrainOptions& options, Communicator& communicator,
-                         const StepObserver& observer) {
-    Trainer trainer(options, &communicator, observer);
+                         const StepObserver& observer, const BatchEditor& edit_batch) {
+    Trainer trainer(options, &communicator, observer, edit_batch);
     return trainer.run();
 }
 

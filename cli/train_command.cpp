@@ -201,6 +201,12 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Run");
     add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
+    command
+        ->add_option("--peak-tflops", o.peak_tflops,
+                     "peak TFLOP/s of each device for the MFU in metrics.jsonl (default: looked up by device "
+                     "name; unknown for CPUs)")
+        ->check(positive())
+        ->group("Run");
     command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (0: only at the end)")
         ->capture_default_str()
         ->group("Run");

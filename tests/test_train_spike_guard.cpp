@@ -183,6 +183,10 @@ TEST_F(SpikeGuardCommandTest, BadFlagsAreRefusedInOneLine) {
          test::train_with({"--spike-window", "8"}, "{D}/run_n"),
          2,
          {"--spike-window requires --skip-spikes"}},
+        {"--peak-tflops 0",
+         test::train_with({"--peak-tflops", "0"}, "{D}/run_p"),
+         2,
+         {"--peak-tflops: must be > 0 (got 0)"}},
     };
     for (const test::BadInput& bad : cases) runner_.check(bad);
 }

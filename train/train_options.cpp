@@ -107,6 +107,8 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
                    "skip-spikes: must be a finite number of standard deviations > 0 (0: off)");
     MIXGPT_REQUIRE(options.spike_window >= 2, "spike-window: must be at least 2 steps");
     MIXGPT_REQUIRE(options.max_spike_skips >= 1, "max-spike-skips: must be at least 1");
+    MIXGPT_REQUIRE(std::isfinite(options.peak_tflops) && options.peak_tflops >= 0,
+                   "peak-tflops: must be a finite number >= 0 (0: the device's, when known)");
     MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");
     MIXGPT_REQUIRE(!(options.overwrite && (options.resume == "auto" || options.resume == "if-present")),
                    "overwrite: starts a new run in the output directory; --resume continues the one there: "

@@ -81,6 +81,7 @@ struct TrainOptions {
     std::string device = "cpu";
     int device_index = 0;
     int threads = 0;                  // CPU threads; 0: OpenMP's default
+    double peak_tflops = 0;           // > 0: the device's peak for MFU, else model/flops.h's table
     int64_t eval_interval = 0;        // steps between evaluations; 0: only after the last step
     int64_t eval_batches = 0;         // validation batches per evaluation; 0: the whole split
     int64_t checkpoint_interval = 0;  // steps between checkpoints; 0: only after the last step

@@ -19,6 +19,7 @@
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
 #include "model/finite_check.h"
+#include "model/flops.h"
 #include "model/gpt.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
@@ -92,6 +93,7 @@ private:
     StepStatus status_;  // host copy of the backend's StepStatus after the last step
     int bad_steps_in_a_row_ = 0;
     SpikeGuard spike_guard_;
+    double peak_tflops_ = 0;  // of each device, for MFU; 0: unknown
     std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
     std::string run_id_;           // rank 0: the lineage every checkpoint of this run records
     bool evaluation_possible_ = true;
@@ -128,6 +130,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
+    peak_tflops_ =
+        options.peak_tflops > 0 ? options.peak_tflops : peak_tflops(backend_->name(), options.precision);
     if (process_) process_->attach_backend(*backend_);
     DataParallelConfig parallel;
     parallel.shard_optimizer = options.zero_optimizer;
@@ -531,6 +535,8 @@ TrainMetrics Trainer::run_step() {
     metrics.tokens = tokens_seen_;
     metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
     metrics.ms_per_step = seconds * 1e3;
+    metrics.mfu = model_flops_utilization(plan_.model, options_.seq_len, metrics.tokens_per_second,
+                                          peak_tflops_, communicator().world_size());
     metrics.memory_bytes = backend_->peak_memory_bytes();
     if (model_->fp8() != nullptr) {
         metrics.fp8 = true;

@@ -13,17 +13,17 @@ namespace {
 
 using namespace testing_support;
 
-TEST(GpuSpikeGuard, APlantedSpikeIsHeldAndChangesNoWeight) {
+TEST(GpuTrainingSpikeGuard, APlantedSpikeIsHeldAndChangesNoWeight) {
     MIXGPT_GPU_OR_SKIP();
     expect_planted_spike_held("cuda", "mixgpt_gpu_spike_held");
 }
 
-TEST(GpuSpikeGuard, HeldStepsInARowStopTheRunWithACheckpoint) {
+TEST(GpuTrainingSpikeGuard, HeldStepsInARowStopTheRunWithACheckpoint) {
     MIXGPT_GPU_OR_SKIP();
     expect_held_steps_in_a_row_stop_the_run("cuda", "mixgpt_gpu_spike_stop");
 }
 
-TEST(GpuSpikeGuard, Fp16ResumeEqualsAStraightRun) {
+TEST(GpuTrainingSpikeGuard, Fp16ResumeEqualsAStraightRun) {
     MIXGPT_GPU_OR_SKIP();
     TrainOptions options = spike_guard_options("cuda", "");
     options.precision = Precision::fp16;

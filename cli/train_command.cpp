@@ -167,6 +167,30 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Precision");
 
+    CLI::Option* skip_spikes =
+        command
+            ->add_option("--skip-spikes", o.skip_spikes,
+                         "Z: hold back the update of a step whose loss or gradient norm lies more than Z "
+                         "standard deviations above the mean of the last --spike-window applied steps "
+                         "(judged once the window is full; default: off)")
+            ->check(positive())
+            ->group("Loss-spike guard");
+    command
+        ->add_option("--spike-window", o.spike_window,
+                     "applied steps the mean and standard deviation are taken over (the warm-up: no step is "
+                     "judged before the window is full)")
+        ->capture_default_str()
+        ->check(at_least(2))
+        ->needs(skip_spikes)
+        ->group("Loss-spike guard");
+    command
+        ->add_option("--max-spike-skips", o.max_spike_skips,
+                     "held steps in a row that stop the run (with a checkpoint, exit status 1)")
+        ->capture_default_str()
+        ->check(at_least(1))
+        ->needs(skip_spikes)
+        ->group("Loss-spike guard");
+
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str()
         ->group("Run");
@@ -177,6 +201,12 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Run");
     add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)")->group("Run");
+    command
+        ->add_option("--peak-tflops", o.peak_tflops,
+                     "peak TFLOP/s of each device for the MFU in metrics.jsonl (default: looked up by device "
+                     "name; unknown for CPUs)")
+        ->check(positive())
+        ->group("Run");
     command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (0: only at the end)")
         ->capture_default_str()
         ->group("Run");

@@ -1,6 +1,7 @@
 #include "dist/checkpoint_broadcast.h"
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -28,6 +29,17 @@ void broadcast_string(Communicator& communicator, std::string& text, int root) {
     broadcast_value(communicator, size, root);
     text.resize(static_cast<size_t>(size));
     communicator.broadcast_host(text.data(), text.size(), root);
+}
+
+void broadcast_spike_guard(Communicator& communicator, std::optional<SpikeGuardState>& state, int root) {
+    uint8_t present = state.has_value() ? 1 : 0;
+    broadcast_value(communicator, present, root);
+    if (present == 0) return;
+    if (!state) state.emplace();
+    broadcast_vector(communicator, state->losses, root);
+    broadcast_vector(communicator, state->grad_norms, root);
+    broadcast_value(communicator, state->skips, root);
+    broadcast_value(communicator, state->skips_in_a_row, root);
 }
 
 }  // namespace
@@ -67,6 +79,7 @@ Checkpoint broadcast_checkpoint(Communicator& communicator, const std::function<
     broadcast_value(communicator, checkpoint.status, root);
     broadcast_vector(communicator, checkpoint.loader_state, root);
     broadcast_vector(communicator, checkpoint.fp8_scaling, root);
+    broadcast_spike_guard(communicator, checkpoint.spike_guard, root);
     uint64_t option_count = checkpoint.options.size();
     broadcast_value(communicator, option_count, root);
     checkpoint.options.resize(static_cast<size_t>(option_count));

@@ -162,6 +162,16 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
     }
 }
 
+void write_spike_guard(h5::File& file, const SpikeGuardState& state) {
+    MIXGPT_REQUIRE(state.losses.size() == state.grad_norms.size(),
+                   "checkpoint: the spike guard's window holds as many losses as gradient norms");
+    const int64_t count = static_cast<int64_t>(state.losses.size());
+    file.write("spike_losses", h5::Type::f64, state.losses.data(), {count});
+    file.write("spike_grad_norms", h5::Type::f64, state.grad_norms.data(), {count});
+    file.set_attribute("/", "spike_skips", state.skips);
+    file.set_attribute("/", "spike_skips_in_a_row", state.skips_in_a_row);
+}
+
 void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     const int64_t n = static_cast<int64_t>(checkpoint.parameters.size());
     const GPTConfig& config = checkpoint.config;
@@ -196,6 +206,7 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
         const int64_t fp8_count = static_cast<int64_t>(checkpoint.fp8_scaling.size());
         file.write("fp8_scaling", h5::Type::f32, checkpoint.fp8_scaling.data(), {fp8_count});
     }
+    if (checkpoint.spike_guard) write_spike_guard(file, *checkpoint.spike_guard);
     write_options(file, checkpoint.options);
 }
 
@@ -218,6 +229,16 @@ int64_t attribute_count(const h5::File& file, const char* name) {
 int attribute_count32(const h5::File& file, const char* name) {
     attribute_count(file, name);
     return attribute_int32(file, name);
+}
+
+SpikeGuardState read_spike_guard(const h5::File& file) {
+    SpikeGuardState state;
+    const int64_t count = element_count(file.shape("spike_losses"));
+    state.losses = read_vector<double>(file, "spike_losses", h5::Type::f64, count);
+    state.grad_norms = read_vector<double>(file, "spike_grad_norms", h5::Type::f64, count);
+    state.skips = attribute_count(file, "spike_skips");
+    state.skips_in_a_row = attribute_count(file, "spike_skips_in_a_row");
+    return state;
 }
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
@@ -284,6 +305,7 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
         if (file.exists("fp8_scaling"))
             checkpoint.fp8_scaling = read_vector<float>(file, "fp8_scaling", h5::Type::f32,
                                                         element_count(file.shape("fp8_scaling")));
+        if (file.exists("spike_losses")) checkpoint.spike_guard = read_spike_guard(file);
     }
     checkpoint.options = read_options(file);
     return checkpoint;

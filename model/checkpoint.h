@@ -10,6 +10,9 @@
 //   /loader_state     (k) i64   the data loader's state (LoaderState::to_vector)
 //   /fp8_scaling      (s) f32   fp8 runs only: every FP8 tensor's scale, scale inverse and amax
 //                               history (model/fp8_linears.h, Fp8Linears::flat)
+//   /spike_losses, /spike_grad_norms  (w) f64 each, runs with `train --skip-spikes` only: the loss
+//                               spike guard's window (train/spike_guard.h), oldest first; its
+//                               counts are the attributes spike_skips, spike_skips_in_a_row
 //   /options          group whose string attributes are the training options as given
 //   attributes of /   arch (the model family, model/family.h; absent: gpt2, as in files written
 //                     before families existed), model shape (n_layer, n_head, n_embd, vocab_size,
@@ -24,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +38,13 @@
 #include "model/config.h"
 
 namespace mixgpt {
+
+// The loss-spike guard's state (train/spike_guard.h): the losses and gradient norms of the last
+// applied steps it judges by, oldest first, and the steps it held back, in all and in a row.
+struct SpikeGuardState {
+    std::vector<double> losses, grad_norms;
+    int64_t skips = 0, skips_in_a_row = 0;
+};
 
 struct Checkpoint {
     GPTConfig config;
@@ -50,6 +61,7 @@ struct Checkpoint {
     StepStatus status;                   // loss scale and counters (grad_norm_squared, skip: 0)
     std::vector<int64_t> loader_state;
     std::vector<float> fp8_scaling;  // Fp8Linears::flat() of an fp8 run; empty otherwise
+    std::optional<SpikeGuardState> spike_guard;  // runs with the guard on only
     std::vector<std::pair<std::string, std::string>> options;
     std::string run_id;  // lineage (header); "" in files written before run ids existed
 };

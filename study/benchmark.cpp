@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -12,7 +11,7 @@
 #include "model/parameters.h"
 #include "dist/communicator.h"
 #include "dist/device_communicator.h"
-#include "study/flops.h"
+#include "model/flops.h"
 #include "train/loss_scaling.h"
 #include "train/memory_check.h"
 #include "train/train_step.h"
@@ -96,8 +95,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
         training_flops_per_token(config, options.seq_len) * result.tokens_per_second / 1e12;
     result.peak_tflops =
         options.peak_tflops > 0 ? options.peak_tflops : peak_tflops(result.device_name, precision);
-    result.mfu = result.peak_tflops > 0 ? result.achieved_tflops / result.peak_tflops
-                                        : std::numeric_limits<double>::quiet_NaN();
+    result.mfu = model_flops_utilization(config, options.seq_len, result.tokens_per_second, result.peak_tflops);
     result.peak_memory_bytes = backend->peak_memory_bytes();
     result.last_loss = step.result().loss;
     if (profiler != nullptr) result.profile = profiler->times();

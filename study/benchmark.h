@@ -54,7 +54,7 @@ struct BenchResult {
     bool emulated = false;  // CPU backend: reduced precisions are emulated
     double ms_per_step = 0;
     double tokens_per_second = 0;
-    double achieved_tflops = 0;  // model FLOPs (study/flops.h) per second
+    double achieved_tflops = 0;  // model FLOPs (model/flops.h) per second
     double peak_tflops = 0;      // 0: unknown
     double mfu = 0;              // achieved / peak; NaN when the peak is unknown
     size_t peak_memory_bytes = 0;

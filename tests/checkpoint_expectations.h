@@ -7,7 +7,8 @@
 
 namespace mixgpt::test {
 
-// What a resumed run continues from: position, weights, optimizer state, loss scaler, data.
+// What a resumed run continues from: position, weights, optimizer state, loss scaler, data, the
+// loss-spike guard's statistics.
 inline void expect_same_training_state(const Checkpoint& got, const Checkpoint& expected) {
     EXPECT_EQ(got.step, expected.step);
     EXPECT_EQ(got.seed, expected.seed);
@@ -22,6 +23,13 @@ inline void expect_same_training_state(const Checkpoint& got, const Checkpoint& 
     EXPECT_EQ(got.status.skipped_steps, expected.status.skipped_steps);
     EXPECT_EQ(got.status.optimizer_steps, expected.status.optimizer_steps);
     EXPECT_EQ(got.loader_state, expected.loader_state);
+    ASSERT_EQ(got.spike_guard.has_value(), expected.spike_guard.has_value());
+    if (got.spike_guard) {
+        EXPECT_EQ(got.spike_guard->losses, expected.spike_guard->losses);
+        EXPECT_EQ(got.spike_guard->grad_norms, expected.spike_guard->grad_norms);
+        EXPECT_EQ(got.spike_guard->skips, expected.spike_guard->skips);
+        EXPECT_EQ(got.spike_guard->skips_in_a_row, expected.spike_guard->skips_in_a_row);
+    }
 }
 
 // Every field: the training state, the model's shape, the tokenizer and the run's options.

@@ -76,6 +76,18 @@ TEST_F(CheckpointTest, RoundTripIsExact) {
     EXPECT_TRUE(weights.adam_m.empty());
 }
 
+// The loss-spike guard's state (train --skip-spikes) is written only when the run has one.
+TEST_F(CheckpointTest, SpikeGuardStateRoundTripsWhenThereIsOne) {
+    Checkpoint written = make_checkpoint(40);
+    write_checkpoint(path("unguarded.h5"), written);
+    EXPECT_FALSE(read_checkpoint(path("unguarded.h5")).spike_guard.has_value());
+    written.spike_guard = SpikeGuardState{{4.125, 1e-300, 3.0000000000000004}, {1.5, 0.25, 1e300}, 7, 3};
+    write_checkpoint(path("guarded.h5"), written);
+    const Checkpoint read = read_checkpoint(path("guarded.h5"));
+    test::expect_same_checkpoint(read, written);
+    EXPECT_EQ(read.spike_guard->skips, 7);
+}
+
 TEST_F(CheckpointTest, WriteLeavesOnlyTheFinalFile) {
     write_checkpoint(path("sub/dir/a.h5"), make_checkpoint(1));
     std::vector<std::string> names;

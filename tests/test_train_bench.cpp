@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "model/parameters.h"
 #include "study/benchmark.h"
-#include "study/flops.h"
+#include "model/flops.h"
 
 namespace mixgpt {
 namespace {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "model/flops.h"
 #include "tests/test_python_support.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
@@ -71,6 +72,8 @@ protected:
         options.task_evals = {"mc:" + d.file("task.jsonl")};
         options.task_eval_interval = 4;
         options.tensorboard_dir = d.file("tb/run");
+        options.peak_tflops = 1e-3;  // a peak, so that MFU is known on the CPU
+        options.skip_spikes = 3;     // never judged in 10 steps (a window of 100): spike_skips 0
         run_training(options, [&](const TrainMetrics& metrics) {
             if (metrics.step != 5) return;
             fs::create_directories(d.file("flushed"));
@@ -97,9 +100,9 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
     ASSERT_EQ(event_files(d.file("tb/run")).size(), 2u) << "one per start";
     const ReaderResult read = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), true);
     ASSERT_EQ(read.status, 0) << read.output;
-    for (const char* tag :
-         {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,", "train/loss_scale,",
-          "val/loss,", "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
+    for (const char* tag : {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,",
+                            "train/loss_scale,", "train/mfu,", "train/spike_skips,", "val/loss,",
+                            "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);
@@ -140,6 +143,24 @@ TEST_F(TensorBoardRunTest, TheReaderFindsADamagedRecordAndADifferentValue) {
     EXPECT_NE(differs.output.find("val/loss at step 10 is"), std::string::npos) << differs.output;
 }
 
+// metrics.jsonl's mfu (which the reader found in the event files) is the model's FLOPs per token
+// (model/flops.h) times the step's tokens per second over the given peak.
+TEST_F(TensorBoardRunTest, MfuIsTheModelFlopsOverThePeak) {
+    const TempDirectory& d = *scratch_;
+    const GPTConfig config = plan_training(tiny_train_options("unused"), 300, 1).model;
+    std::ifstream metrics_file(d.file("run/metrics.jsonl"));
+    int train_lines = 0;
+    for (std::string line; std::getline(metrics_file, line);) {
+        const nlohmann::json record = nlohmann::json::parse(line);
+        if (record["type"] != "train") continue;
+        ++train_lines;
+        const double expected =
+            training_flops_per_token(config, 16) * record["tokens_per_second"].get<double>() / 1e9;
+        EXPECT_NEAR(record["mfu"].get<double>(), expected, 1e-12 * expected) << line;
+    }
+    EXPECT_EQ(train_lines, 10);  // steps 1 to 4 of the first run, 5 to 10 of the resumed one
+}
+
 // An fp32 run has no loss scale to show; its folder is made with its parents.
 TEST(TensorBoardTest, UnscaledRunWritesNoLossScale) {
     TempDirectory d("mixgpt_tensorboard_fp32");
@@ -151,6 +172,8 @@ TEST(TensorBoardTest, UnscaledRunWritesNoLossScale) {
     const ReaderResult read = read_events(d, d.file("a/b/c"), d.file("run/metrics.jsonl"), false);
     EXPECT_EQ(read.status, 0) << read.output;
     EXPECT_EQ(read.output.find("loss_scale"), std::string::npos) << read.output;
+    EXPECT_EQ(read.output.find("train/mfu"), std::string::npos) << "no peak known for a CPU: " << read.output;
+    EXPECT_EQ(read.output.find("spike_skips"), std::string::npos) << read.output;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "train/metrics.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -76,6 +77,11 @@ void MetricsWriter::write(const TrainMetrics& metrics) {
                                    {"ms_per_step", metrics.ms_per_step},
                                    {"memory_bytes", metrics.memory_bytes}};
     if (metrics.z_loss >= 0) line["z_loss"] = metrics.z_loss;
+    if (std::isfinite(metrics.mfu)) line["mfu"] = metrics.mfu;
+    if (metrics.spike_skips) {
+        line["spike_skipped"] = metrics.spike_skips->held;
+        line["spike_skips"] = metrics.spike_skips->total;
+    }
     if (metrics.fp8) {
         line["fp8_saturated"] = {{"inputs", metrics.fp8_saturated.inputs},
                                  {"weights", metrics.fp8_saturated.weights},

@@ -7,6 +7,10 @@
 //   (with TrainOptions::gradient_zero_stats also "grad_zero_fraction":0.013)
 //   (train lines of a run with --z-loss also "z_loss":0.0012: the mean z-loss term, which "loss"
 //    leaves out)
+//   (train lines of a run with --skip-spikes also "spike_skipped":false,"spike_skips":0: whether the
+//    loss-spike guard held this step's update, and the steps it held so far, train/spike_guard.h)
+//   (train lines also "mfu":0.368 when the device's peak is known or given, --peak-tflops: model
+//    FLOPs utilization, model/flops.h)
 //   (train lines of an fp8 run also "fp8_saturated":{"inputs":0,"weights":0,"gradients":3}: the
 //    elements the FP8 conversion clipped during the step, per tensor class, model/fp8_linears.h)
 //   {"type":"task_eval","step":100,"task":"hellaswag","data":"hellaswag_val.jsonl","examples":10042,
@@ -19,7 +23,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "model/fp8_linears.h"
@@ -33,6 +39,12 @@ struct TrainMetrics {
     int64_t step = 0;  // optimizer steps completed, this one included
     double loss = 0, learning_rate = 0, grad_norm = 0, loss_scale = 1;
     double z_loss = -1;  // the step's mean z-loss term (--z-loss); < 0: off, not written
+    double mfu = std::numeric_limits<double>::quiet_NaN();  // model FLOPs utilization; NaN: unknown, not written
+    struct SpikeSkips {
+        bool held = false;  // this step's update
+        int64_t total = 0;
+    };
+    std::optional<SpikeSkips> spike_skips;  // with the loss-spike guard only
     bool skipped = false;
     int64_t skipped_total = 0;
     int64_t tokens = 0;  // tokens consumed since the start of training

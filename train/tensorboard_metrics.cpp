@@ -1,5 +1,6 @@
 #include "train/tensorboard_metrics.h"
 
+#include <cmath>
 #include <filesystem>
 #include <vector>
 
@@ -25,6 +26,9 @@ void TensorBoardMetrics::write(const TrainMetrics& metrics) {
         {"train/ms_per_step", static_cast<float>(metrics.ms_per_step)},
         {"train/memory_bytes", static_cast<float>(metrics.memory_bytes)}};
     if (loss_scaled_) scalars.push_back({"train/loss_scale", static_cast<float>(metrics.loss_scale)});
+    if (std::isfinite(metrics.mfu)) scalars.push_back({"train/mfu", static_cast<float>(metrics.mfu)});
+    if (metrics.spike_skips)
+        scalars.push_back({"train/spike_skips", static_cast<float>(metrics.spike_skips->total)});
     if (metrics.fp8) {
         scalars.push_back({"train/fp8_saturated/inputs", static_cast<float>(metrics.fp8_saturated.inputs)});
         scalars.push_back({"train/fp8_saturated/weights", static_cast<float>(metrics.fp8_saturated.weights)});

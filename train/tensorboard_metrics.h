@@ -5,6 +5,8 @@
 //   train/loss, train/lr, train/grad_norm, train/skipped_total, train/tokens,
 //   train/tokens_per_second, train/ms_per_step, train/memory_bytes
 //   train/loss_scale                               runs with loss scaling (fp16 by default)
+//   train/mfu                                      when the device's peak is known (--peak-tflops)
+//   train/spike_skips                              runs with the loss-spike guard (--skip-spikes)
 //   train/fp8_saturated/{inputs,weights,gradients} fp8 runs
 //   val/loss, val/perplexity, val/tokens           each evaluation
 //   val/grad_zero_fraction                         when measured (mixgpt study)

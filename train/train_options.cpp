@@ -103,6 +103,12 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(options.checkpoint_interval >= 0, "checkpoint-interval: must not be negative");
     MIXGPT_REQUIRE(options.keep_checkpoints >= 1, "keep-checkpoints: must be at least 1");
     MIXGPT_REQUIRE(options.max_bad_steps >= 1, "max-bad-steps: must be at least 1");
+    MIXGPT_REQUIRE(std::isfinite(options.skip_spikes) && options.skip_spikes >= 0,
+                   "skip-spikes: must be a finite number of standard deviations > 0 (0: off)");
+    MIXGPT_REQUIRE(options.spike_window >= 2, "spike-window: must be at least 2 steps");
+    MIXGPT_REQUIRE(options.max_spike_skips >= 1, "max-spike-skips: must be at least 1");
+    MIXGPT_REQUIRE(std::isfinite(options.peak_tflops) && options.peak_tflops >= 0,
+                   "peak-tflops: must be a finite number >= 0 (0: the device's, when known)");
     MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");
     MIXGPT_REQUIRE(!(options.overwrite && (options.resume == "auto" || options.resume == "if-present")),
                    "overwrite: starts a new run in the output directory; --resume continues the one there: "
@@ -292,6 +298,15 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
             {"head_lr", number(options.head_lr.value_or(options.learning_rate))},
         };
         described.insert(described.end(), muon.begin(), muon.end());
+    }
+    // Only with the guard on, so that a run without it records what runs recorded before it existed.
+    if (options.skip_spikes > 0) {
+        const std::vector<std::pair<std::string, std::string>> guard = {
+            {"skip_spikes", number(options.skip_spikes)},
+            {"spike_window", integer(options.spike_window)},
+            {"max_spike_skips", integer(options.max_spike_skips)},
+        };
+        described.insert(described.end(), guard.begin(), guard.end());
     }
     return described;
 }

@@ -67,6 +67,12 @@ struct TrainOptions {
     std::string loss_scale = "auto";  // auto | dynamic | static:<value> | none
     int loss_scale_growth_interval = 2000;
     int max_bad_steps = 20;  // consecutive non-finite steps before the run stops
+    // The loss-spike guard (train/spike_guard.h): a step whose loss or gradient norm lies more than
+    // skip_spikes standard deviations above the mean of the last spike_window applied steps is not
+    // applied; max_spike_skips such steps in a row stop the run. 0: off.
+    double skip_spikes = 0;
+    int spike_window = 100;
+    int max_spike_skips = 10;
     Fp8Options fp8;          // --precision fp8 only (model/fp8_linears.h)
 
     // run
@@ -75,6 +81,7 @@ struct TrainOptions {
     std::string device = "cpu";
     int device_index = 0;
     int threads = 0;                  // CPU threads; 0: OpenMP's default
+    double peak_tflops = 0;           // > 0: the device's peak for MFU, else model/flops.h's table
     int64_t eval_interval = 0;        // steps between evaluations; 0: only after the last step
     int64_t eval_batches = 0;         // validation batches per evaluation; 0: the whole split
     int64_t checkpoint_interval = 0;  // steps between checkpoints; 0: only after the last step

@@ -34,6 +34,13 @@ ShardLayout layout_of_buckets(const std::vector<GradientBucket>& buckets, int64_
 
 }  // namespace
 
+uint64_t step_seed(uint64_t seed, int64_t step) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 ShardLayout TrainStep::zero_layout(const GPTConfig& config, int world_size, size_t bucket_bytes) {
     const ParameterLayout layout(config);
     return layout_of_buckets(plan_model_buckets(layout, config.n_layer, world_size, true, bucket_bytes),
@@ -135,15 +142,33 @@ void TrainStep::micro_step(const int32_t* windows) {
 }
 
 void TrainStep::finish(const AdamWHyper& hyper, double schedule_factor) {
+    finish_gradients();
+    apply_update(hyper, schedule_factor);
+}
+
+void TrainStep::finish_gradients() {
     MIXGPT_REQUIRE(next_micro_step_ == accumulation_steps_,
                    "train step: finished before all micro-steps ran");
     communicator_.join();
+    if (sharded())
+        shard_gradient_norm();
+    else
+        backend_.grad_norm_squared(status_pointer(), model_.gradients());
+}
+
+StepResult TrainStep::gradient_result() {
+    communicator_.wait();
+    read_losses();
+    losses_read_ = true;
+    return {loss_, z_loss_, read_status()};
+}
+
+void TrainStep::apply_update(const AdamWHyper& hyper, double schedule_factor) {
     if (sharded()) {
         update_shard(hyper);
         return;
     }
     const TensorView gradients = model_.gradients();  // (n) f32
-    backend_.grad_norm_squared(status_pointer(), gradients);
     if (muon_) {
         update_muon_groups(hyper, schedule_factor);
         backend_.update_loss_scale(status_pointer(), loss_scale_);
@@ -158,6 +183,8 @@ void TrainStep::finish(const AdamWHyper& hyper, double schedule_factor) {
     backend_.update_loss_scale(status_pointer(), loss_scale_);
     update_fp8_scaling();
 }
+
+void TrainStep::hold_update() { update_fp8_scaling(); }
 
 void TrainStep::update_muon_groups(const AdamWHyper& hyper, double schedule_factor) {
     const TensorView masters = model_.master_parameters();  // (n) f32
@@ -213,12 +240,15 @@ void TrainStep::exchange_ready_buckets(int stage) {
     }
 }
 
-void TrainStep::update_shard(const AdamWHyper& hyper) {
+void TrainStep::shard_gradient_norm() {
     const TensorView gradients = kept_view(shard_gradients_, DType::f32);  // (shard) f32
     copy_pieces(gradients, model_.gradient_arena(), true);
     backend_.grad_norm_squared(status_pointer(), gradients);
     make_norm_global();
+}
 
+void TrainStep::update_shard(const AdamWHyper& hyper) {
+    const TensorView gradients = kept_view(shard_gradients_, DType::f32);  // (shard) f32
     const TensorView masters = model_.master_parameters();  // (shard) f32
     const DType act = model_.working_parameters().dtype;
     // A skipped update leaves the working copy as it is: start from the pieces' current one.
@@ -267,18 +297,21 @@ void TrainStep::gather_working_copy(const TensorView& shard_working) {
     communicator_.join();
 }
 
-StepResult TrainStep::result() {
-    StepResult result;
-    communicator_.wait();
+void TrainStep::read_losses() {
     backend_.copy_to_host(host_losses_.data(), step_losses_.data(), host_losses_.size() * sizeof(float));
     const size_t count = host_losses_.size() / (model_.z_loss() > 0 ? 2 : 1);  // k * B * T
     double sums[2] = {0, 0};                                                   // losses, z-loss terms
     for (size_t i = 0; i < host_losses_.size(); ++i) sums[i / count] += host_losses_[i];
     communicator_.all_reduce_sum_host(sums, 2);
-    result.loss = sums[0] / (static_cast<double>(count) * communicator_.world_size());
-    result.z_loss = sums[1] / (static_cast<double>(count) * communicator_.world_size());
-    result.status = read_status();
-    return result;
+    loss_ = sums[0] / (static_cast<double>(count) * communicator_.world_size());
+    z_loss_ = sums[1] / (static_cast<double>(count) * communicator_.world_size());
+}
+
+StepResult TrainStep::result() {
+    communicator_.wait();
+    if (!losses_read_) read_losses();
+    losses_read_ = false;
+    return {loss_, z_loss_, read_status()};
 }
 
 TensorView TrainStep::kept_view(const Buffer& buffer, DType dtype) const {

@@ -54,6 +54,9 @@
 
 namespace mixgpt {
 
+// splitmix64 of (seed, step): the stochastic-rounding seed of one step (AdamWHyper::seed).
+uint64_t step_seed(uint64_t seed, int64_t step);
+
 struct DataParallelConfig {
     bool shard_optimizer = false;            // ZeRO stage 1
     size_t bucket_bytes = size_t{25} << 20;  // per gradient collective
@@ -102,6 +105,19 @@ public:
     // Waits for the step and reads its status and mean loss (a collective: every rank calls it).
     StepResult result();
 
+    // finish() in two halves, for a decision on the host between them (train/spike_guard.h):
+    // finish_gradients() exchanges the gradients and takes their norm (StepStatus.skip when it is
+    // not finite); gradient_result() waits for that and reads the step's mean loss and status
+    // before the update, a host synchronisation that finish() does not make (a collective); then
+    // apply_update() does the rest of finish(), or hold_update() holds the update back: weights,
+    // optimizer state and loss scale stay as they are, and only fp8's delayed scaling takes the
+    // step's amaxes into its history, as it does on a step skipped for non-finite gradients.
+    // result() ends the step either way.
+    void finish_gradients();
+    StepResult gradient_result();
+    void apply_update(const AdamWHyper& hyper, double schedule_factor = 1.0);
+    void hold_update();
+
     // Optimizer state for checkpoints, to and from the host.
     OptimizerMoments download_moments() const;  // this rank's, in its shard's order (padding included)
     // The moments of every parameter (n each); this rank keeps those of owned().
@@ -117,7 +133,9 @@ private:
     StepStatus* status_pointer() const { return status_.as<StepStatus>(); }
     // Starts the collectives of the buckets not yet started whose gradients are final after `stage`.
     void exchange_ready_buckets(int stage);
+    void shard_gradient_norm();  // ZeRO-1: the pieces' mean gradients into the shard, the global norm
     void update_shard(const AdamWHyper& hyper);
+    void read_losses();  // the step's mean loss and z-loss term over every rank (a collective)
     // Muon: AdamW on its groups, then Muon on the hidden matrices.
     void update_muon_groups(const AdamWHyper& hyper, double schedule_factor);
     void make_norm_global();
@@ -150,6 +168,8 @@ private:
                                        // the losses, then the z-loss terms
     std::vector<TokenBatch> batches_;  // one per micro-step, so no upload overwrites one in flight
     std::vector<float> host_losses_;   // as step_losses_
+    double loss_ = 0, z_loss_ = 0;     // read_losses()'s, of the step in progress
+    bool losses_read_ = false;         // by gradient_result(), before result()
     int next_micro_step_ = 0;
 
     std::optional<MuonPlan> muon_;

@@ -19,6 +19,7 @@
 #include "eval/evaluate.h"
 #include "model/checkpoint.h"
 #include "model/finite_check.h"
+#include "model/flops.h"
 #include "model/gpt.h"
 #include "model/memory_plan.h"
 #include "model/parameters.h"
@@ -27,7 +28,9 @@
 #include "tokenizer/loader.h"
 #include "train/loader_rebatch.h"
 #include "train/memory_check.h"
+#include "train/quiet_unless_root.h"
 #include "train/run_directory.h"
+#include "train/spike_guard.h"
 #include "train/task_eval.h"
 #include "train/train_step.h"
 
@@ -36,34 +39,13 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// splitmix64 of (seed, step): the stochastic-rounding seed of one step.
-uint64_t step_seed(uint64_t seed, int64_t step) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(step + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 bool is_due(int64_t step, int64_t interval) { return interval > 0 && step % interval == 0; }
-
-// Ranks other than 0 log errors only, while the run lasts.
-class QuietUnlessRoot {
-public:
-    explicit QuietUnlessRoot(bool root) : previous_(log_level()) {
-        if (!root) set_log_level(LogLevel::error);
-    }
-    ~QuietUnlessRoot() { set_log_level(previous_); }
-    QuietUnlessRoot(const QuietUnlessRoot&) = delete;
-    QuietUnlessRoot& operator=(const QuietUnlessRoot&) = delete;
-
-private:
-    LogLevel previous_;
-};
 
 class Trainer {
 public:
     // given: null for the communicator the launch implies (dist/process_communicator.h).
-    Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer);
+    Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer,
+            const BatchEditor& edit_batch);
     TrainResult run();
 
 private:
@@ -92,6 +74,7 @@ private:
 
     const TrainOptions& options_;
     StepObserver observer_;
+    BatchEditor edit_batch_;
     Communicator* given_;
     std::unique_ptr<ProcessCommunicator> process_;  // when no communicator was given
     QuietUnlessRoot quiet_;
@@ -109,6 +92,8 @@ private:
     int64_t tokens_seen_ = 0;
     StepStatus status_;  // host copy of the backend's StepStatus after the last step
     int bad_steps_in_a_row_ = 0;
+    SpikeGuard spike_guard_;
+    double peak_tflops_ = 0;  // of each device, for MFU; 0: unknown
     std::string last_saved_path_;  // rank 0: the newest checkpoint on disk, "" before the first
     std::string run_id_;           // rank 0: the lineage every checkpoint of this run records
     bool evaluation_possible_ = true;
@@ -118,13 +103,16 @@ private:
     TrainResult result_;
 };
 
-Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer)
+Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObserver& observer,
+                 const BatchEditor& edit_batch)
     : options_(options),
       observer_(observer),
+      edit_batch_(edit_batch),
       given_(given),
       process_(given != nullptr ? nullptr
                                 : std::make_unique<ProcessCommunicator>(options.collective_timeout)),
-      quiet_(communicator().rank() == 0) {
+      quiet_(communicator().rank() == 0),
+      spike_guard_(options.skip_spikes, options.spike_window, options.max_spike_skips) {
     MIXGPT_REQUIRE(!options.dataset.empty(), "dataset: required (a directory or file from `mixgpt prepare`)");
     dataset_ = read_checked_dataset_info(resolve_dataset_path(options.dataset));
     for (const DatasetSource& source : options.mixture) read_checked_dataset_info(source.path);
@@ -142,6 +130,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     backend_options.precision = options.precision;
     backend_options.threads = options.threads;
     backend_ = make_backend(backend_options);
+    peak_tflops_ =
+        options.peak_tflops > 0 ? options.peak_tflops : peak_tflops(backend_->name(), options.precision);
     if (process_) process_->attach_backend(*backend_);
     DataParallelConfig parallel;
     parallel.shard_optimizer = options.zero_optimizer;
@@ -327,6 +317,7 @@ void Trainer::resume_from(const std::string& path) {
     step_ = checkpoint.step;
     tokens_seen_ = checkpoint.tokens_seen;
     bad_steps_in_a_row_ = static_cast<int>(checkpoint.bad_steps_in_a_row);
+    spike_guard_.restore(checkpoint.spike_guard);
     if (is_root()) run_id_ = checkpoint.run_id.empty() ? run_directory_->run_id() : checkpoint.run_id;
     result_.last_checkpoint = path;
     last_saved_path_ = path;
@@ -386,6 +377,7 @@ void Trainer::save_checkpoint() {
     checkpoint.seed = options_.seed;
     checkpoint.tokens_seen = tokens_seen_;
     checkpoint.bad_steps_in_a_row = bad_steps_in_a_row_;
+    checkpoint.spike_guard = spike_guard_.state();
     const TensorView working = model_->working_parameters();  // complete on every rank
     if (working.dtype != DType::f32) {
         checkpoint.working_bits.resize(static_cast<size_t>(working.numel()));
@@ -520,10 +512,10 @@ TrainMetrics Trainer::run_step() {
                              ? ", no checkpoint written yet"
                              : ", the last checkpoint " + result_.last_checkpoint + " is intact"));
         }
-        train_step_->micro_step(batch.tokens);
+        train_step_->micro_step(edit_batch_ ? edit_batch_(step_ + 1, batch) : batch.tokens);
     }
-    train_step_->finish(hyper, unit_schedule.learning_rate(step_));
-    const StepResult result = train_step_->result();
+    const StepResult result =
+        spike_guard_.finish(*train_step_, hyper, unit_schedule.learning_rate(step_), step_ + 1);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     TrainMetrics metrics;
     const float scale_used = status_.loss_scale;
@@ -538,9 +530,13 @@ TrainMetrics Trainer::run_step() {
     metrics.loss_scale = scale_used;
     metrics.skipped = status_.skip != 0;
     metrics.skipped_total = status_.skipped_steps;
+    if (spike_guard_.enabled())
+        metrics.spike_skips = TrainMetrics::SpikeSkips{spike_guard_.last_held(), spike_guard_.skips()};
     metrics.tokens = tokens_seen_;
     metrics.tokens_per_second = static_cast<double>(plan_.tokens_per_step) / seconds;
     metrics.ms_per_step = seconds * 1e3;
+    metrics.mfu = model_flops_utilization(plan_.model, options_.seq_len, metrics.tokens_per_second,
+                                          peak_tflops_, communicator().world_size());
     metrics.memory_bytes = backend_->peak_memory_bytes();
     if (model_->fp8() != nullptr) {
         metrics.fp8 = true;
@@ -638,6 +634,7 @@ TrainResult Trainer::run() {
                                  task_fields_);
         }
         check_divergence(metrics);
+        spike_guard_.stop_at_limit(step_, [this] { save_checkpoint(); return result_.last_checkpoint; });
         if (observer_) observer_(metrics);
         if (is_due(step_, options_.eval_interval) && step_ < plan_.total_steps) evaluate();
         if (is_due(step_, options_.task_eval_interval) && step_ < plan_.total_steps) evaluate_tasks();
@@ -670,14 +667,15 @@ TrainResult Trainer::run() {
 
 }  // namespace
 
-TrainResult run_training(const TrainOptions& options, const StepObserver& observer) {
-    Trainer trainer(options, nullptr, observer);
+TrainResult run_training(const TrainOptions& options, const StepObserver& observer,
+                         const BatchEditor& edit_batch) {
+    Trainer trainer(options, nullptr, observer, edit_batch);
     return trainer.run();
 }
 
 TrainResult run_training(const TrainOptions& options, Communicator& communicator,
-                         const StepObserver& observer) {
-    Trainer trainer(options, &communicator, observer);
+                         const StepObserver& observer, const BatchEditor& edit_batch) {
+    Trainer trainer(options, &communicator, observer, edit_batch);
     return trainer.run();
 }
 

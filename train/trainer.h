@@ -37,14 +37,19 @@ struct TrainResult {
 
 // Called after every step's metrics are known (tests use it to observe or to stop a run).
 using StepObserver = std::function<void(const TrainMetrics& metrics)>;
+// Tests only: given each micro-batch this rank reads for step `step` (1-based), returns the (B, T+1)
+// windows to train on instead, valid until the next call (a test plants a corrupted batch with it).
+using BatchEditor = std::function<const int32_t*(int64_t step, const Batch& batch)>;
 
-// Throws Error on bad options or data, a mismatched checkpoint, or divergence (too many
-// consecutive non-finite steps; the last checkpoint is left as it was).
-TrainResult run_training(const TrainOptions& options, const StepObserver& observer = nullptr);
+// Throws Error on bad options or data, a mismatched checkpoint, divergence (too many consecutive
+// non-finite steps; the last checkpoint is left as it was) or too many held loss spikes in a row
+// (train/spike_guard.h; a checkpoint is written first).
+TrainResult run_training(const TrainOptions& options, const StepObserver& observer = nullptr,
+                         const BatchEditor& edit_batch = nullptr);
 // The same with a communicator given by the caller instead of the one the launch implies (tests
 // run one rank alone, or all ranks of an MPI job they started themselves).
 TrainResult run_training(const TrainOptions& options, Communicator& communicator,
-                         const StepObserver& observer = nullptr);
+                         const StepObserver& observer = nullptr, const BatchEditor& edit_batch = nullptr);
 
 std::string metrics_path(const std::string& output_dir);
 std::string checkpoint_directory(const std::string& output_dir);

@@ -32,7 +32,7 @@ NAME = re.compile(r"^events\.out\.tfevents\.\d{10}\.[A-Za-z0-9._-]+\.\d+\.\d+$")
 TRAIN_TAGS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
               "skipped_total": "train/skipped_total", "tokens": "train/tokens",
               "tokens_per_second": "train/tokens_per_second", "ms_per_step": "train/ms_per_step",
-              "memory_bytes": "train/memory_bytes"}
+              "memory_bytes": "train/memory_bytes", "mfu": "train/mfu", "spike_skips": "train/spike_skips"}
 EVAL_TAGS = {"val_loss": "val/loss", "val_perplexity": "val/perplexity", "val_tokens": "val/tokens",
              "grad_zero_fraction": "val/grad_zero_fraction"}
 

@@ -11,7 +11,7 @@
 #include "model/config.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "study/benchmark.h"
-#include "study/flops.h"
+#include "model/flops.h"
 
 namespace mixgpt {
 namespace {

@@ -31,6 +31,7 @@ Checkpoint root_checkpoint() {
     checkpoint.status.loss_scale = 1024.f;
     checkpoint.status.skipped_steps = 3;
     checkpoint.loader_state = {1, 2, 3, 4, 5};
+    checkpoint.spike_guard = SpikeGuardState{{4.25, 4.5}, {1.5, 0.75}, 6, 2};
     checkpoint.options = {{"lr", "0.0006"}, {"model", "d2"}};
     return checkpoint;
 }

@@ -8,6 +8,8 @@
 //   - one run of computations: the host waits for the device only after the step's last kernel,
 //     product or collective, to read the losses and the step status for its log line. A step
 //     whose host waited mid-way (a loss read early, a skip decided on the host) has two runs.
+//     With the loss-spike guard (train --skip-spikes) a step has exactly two: the guard's decision
+//     is the host's, between the gradients' norm and the update (train/spike_guard.h).
 // The same holds for a step over a 1-rank NCCL communicator, whose collectives run on their own
 // stream, ordered with the compute stream by events: replicated or ZeRO-1, the buckets exchanged
 // during the backward pass or after it. With --optimizer muon too: its iteration's products are
@@ -34,8 +36,9 @@ using cuda_sim::RuntimeCounters;
 using namespace testing_support;
 
 // readings[i]: the counters after step i (readings[0] may be before the first); steps from
-// `first_warm` on compute, and allocate, plan and wait for nothing more than the rule says.
-void expect_warm_steps(const std::vector<RuntimeCounters>& readings, size_t first_warm) {
+// `first_warm` on compute, and allocate, plan and wait for nothing more than the rule says: `runs`
+// runs of computations each.
+void expect_warm_steps(const std::vector<RuntimeCounters>& readings, size_t first_warm, size_t runs = 1) {
     for (size_t i = first_warm; i < readings.size(); ++i) {
         const RuntimeCounters &before = readings[i - 1], &after = readings[i];
         SCOPED_TRACE("reading " + std::to_string(i));
@@ -44,7 +47,7 @@ void expect_warm_steps(const std::vector<RuntimeCounters>& readings, size_t firs
         EXPECT_EQ(after.device_allocations, before.device_allocations);
         EXPECT_EQ(after.device_frees, before.device_frees);
         EXPECT_EQ(after.matmul_plans, before.matmul_plans);
-        EXPECT_EQ(after.compute_runs - before.compute_runs, 1u);
+        EXPECT_EQ(after.compute_runs - before.compute_runs, runs);
     }
 }
 
@@ -88,6 +91,22 @@ INSTANTIATE_TEST_SUITE_P(
                       StepCase{"fp32_accumulation_recompute", Precision::fp32, 2, Recompute::full},
                       StepCase{"bf16_muon", Precision::bf16, 1, Recompute::none, OptimizerKind::muon}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Guarded steps judged (a window of 2: from step 3 on) and not: two runs each, nothing allocated.
+TEST(SimSpikeGuardStepResources, AGuardedStepWaitsTwiceAndAllocatesNothing) {
+    test::TempDirectory directory("mixgpt_sim_spike_guard_resources");
+    TrainOptions options = tiny_train_options(directory.file("run"));
+    options.device = "cuda";
+    options.precision = Precision::bf16;
+    options.skip_spikes = 3;
+    options.spike_window = 2;
+    options.steps = 5;
+    std::vector<RuntimeCounters> readings;
+    const TrainResult result =
+        run_training(options, [&](const TrainMetrics&) { readings.push_back(cuda_sim::runtime_counters()); });
+    ASSERT_EQ(result.steps_done, options.steps);
+    expect_warm_steps(readings, 1, 2);
+}
 
 struct ExchangeCase {
     const char* name;

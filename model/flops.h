@@ -14,7 +14,8 @@
 // Peak dense throughput in TFLOP/s by device name (the SXM parts' datasheet figures):
 //   H100, H200  bf16/fp16 989, tf32 494, fp32 67
 //   A100        bf16/fp16 312, tf32 156, fp32 19.5
-// Anything else (CPUs included) is unknown: 0, and MFU is reported only with --peak-tflops.
+// Anything else (CPUs included) is unknown: 0, and MFU is reported only with --peak-tflops
+// (`bench`, `train`).
 #pragma once
 
 #include <string>
@@ -30,5 +31,10 @@ double training_flops_per_token(const GPTConfig& config, int seq_len);
 
 // `device_name` as Backend::name() gives it; 0 when the device is not in the table.
 double peak_tflops(const std::string& device_name, Precision precision);
+
+// Model FLOPs utilization: training_flops_per_token x tokens_per_second over the peak of all
+// `devices` (peak_tflops per device). NaN when the peak is not positive (unknown).
+double model_flops_utilization(const GPTConfig& config, int seq_len, double tokens_per_second,
+                               double peak_tflops, int devices = 1);
 
 }  // namespace mixgpt

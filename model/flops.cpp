@@ -1,4 +1,6 @@
-#include "study/flops.h"
+#include "model/flops.h"
+
+#include <limits>
 
 namespace mixgpt {
 
@@ -35,6 +37,12 @@ double peak_tflops(const std::string& device_name, Precision precision) {
         }
     }
     return 0.0;
+}
+
+double model_flops_utilization(const GPTConfig& config, int seq_len, double tokens_per_second,
+                               double peak_tflops, int devices) {
+    if (!(peak_tflops > 0)) return std::numeric_limits<double>::quiet_NaN();
+    return training_flops_per_token(config, seq_len) * tokens_per_second / (peak_tflops * 1e12 * devices);
 }
 
 }  // namespace mixgpt

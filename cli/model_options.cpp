@@ -47,6 +47,13 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                     "Gemma 2 30; default: off); recorded in checkpoints")
         ->check(positive())
         ->group(group);
+    command
+        .add_option("--mlp", options.mlp,
+                    "the MLP: the family's own (gpt2: gelu, llama: swiglu) or relu2, relu(x)^2 of one product "
+                    "(GPT-2 speedrun, nanochat; 4 * width, or --ffn-hidden under llama); recorded in "
+                    "checkpoints")
+        ->check(CLI::IsMember({"gelu", "swiglu", "relu2"}))
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

@@ -60,7 +60,7 @@ ActivationLayout::ActivationLayout(const GPTConfig& config, int batch_size, int 
     add(Activation::grad_residual, act, 1, N * C);
     add(Activation::grad_narrow, act, 1, N * C);
     add(Activation::grad_wide, act, 1, N * std::max(Q, M));
-    add(Activation::grad_hidden, act, family.mlp == MlpKind::swiglu ? 1 : 0, N * D);
+    add(Activation::grad_hidden, act, config.mlp_kind() == MlpKind::swiglu ? 1 : 0, N * D);
 }
 
 void ActivationLayout::add(Activation activation, DType dtype, int copies, int64_t elements) {

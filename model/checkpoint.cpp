@@ -158,6 +158,9 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::logit_softcap:
                 file.set_attribute("/", name, static_cast<double>(config.logit_softcap));
                 break;
+            case Setting::mlp:
+                file.set_attribute("/", name, std::string(mlp_name(config.mlp_kind())));
+                break;
         }
     }
 }
@@ -222,7 +225,7 @@ int attribute_count32(const h5::File& file, const char* name) {
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
-// off, as every model was before it existed).
+// off, as every model was before it existed) and mlp (absent: the family's own).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -246,6 +249,12 @@ void read_family(const h5::File& file, GPTConfig& config) {
             case Setting::logit_softcap:  // absent in checkpoints from before the option: off
                 if (file.has_attribute("/", name))
                     config.logit_softcap = static_cast<float>(file.attribute_double("/", name));
+                break;
+            case Setting::mlp:  // absent in checkpoints from before the option: the family's own
+                if (file.has_attribute("/", name)) {
+                    const MlpKind mlp = parse_mlp(file.attribute_string("/", name));
+                    if (mlp != config.family().mlp) config.mlp = mlp;
+                }
                 break;
         }
     }
@@ -387,6 +396,9 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
         format("%s: refusing checkpoint: logit_softcap is %s there, %s in this run (--logit-softcap)",
                checkpoint_path.c_str(), softcap(saved.logit_softcap).c_str(),
                softcap(config.logit_softcap).c_str()));
+    MIXGPT_REQUIRE(saved.mlp_kind() == config.mlp_kind(),
+                   format("%s: refusing checkpoint: mlp is %s there, %s in this run (--mlp)", checkpoint_path.c_str(),
+                          mlp_name(saved.mlp_kind()), mlp_name(config.mlp_kind())));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

@@ -14,7 +14,7 @@ int GPTConfig::head_dim() const { return n_embd / n_head; }
 int GPTConfig::kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 
 int GPTConfig::mlp_hidden() const {
-    return ffn_hidden > 0 ? ffn_hidden : family().default_ffn_hidden(n_embd, 1.0);
+    return ffn_hidden > 0 ? ffn_hidden : default_mlp_hidden(family(), mlp_kind(), n_embd, 1.0);
 }
 
 int64_t GPTConfig::size_of(Dim dim) const {
@@ -30,7 +30,7 @@ int64_t GPTConfig::size_of(Dim dim) const {
         case Dim::qkv:
             return int64_t{n_head + 2 * kv_heads()} * head_dim();
         case Dim::mlp_input:
-            return (family().mlp == MlpKind::swiglu ? 2 : 1) * int64_t{mlp_hidden()};
+            return (mlp_kind() == MlpKind::swiglu ? 2 : 1) * int64_t{mlp_hidden()};
         case Dim::mlp_hidden:
             return mlp_hidden();
     }
@@ -78,6 +78,9 @@ void GPTConfig::validate() const {
                        std::to_string(ffn_hidden));
     refuse_unless_read(Setting::norm_epsilon, norm_epsilon == 1e-5f, format("%g", static_cast<double>(norm_epsilon)));
     refuse_unless_read(Setting::tie_embeddings, tie_embeddings, "false");
+    MIXGPT_REQUIRE(family_allows_mlp(own, mlp_kind()),
+                   format("model config: mlp is %s; architecture %s's MLP is %s or relu2", mlp_name(mlp_kind()),
+                          own.name, mlp_name(own.mlp)));
     MIXGPT_REQUIRE(std::isfinite(logit_softcap) && logit_softcap >= 0,
                    format("model config: logit_softcap is %g, expected a positive number or 0 (off)",
                           static_cast<double>(logit_softcap)));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/family.h"
@@ -25,13 +26,16 @@ struct GPTConfig {
     // The logits are c = logit_softcap · tanh(z / logit_softcap) of the head's output z, in the loss,
     // evaluation and sampling alike (Gemma 2, nanochat); 0: off [0]. Read by every family.
     float logit_softcap = 0.f;
+    // The MLP when not the family's own (--mlp): one of Family::other_mlps [unset]. Read by every family.
+    std::optional<MlpKind> mlp;
 
     const Family& family() const { return family_of(arch); }
+    MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }
     // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.
     int padded_vocab_size() const;
     int head_dim() const;       // n_embd / n_head
     int kv_heads() const;       // Hkv
-    int mlp_hidden() const;     // F (4C for gpt2)
+    int mlp_hidden() const;     // F (4C for gpt2; the family's rule for its own MLP, else 4C, unless ffn_hidden)
     int64_t size_of(Dim dim) const;
     // "d<depth>" for depth 2, 6, 12, 24, 36, 48: n_layer = n_head = depth, n_embd = 64 * depth
     // (d12 is GPT-2 124M's shape), in family `arch` with its default settings. Throws Error naming

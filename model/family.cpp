@@ -51,8 +51,37 @@ const char* setting_name(Setting setting) {
             return "tie_embeddings";
         case Setting::logit_softcap:
             return "logit_softcap";
+        case Setting::mlp:
+            return "mlp";
     }
     return "unknown";
+}
+
+const char* mlp_name(MlpKind mlp) {
+    switch (mlp) {
+        case MlpKind::gelu:
+            return "gelu";
+        case MlpKind::swiglu:
+            return "swiglu";
+        case MlpKind::relu2:
+            return "relu2";
+    }
+    return "unknown";
+}
+
+MlpKind parse_mlp(const std::string& name) {
+    for (MlpKind mlp : {MlpKind::gelu, MlpKind::swiglu, MlpKind::relu2})
+        if (name == mlp_name(mlp)) return mlp;
+    throw Error("unknown MLP '" + name + "' (expected gelu, swiglu or relu2)");
+}
+
+int default_mlp_hidden(const Family& family, MlpKind mlp, int n_embd, double multiplier) {
+    return mlp == family.mlp ? family.default_ffn_hidden(n_embd, multiplier) : 4 * n_embd;
+}
+
+bool family_allows_mlp(const Family& family, MlpKind mlp) {
+    return mlp == family.mlp || std::find(family.other_mlps.begin(), family.other_mlps.end(), mlp) !=
+                                    family.other_mlps.end();
 }
 
 void check_family(const Family& family) {
@@ -81,8 +110,12 @@ void check_family(const Family& family) {
                    where + "norm biases go with LayerNorm, and only with it");
     MIXGPT_REQUIRE(model_has(Role::position_embedding) == (family.positions == PositionKind::learned),
                    where + "a position table goes with learned positions, and only with them");
+    MIXGPT_REQUIRE(family_allows_mlp(family, MlpKind::gelu) == (family.mlp == MlpKind::gelu) &&
+                       family_allows_mlp(family, MlpKind::swiglu) == (family.mlp == MlpKind::swiglu),
+                   where + "GELU and SwiGLU are a family's own MLP, never another's choice");
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
+    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp), where + "every family reads the mlp setting");
     MIXGPT_REQUIRE(!model_has(Role::output_head) || reads_setting(family, Setting::tie_embeddings),
                    where + "an output head of its own needs the tie_embeddings setting");
 }

@@ -19,6 +19,7 @@ const Family& gpt2_family() {
         "h.",
         NormKind::layernorm,
         MlpKind::gelu,
+        {MlpKind::relu2},  // 4C wide, with its bias, as nanoGPT's MLP with relu(x)^2 for GELU
         PositionKind::learned,
         {
             {Role::token_embedding, "wte", Dim::padded_vocab, Dim::embd, Init::normal, true},
@@ -42,7 +43,7 @@ const Family& gpt2_family() {
              true},
             {Role::mlp_output_bias, "mlp.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
         },
-        {Setting::logit_softcap},
+        {Setting::logit_softcap, Setting::mlp},
         four_times_width,
     };
     return family;

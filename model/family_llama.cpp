@@ -33,6 +33,7 @@ const Family& llama_family() {
         "blocks.",
         NormKind::rmsnorm,
         MlpKind::swiglu,
+        {MlpKind::relu2},  // F wide (default 4C, nanochat's), one input product instead of gate and up
         PositionKind::rotary,
         {
             {Role::token_embedding, "token_embedding", Dim::padded_vocab, Dim::embd, Init::normal, true},
@@ -51,7 +52,7 @@ const Family& llama_family() {
              true},
         },
         {Setting::n_kv_head, Setting::ffn_hidden, Setting::norm_epsilon, Setting::rope_theta,
-         Setting::tie_embeddings, Setting::logit_softcap},
+         Setting::tie_embeddings, Setting::logit_softcap, Setting::mlp},
         llama_ffn_hidden,
     };
     return family;

@@ -22,10 +22,17 @@ void GPT::residual_norm_forward(TensorView residual_out, const NormViews& out, T
 }
 
 void GPT::mlp_activation_forward(TensorView out, TensorView inp) {
-    if (family_.mlp == MlpKind::gelu)
-        backend_.gelu_forward(out, inp);
-    else
-        backend_.swiglu_forward(out, inp);
+    switch (config_.mlp_kind()) {
+        case MlpKind::gelu:
+            backend_.gelu_forward(out, inp);
+            break;
+        case MlpKind::swiglu:
+            backend_.swiglu_forward(out, inp);
+            break;
+        case MlpKind::relu2:
+            backend_.relu2_forward(out, inp);
+            break;
+    }
 }
 
 void GPT::forward_blocks(TensorView tokens, int cache_position) {
@@ -72,7 +79,7 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
                    w(Role::attention_output_bias));
     residual_norm_forward(a.attention_residual, a.mlp_norm, a.residual_in, branch, w(Role::mlp_norm_weight),
                           w(Role::mlp_norm_bias));
-    if (family_.mlp == MlpKind::gelu && !linear_in_fp8(layer, LinearRole::mlp_input)) {
+    if (config_.mlp_kind() == MlpKind::gelu && !linear_in_fp8(layer, LinearRole::mlp_input)) {
         backend_.matmul_forward(a.mlp_hidden, a.mlp_input, a.mlp_norm.out, w(Role::mlp_input_weight),
                                 w(Role::mlp_input_bias), MatmulEpilogue::bias_gelu);
     } else {  // the FP8 product has no GELU epilogue: gelu_forward of the stored product, as recomputation does

@@ -28,6 +28,17 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     require_read(family, Setting::norm_epsilon, options.rms_norm_eps != 0, "rms-norm-eps");
     require_read(family, Setting::rope_theta, options.rope_theta != 0, "rope-theta");
     require_read(family, Setting::tie_embeddings, !options.tie_embeddings.empty(), "tie-embeddings");
+    if (!options.mlp.empty()) {
+        const MlpKind mlp = parse_mlp(options.mlp);
+        MIXGPT_REQUIRE(family_allows_mlp(family, mlp),
+                       format("mlp: %s is not an MLP of --arch %s (%s, its own, or relu2)", options.mlp.c_str(),
+                              family.name, mlp_name(family.mlp)));
+        if (mlp != family.mlp) config.mlp = mlp;
+        MIXGPT_REQUIRE(options.ffn_multiplier == 0 || mlp == family.mlp,
+                       format("ffn-multiplier: scales --arch %s's %s width rule; --mlp %s is 4 * width unless "
+                              "--ffn-hidden",
+                              family.name, mlp_name(family.mlp), options.mlp.c_str()));
+    }
     MIXGPT_REQUIRE(options.n_kv_head >= 0, "n-kv-head: must not be negative");
     MIXGPT_REQUIRE(options.ffn_hidden >= 0, "ffn-hidden: must not be negative");
     MIXGPT_REQUIRE(!(options.ffn_hidden > 0 && options.ffn_multiplier != 0),
@@ -50,8 +61,8 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     if (reads_setting(family, Setting::ffn_hidden))
         config.ffn_hidden = options.ffn_hidden > 0
                                 ? options.ffn_hidden
-                                : family.default_ffn_hidden(config.n_embd,
-                                                            options.ffn_multiplier > 0 ? options.ffn_multiplier : 1.0);
+                                : default_mlp_hidden(family, config.mlp_kind(), config.n_embd,
+                                                     options.ffn_multiplier > 0 ? options.ffn_multiplier : 1.0);
     if (options.rms_norm_eps > 0) config.norm_epsilon = static_cast<float>(options.rms_norm_eps);
     if (options.rope_theta > 0) config.rope_theta = static_cast<float>(options.rope_theta);
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
@@ -78,6 +89,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"rope_theta", given(options.rope_theta)},
         {"tie_embeddings", options.tie_embeddings},
         {"logit_softcap", given(options.logit_softcap)},
+        {"mlp", options.mlp},
     };
 }
 

@@ -90,7 +90,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     const int N = B * T, C = config_.n_embd, Vp = config_.padded_vocab_size(), hd = config_.head_dim();
     const int Q = static_cast<int>(config_.size_of(Dim::qkv)), M = static_cast<int>(config_.size_of(Dim::mlp_input));
     const int D = static_cast<int>(config_.size_of(Dim::mlp_hidden));
-    const bool gelu = config_.family().mlp == MlpKind::gelu;
+    const MlpKind mlp = config_.mlp_kind();
+    const bool gelu = mlp == MlpKind::gelu;
     MIXGPT_REQUIRE(T >= 1 && T <= config_.max_seq_len && tokens.size() == static_cast<size_t>(N) &&
                        targets.size() == tokens.size(),
                    "F64Gpt: bad batch");
@@ -121,7 +122,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
             s.mlp_hidden = std::move(input.out);
         } else {
             s.mlp_input = std::move(input.out);
-            s.mlp_hidden = f64_swiglu_forward(s.mlp_input, N, D);
+            s.mlp_hidden = mlp == MlpKind::swiglu ? f64_swiglu_forward(s.mlp_input, N, D) : f64_relu2_forward(s.mlp_input);
         }
         x = add(s.x_mid, f64_matmul_forward(s.mlp_hidden, parameter(Role::mlp_output_weight, l),
                                             parameter(Role::mlp_output_bias, l), N, D, C, false)
@@ -149,8 +150,9 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         // MLP: x = x_mid + hidden · W_out^T (+ b)
         weight_gradients(Role::mlp_output_weight, Role::mlp_output_bias, dx, s.mlp_hidden, D, C);
         const F64Vector dhidden = f64_matmul_backward_input(dx, parameter(Role::mlp_output_weight, l), N, D, C);
-        const F64Vector dinput = gelu ? f64_gelu_backward(dhidden, s.mlp_input)
-                                      : f64_swiglu_backward(dhidden, s.mlp_input, N, D);
+        const F64Vector dinput = gelu                     ? f64_gelu_backward(dhidden, s.mlp_input)
+                                 : mlp == MlpKind::swiglu ? f64_swiglu_backward(dhidden, s.mlp_input, N, D)
+                                                          : f64_relu2_backward(dhidden, s.mlp_input);
         weight_gradients(Role::mlp_input_weight, Role::mlp_input_bias, dinput, s.norm2, C, M);
         add_into(dx, norm_backward(gradients, f64_matmul_backward_input(dinput, parameter(Role::mlp_input_weight, l),
                                                                         N, C, M),

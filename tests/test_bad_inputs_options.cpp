@@ -125,6 +125,20 @@ std::vector<BadInput> option_cases() {
                     "{D}/run_cap_resume"),
          1,
          {"refusing checkpoint: logit_softcap is off there, 15 in this run (--logit-softcap)"}},
+        // The recipe's model options (issue 38): an MLP the family's tensors cannot hold, a SwiGLU
+        // width rule with another MLP, a run resumed with another option than its checkpoint's.
+        {"train --mlp swiglu under gpt2",
+         train_with({"--mlp", "swiglu"}, "{D}/run_mlp_family"),
+         1,
+         {"mlp: swiglu is not an MLP of --arch gpt2 (gelu, its own, or relu2)"}},
+        {"train --mlp relu2 --ffn-multiplier",
+         train_with({"--arch", "llama", "--mlp", "relu2", "--ffn-multiplier", "1.3"}, "{D}/run_mlp_multiplier"),
+         1,
+         {"ffn-multiplier: scales --arch llama's swiglu width rule; --mlp relu2 is 4 * width unless --ffn-hidden"}},
+        {"train --mlp relu2 resuming a gelu run",
+         train_with({"--mlp", "relu2", "--resume", "{D}/run/checkpoints/step_00000002.h5"}, "{D}/run_mlp_resume"),
+         1,
+         {"refusing checkpoint: mlp is gelu there, relu2 in this run (--mlp)"}},
         // "out of memory (std::bad_alloc)", naming neither file nor line.
         {"prepare with a .tiktoken rank of 3e9",
          {"prepare", "--output", "{D}/out_tiktoken", "--tokenizer", "{D}/far_rank.tiktoken", "--threads", "1",

@@ -60,6 +60,25 @@ protected:
 
     std::string path(const std::string& name) const { return directory_.file(name); }
 
+    // Deletes a root attribute of a checkpoint file and re-signs its header (size and checksum of
+    // the payload as it is now): a checkpoint as written before that attribute existed.
+    static void remove_root_attribute(const std::string& file_path, const char* name) {
+        {
+            const h5::File file = h5::File::open_write(file_path);
+            ASSERT_GE(H5Adelete(file.id(), name), 0);
+        }
+        std::ifstream in(file_path, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CheckpointHeader header;
+        header.version = kCheckpointFormatVersion;
+        header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
+        header.payload_crc32 =
+            static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
+                                        static_cast<uInt>(header.payload_bytes)));
+        bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
+        std::ofstream(file_path, std::ios::binary | std::ios::trunc) << bytes;
+    }
+
     test::TempDirectory directory_{"mixgpt_checkpoint_test"};
 };
 
@@ -166,22 +185,25 @@ TEST_F(CheckpointTest, LogitSoftcapRoundTripsAndMismatchesAreRefused) {
     EXPECT_EQ(message,
               "c.h5: refusing checkpoint: logit_softcap is 15 there, off in this run (--logit-softcap)");
 
-    {
-        const h5::File file = h5::File::open_write(path("capped.h5"));
-        ASSERT_GE(H5Adelete(file.id(), "logit_softcap"), 0);
-    }
-    // The header's size and checksum, of the payload as it is now (as before the option existed).
-    std::ifstream in(path("capped.h5"), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CheckpointHeader header;
-    header.version = kCheckpointFormatVersion;
-    header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
-    header.payload_crc32 =
-        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
-                                    static_cast<uInt>(header.payload_bytes)));
-    bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
-    std::ofstream(path("capped.h5"), std::ios::binary | std::ios::trunc) << bytes;
+    remove_root_attribute(path("capped.h5"), "logit_softcap");
     EXPECT_EQ(read_checkpoint(path("capped.h5")).config.logit_softcap, 0.f);
+}
+
+// The MLP (--mlp) likewise: relu2 written and read back, a mismatch refused naming --mlp; a
+// checkpoint without the attribute has the family's own MLP.
+TEST_F(CheckpointTest, MlpRoundTripsAndMismatchesAreRefused) {
+    Checkpoint relu2 = make_checkpoint(5);  // GPT-2: relu2 is 4C wide as GELU, the same tensors
+    relu2.config.mlp = MlpKind::relu2;
+    write_checkpoint(path("relu2.h5"), relu2);
+    const Checkpoint read = read_checkpoint(path("relu2.h5"));
+    EXPECT_EQ(read.config.mlp_kind(), MlpKind::relu2);
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", relu2.config, relu2.tokenizer_sha256));
+    GPTConfig own = relu2.config;
+    own.mlp.reset();
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", own, relu2.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: mlp is relu2 there, gelu in this run (--mlp)");
+    remove_root_attribute(path("relu2.h5"), "mlp");
+    EXPECT_EQ(read_checkpoint(path("relu2.h5")).config.mlp_kind(), MlpKind::gelu);
 }
 
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {

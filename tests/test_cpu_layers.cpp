@@ -293,6 +293,22 @@ TEST_P(CpuLayers, GeluForwardAndBackward) {
     EXPECT_EQ(dout.values(), dinp.values());
 }
 
+TEST_P(CpuLayers, Relu2ForwardAndBackward) {
+    const int M = 5, N = 40;
+    const HostTensor inp = act_tensor(test::random_normal(M * N, 62, 2.0), {M, N});
+    HostTensor out(act(), {M, N});
+    backend->relu2_forward(out.view(), inp.view());
+    expect_close(out, f64_relu2_forward(inp.values()), "out");
+
+    HostTensor dout = act_tensor(test::random_normal(M * N, 63), {M, N});
+    const std::vector<double> ref = f64_relu2_backward(dout.values(), inp.values());
+    HostTensor dinp(act(), {M, N});
+    backend->relu2_backward(dinp.view(), dout.view(), inp.view());
+    expect_close(dinp, ref, "dinp");
+    backend->relu2_backward(dout.view(), dout.view(), inp.view());  // in place: dinp aliases dout
+    EXPECT_EQ(dout.values(), dinp.values());
+}
+
 TEST_P(CpuLayers, ShapeMismatchesThrowNamingTheArgument) {
     const HostTensor inp(act(), {4, 8}), weight(act(), {6, 9});
     HostTensor out(act(), {4, 6});

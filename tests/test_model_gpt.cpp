@@ -33,18 +33,21 @@ std::vector<int32_t> tokens_for(const GPTConfig& config, int64_t count, uint32_t
 
 class ModelPrecisions : public ::testing::TestWithParam<Precision> {};
 
-// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); and
-// GPT-2 with its logits soft-capped at 2 (the classifier's in-place capped logits, and
-// forward_cached's logit_softcap op, are what the full forward and cached decoding compare).
+// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); GPT-2
+// with its logits soft-capped at 2 (the classifier's in-place capped logits, and forward_cached's
+// logit_softcap op, are what the full forward and cached decoding compare); each family with the
+// ReLU² MLP (recomputed by relu2_forward under selective recomputation).
 std::vector<GPTConfig> family_configs() {
     GPTConfig capped = test::tiny_config();
     capped.logit_softcap = 2.f;
-    return {test::tiny_config(), test::tiny_llama_config(), capped};
+    GPTConfig gpt2_relu2 = test::tiny_config(), llama_relu2 = test::tiny_llama_config();
+    gpt2_relu2.mlp = llama_relu2.mlp = MlpKind::relu2;
+    return {test::tiny_config(), test::tiny_llama_config(), capped, gpt2_relu2, llama_relu2};
 }
 
 TEST_P(ModelPrecisions, RecomputePoliciesGiveBitIdenticalGradients) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
+        SCOPED_TRACE(test::config_label(config));
         const auto tokens = tokens_for(config, kBatch * kLength, 1),
                    targets = tokens_for(config, kBatch * kLength, 2);
         ModelRun none = make_run(GetParam(), Recompute::none, config);
@@ -80,7 +83,7 @@ std::vector<double> rows_at(const std::vector<float>& logits, int position, int6
 // the key/value heads only ((B, maxT, Hkv hd) per layer).
 TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
+        SCOPED_TRACE(test::config_label(config));
         ModelRun run = make_run(GetParam(), Recompute::none, config);
         const int64_t Vp = config.padded_vocab_size();
         const auto tokens = tokens_for(config, kBatch * kLength, 3);

@@ -28,6 +28,13 @@ GPTConfig tiny_llama_config() {
     return config;
 }
 
+std::string config_label(const GPTConfig& config) {
+    std::string label = arch_name(config.arch);
+    if (config.mlp) label += std::string(" ") + mlp_name(*config.mlp);
+    if (config.logit_softcap > 0) label += " softcap";
+    return label;
+}
+
 std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed) {
     std::mt19937 generator(seed);
     std::normal_distribution<float> normal(0.f, 1.f);

@@ -54,6 +54,12 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                     "checkpoints")
         ->check(CLI::IsMember({"gelu", "swiglu", "relu2"}))
         ->group(group);
+    command
+        .add_option("--norm-weights", options.norm_weights,
+                    "true (default): every norm has its weight (and LayerNorm its bias); false: parameter-free "
+                    "norms everywhere, no such tensors (nanochat's RMSNorm); recorded in checkpoints")
+        ->check(CLI::IsMember({"true", "false"}))
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

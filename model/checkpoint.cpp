@@ -161,6 +161,9 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::mlp:
                 file.set_attribute("/", name, std::string(mlp_name(config.mlp_kind())));
                 break;
+            case Setting::norm_weights:
+                file.set_attribute("/", name, int64_t{config.norm_weights ? 1 : 0});
+                break;
         }
     }
 }
@@ -225,7 +228,8 @@ int attribute_count32(const h5::File& file, const char* name) {
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
-// off, as every model was before it existed) and mlp (absent: the family's own).
+// off, as every model was before it existed), mlp (absent: the family's own) and norm_weights
+// (absent: with weights).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -255,6 +259,9 @@ void read_family(const h5::File& file, GPTConfig& config) {
                     const MlpKind mlp = parse_mlp(file.attribute_string("/", name));
                     if (mlp != config.family().mlp) config.mlp = mlp;
                 }
+                break;
+            case Setting::norm_weights:  // absent in checkpoints from before the option: with weights
+                if (file.has_attribute("/", name)) config.norm_weights = file.attribute_int("/", name) != 0;
                 break;
         }
     }
@@ -399,6 +406,10 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
     MIXGPT_REQUIRE(saved.mlp_kind() == config.mlp_kind(),
                    format("%s: refusing checkpoint: mlp is %s there, %s in this run (--mlp)", checkpoint_path.c_str(),
                           mlp_name(saved.mlp_kind()), mlp_name(config.mlp_kind())));
+    MIXGPT_REQUIRE(saved.norm_weights == config.norm_weights,
+                   format("%s: refusing checkpoint: norm_weights is %s there, %s in this run (--norm-weights)",
+                          checkpoint_path.c_str(), saved.norm_weights ? "true" : "false",
+                          config.norm_weights ? "true" : "false"));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

@@ -7,6 +7,18 @@
 
 namespace mixgpt {
 
+bool GPTConfig::holds(const TensorSpec& spec) const {
+    switch (spec.presence) {
+        case Presence::always:
+            return true;
+        case Presence::untied_head:
+            return !tie_embeddings;
+        case Presence::norm_weight:
+            return norm_weights;
+    }
+    return false;
+}
+
 int GPTConfig::padded_vocab_size() const { return (vocab_size + 127) / 128 * 128; }
 
 int GPTConfig::head_dim() const { return n_embd / n_head; }
@@ -105,8 +117,9 @@ int64_t GPTConfig::num_parameters() const {
     };
     int64_t count = 0;
     for (const TensorSpec& spec : own.model_tensors)
-        if (spec.presence == Presence::always || !tie_embeddings) count += real_count(spec);
-    for (const TensorSpec& spec : own.block_tensors) count += n_layer * real_count(spec);
+        if (holds(spec)) count += real_count(spec);
+    for (const TensorSpec& spec : own.block_tensors)
+        if (holds(spec)) count += n_layer * real_count(spec);
     return count;
 }
 

@@ -28,9 +28,14 @@ struct GPTConfig {
     float logit_softcap = 0.f;
     // The MLP when not the family's own (--mlp): one of Family::other_mlps [unset]. Read by every family.
     std::optional<MlpKind> mlp;
+    // The norms' weights (and LayerNorm's biases); false: parameter-free norms everywhere (nanochat's
+    // RMSNorm), as if every weight were 1 and every bias 0 [true]. Read by every family.
+    bool norm_weights = true;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }
+    // Whether a model of this configuration holds the tensor (its Presence).
+    bool holds(const TensorSpec& spec) const;
     // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.
     int padded_vocab_size() const;
     int head_dim() const;       // n_embd / n_head

@@ -53,6 +53,8 @@ const char* setting_name(Setting setting) {
             return "logit_softcap";
         case Setting::mlp:
             return "mlp";
+        case Setting::norm_weights:
+            return "norm_weights";
     }
     return "unknown";
 }
@@ -115,7 +117,16 @@ void check_family(const Family& family) {
                    where + "GELU and SwiGLU are a family's own MLP, never another's choice");
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
-    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp), where + "every family reads the mlp setting");
+    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights),
+                   where + "every family reads the mlp and norm_weights settings");
+    for (const auto* list : {&family.model_tensors, &family.block_tensors})
+        for (const TensorSpec& spec : *list) {
+            const bool norm = spec.role == Role::final_norm_weight || spec.role == Role::final_norm_bias ||
+                              spec.role == Role::attention_norm_weight || spec.role == Role::attention_norm_bias ||
+                              spec.role == Role::mlp_norm_weight || spec.role == Role::mlp_norm_bias;
+            MIXGPT_REQUIRE(norm == (spec.presence == Presence::norm_weight),
+                           where + spec.name + ": norm tensors, and only they, are present with norm weights");
+        }
     MIXGPT_REQUIRE(!model_has(Role::output_head) || reads_setting(family, Setting::tie_embeddings),
                    where + "an output head of its own needs the tie_embeddings setting");
 }

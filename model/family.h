@@ -83,6 +83,7 @@ enum class Init {
 enum class Presence {
     always,
     untied_head,  // only when GPTConfig::tie_embeddings is false
+    norm_weight,  // a norm's weight or bias: only when GPTConfig::norm_weights (else parameter-free)
 };
 
 struct TensorSpec {
@@ -97,9 +98,18 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-// logit_softcap and mlp are read by every family (a checkpoint written before either existed reads
-// as off, and as the family's own MLP).
-enum class Setting { n_kv_head, ffn_hidden, norm_epsilon, rope_theta, tie_embeddings, logit_softcap, mlp };
+// logit_softcap, mlp and norm_weights are read by every family (a checkpoint written before one
+// existed reads as off, as the family's own MLP, and with norm weights).
+enum class Setting {
+    n_kv_head,
+    ffn_hidden,
+    norm_epsilon,
+    rope_theta,
+    tie_embeddings,
+    logit_softcap,
+    mlp,
+    norm_weights,
+};
 
 struct Family {
     Arch arch;

@@ -55,6 +55,8 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     MIXGPT_REQUIRE(options.tie_embeddings.empty() || options.tie_embeddings == "true" ||
                        options.tie_embeddings == "false",
                    "tie-embeddings: '" + options.tie_embeddings + "', expected true or false");
+    MIXGPT_REQUIRE(options.norm_weights.empty() || options.norm_weights == "true" || options.norm_weights == "false",
+                   "norm-weights: '" + options.norm_weights + "', expected true or false");
     MIXGPT_REQUIRE(options.n_kv_head == 0 || (config.n_head % options.n_kv_head == 0),
                    format("n-kv-head: %d does not divide the %d heads", options.n_kv_head, config.n_head));
     if (reads_setting(family, Setting::n_kv_head)) config.n_kv_head = options.n_kv_head > 0 ? options.n_kv_head : config.n_head;
@@ -67,6 +69,7 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     if (options.rope_theta > 0) config.rope_theta = static_cast<float>(options.rope_theta);
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
     config.logit_softcap = static_cast<float>(options.logit_softcap);
+    config.norm_weights = options.norm_weights != "false";
     config.validate();
     return config;
 }
@@ -90,6 +93,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"tie_embeddings", options.tie_embeddings},
         {"logit_softcap", given(options.logit_softcap)},
         {"mlp", options.mlp},
+        {"norm_weights", options.norm_weights},
     };
 }
 

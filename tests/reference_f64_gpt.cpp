@@ -53,29 +53,39 @@ AttentionParams F64Gpt::attention_params() const {
     return {config_.n_head, config_.kv_heads(), rotary ? config_.rope_theta : 0.f};
 }
 
+F64Vector F64Gpt::norm_parameter(Role role, int layer, double parameter_free) const {
+    const F64Vector values = parameter(role, layer);
+    return values.empty() ? F64Vector(static_cast<size_t>(config_.n_embd), parameter_free) : values;
+}
+
 F64Gpt::Norm F64Gpt::norm_forward(const F64Vector& inp, Role weight, int layer, int N) const {
     const int C = config_.n_embd;
     if (config_.family().norm == NormKind::layernorm) {
         // The bias is the role after the weight in model/family.h's list.
         const Role bias = static_cast<Role>(static_cast<int>(weight) + 1);
-        F64LayerNormForward ln = f64_layernorm_forward(inp, parameter(weight, layer), parameter(bias, layer), N, C);
+        F64LayerNormForward ln =
+            f64_layernorm_forward(inp, norm_parameter(weight, layer, 1.0), norm_parameter(bias, layer, 0.0), N, C);
         return {std::move(ln.out), std::move(ln.rstd)};
     }
-    F64RmsNormForward rms = f64_rmsnorm_forward(inp, parameter(weight, layer), N, C, config_.norm_epsilon);
+    F64RmsNormForward rms = f64_rmsnorm_forward(inp, norm_parameter(weight, layer, 1.0), N, C, config_.norm_epsilon);
     return {std::move(rms.out), std::move(rms.rstd)};
 }
 
 F64Vector F64Gpt::norm_backward(F64Vector& gradients, const F64Vector& dout, const F64Vector& inp, Role weight,
                                 int layer, int N) const {
     const int C = config_.n_embd;
+    const bool has_weights = config_.norm_weights;  // else parameter-free: no gradients to add
     if (config_.family().norm == NormKind::layernorm) {
-        F64LayerNormBackward ln = f64_layernorm_backward(dout, inp, parameter(weight, layer), N, C);
-        accumulate(gradients, weight, layer, ln.dweight);
-        accumulate(gradients, static_cast<Role>(static_cast<int>(weight) + 1), layer, ln.dbias);
+        F64LayerNormBackward ln = f64_layernorm_backward(dout, inp, norm_parameter(weight, layer, 1.0), N, C);
+        if (has_weights) {
+            accumulate(gradients, weight, layer, ln.dweight);
+            accumulate(gradients, static_cast<Role>(static_cast<int>(weight) + 1), layer, ln.dbias);
+        }
         return std::move(ln.dinp);
     }
-    F64RmsNormBackward rms = f64_rmsnorm_backward(dout, inp, parameter(weight, layer), N, C, config_.norm_epsilon);
-    accumulate(gradients, weight, layer, rms.dweight);
+    F64RmsNormBackward rms =
+        f64_rmsnorm_backward(dout, inp, norm_parameter(weight, layer, 1.0), N, C, config_.norm_epsilon);
+    if (has_weights) accumulate(gradients, weight, layer, rms.dweight);
     return std::move(rms.dinp);
 }
 

@@ -139,6 +139,11 @@ std::vector<BadInput> option_cases() {
          train_with({"--mlp", "relu2", "--resume", "{D}/run/checkpoints/step_00000002.h5"}, "{D}/run_mlp_resume"),
          1,
          {"refusing checkpoint: mlp is gelu there, relu2 in this run (--mlp)"}},
+        {"train --norm-weights false resuming a run with norm weights",
+         train_with({"--norm-weights", "false", "--resume", "{D}/run/checkpoints/step_00000002.h5"},
+                    "{D}/run_norm_resume"),
+         1,
+         {"refusing checkpoint: norm_weights is true there, false in this run (--norm-weights)"}},
         // "out of memory (std::bad_alloc)", naming neither file nor line.
         {"prepare with a .tiktoken rank of 3e9",
          {"prepare", "--output", "{D}/out_tiktoken", "--tokenizer", "{D}/far_rank.tiktoken", "--threads", "1",

@@ -28,13 +28,15 @@ using test::error_of;
 
 class CheckpointTest : public ::testing::Test {
 protected:
-    static Checkpoint make_checkpoint(int64_t step) {
+    // A 1-layer GPT-2 of width 8 (or `config`, for its model options) with random contents.
+    static Checkpoint make_checkpoint(int64_t step, const GPTConfig* config = nullptr) {
         Checkpoint checkpoint;
         checkpoint.config.n_layer = 1;
         checkpoint.config.n_head = 2;
         checkpoint.config.n_embd = 8;
         checkpoint.config.vocab_size = 20;
         checkpoint.config.max_seq_len = 8;
+        if (config != nullptr) checkpoint.config = *config;
         checkpoint.tokenizer_path = "data/tiny/tokenizer.model";
         checkpoint.tokenizer_sha256 = std::string(64, 'a');
         checkpoint.precision = Precision::bf16;
@@ -204,6 +206,25 @@ TEST_F(CheckpointTest, MlpRoundTripsAndMismatchesAreRefused) {
               "c.h5: refusing checkpoint: mlp is relu2 there, gelu in this run (--mlp)");
     remove_root_attribute(path("relu2.h5"), "mlp");
     EXPECT_EQ(read_checkpoint(path("relu2.h5")).config.mlp_kind(), MlpKind::gelu);
+}
+
+// Parameter-free norms (--norm-weights false) likewise: no norm tensors, the setting read back, a
+// mismatch refused naming --norm-weights; a checkpoint without the attribute has norm weights.
+TEST_F(CheckpointTest, NormWeightsRoundTripAndMismatchesAreRefused) {
+    GPTConfig parameter_free = make_checkpoint(5).config;
+    parameter_free.norm_weights = false;
+    Checkpoint written = make_checkpoint(5, &parameter_free);
+    write_checkpoint(path("free.h5"), written);
+    const Checkpoint read = read_checkpoint(path("free.h5"));
+    EXPECT_FALSE(read.config.norm_weights);
+    EXPECT_EQ(read.parameters, written.parameters);
+    EXPECT_LT(read.parameters.size(), make_checkpoint(5).parameters.size());  // no ln_1, ln_2, ln_f
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", parameter_free, written.tokenizer_sha256));
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: norm_weights is false there, true in this run (--norm-weights)");
+    write_checkpoint(path("weighted.h5"), make_checkpoint(5));
+    remove_root_attribute(path("weighted.h5"), "norm_weights");
+    EXPECT_TRUE(read_checkpoint(path("weighted.h5")).config.norm_weights);
 }
 
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {

@@ -31,6 +31,7 @@ GPTConfig tiny_llama_config() {
 std::string config_label(const GPTConfig& config) {
     std::string label = arch_name(config.arch);
     if (config.mlp) label += std::string(" ") + mlp_name(*config.mlp);
+    if (!config.norm_weights) label += " no_norm_weights";
     if (config.logit_softcap > 0) label += " softcap";
     return label;
 }

@@ -1,4 +1,4 @@
-// The model options of the small-GPT recipe (issue 38: --mlp relu2, ...) against the float64
+// The model options of the small-GPT recipe (issue 38: --mlp relu2, --norm-weights false, ...) against the float64
 // whole-model reference (tests/reference_f64_gpt.h), in both families: fp32 on the CPU, the mean
 // loss within 1e-6 relative, the per-position losses and every gradient tensor within 1e-5
 // relative norm error; bf16 and fp16 on the CPU, the losses' and the gradients' errors against
@@ -30,6 +30,7 @@ struct Variant {
 std::vector<Variant> variants() {
     return {
         {"relu2", [](GPTConfig& config) { config.mlp = MlpKind::relu2; }},
+        {"no_norm_weights", [](GPTConfig& config) { config.norm_weights = false; }},
     };
 }
 

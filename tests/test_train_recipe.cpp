@@ -1,4 +1,4 @@
-// Training with the recipe's model options (issue 38: --mlp relu2, ...): resume is bit-exact with
+// Training with the recipe's model options (issue 38: --mlp relu2, --norm-weights false, ...): resume is bit-exact with
 // every option on, in the Llama-style family, in every resume case (tests/train_equivalence.h); a
 // run with any one option trains, and export refuses its checkpoint in one line naming the option
 // (no Hugging Face class mixgpt writes computes it).
@@ -22,6 +22,7 @@ using test::TempDirectory;
 // Every model option of the recipe at once.
 TrainOptions with_recipe_options(TrainOptions options) {
     options.model.mlp = "relu2";
+    options.model.norm_weights = "false";
     return options;
 }
 

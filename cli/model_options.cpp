@@ -60,6 +60,12 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                     "norms everywhere, no such tensors (nanochat's RMSNorm); recorded in checkpoints")
         ->check(CLI::IsMember({"true", "false"}))
         ->group(group);
+    command
+        .add_option("--zero-init", options.zero_init,
+                    "start these at zero (nanochat): proj (the attention and MLP output projections), head (the "
+                    "output head; needs --tie-embeddings false), proj,head, or none (default); recorded in "
+                    "checkpoints")
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

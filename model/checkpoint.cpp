@@ -164,6 +164,9 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::norm_weights:
                 file.set_attribute("/", name, int64_t{config.norm_weights ? 1 : 0});
                 break;
+            case Setting::zero_init:
+                file.set_attribute("/", name, config.zero_init_name());
+                break;
         }
     }
 }
@@ -228,8 +231,8 @@ int attribute_count32(const h5::File& file, const char* name) {
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
-// off, as every model was before it existed), mlp (absent: the family's own) and norm_weights
-// (absent: with weights).
+// off, as every model was before it existed), mlp (absent: the family's own), norm_weights
+// (absent: with weights) and zero_init (absent: none).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -262,6 +265,15 @@ void read_family(const h5::File& file, GPTConfig& config) {
                 break;
             case Setting::norm_weights:  // absent in checkpoints from before the option: with weights
                 if (file.has_attribute("/", name)) config.norm_weights = file.attribute_int("/", name) != 0;
+                break;
+            case Setting::zero_init:  // absent in checkpoints from before the option: none
+                if (file.has_attribute("/", name)) {
+                    const std::string value = file.attribute_string("/", name);
+                    MIXGPT_REQUIRE(value == "none" || value == "proj" || value == "head" || value == "proj,head",
+                                   "attribute zero_init is '" + value + "', expected none, proj, head or proj,head");
+                    config.zero_init_projections = value == "proj" || value == "proj,head";
+                    config.zero_init_head = value == "head" || value == "proj,head";
+                }
                 break;
         }
     }
@@ -410,6 +422,9 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
                    format("%s: refusing checkpoint: norm_weights is %s there, %s in this run (--norm-weights)",
                           checkpoint_path.c_str(), saved.norm_weights ? "true" : "false",
                           config.norm_weights ? "true" : "false"));
+    MIXGPT_REQUIRE(saved.zero_init_name() == config.zero_init_name(),
+                   format("%s: refusing checkpoint: zero_init is %s there, %s in this run (--zero-init)",
+                          checkpoint_path.c_str(), saved.zero_init_name().c_str(), config.zero_init_name().c_str()));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

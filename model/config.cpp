@@ -19,6 +19,17 @@ bool GPTConfig::holds(const TensorSpec& spec) const {
     return false;
 }
 
+Init GPTConfig::initialisation(Role role, Init init) const {
+    if (zero_init_projections && init == Init::residual_normal) return Init::zeros;
+    if (zero_init_head && role == Role::output_head) return Init::zeros;
+    return init;
+}
+
+std::string GPTConfig::zero_init_name() const {
+    if (zero_init_projections && zero_init_head) return "proj,head";
+    return zero_init_projections ? "proj" : zero_init_head ? "head" : "none";
+}
+
 int GPTConfig::padded_vocab_size() const { return (vocab_size + 127) / 128 * 128; }
 
 int GPTConfig::head_dim() const { return n_embd / n_head; }
@@ -93,6 +104,9 @@ void GPTConfig::validate() const {
     MIXGPT_REQUIRE(family_allows_mlp(own, mlp_kind()),
                    format("model config: mlp is %s; architecture %s's MLP is %s or relu2", mlp_name(mlp_kind()),
                           own.name, mlp_name(own.mlp)));
+    MIXGPT_REQUIRE(!zero_init_head || !tie_embeddings,
+                   "model config: zero_init head needs an output head of its own (tie_embeddings false): the tied "
+                   "head is the token embedding, which would start at zero");
     MIXGPT_REQUIRE(std::isfinite(logit_softcap) && logit_softcap >= 0,
                    format("model config: logit_softcap is %g, expected a positive number or 0 (off)",
                           static_cast<double>(logit_softcap)));

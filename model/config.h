@@ -31,11 +31,20 @@ struct GPTConfig {
     // The norms' weights (and LayerNorm's biases); false: parameter-free norms everywhere (nanochat's
     // RMSNorm), as if every weight were 1 and every bias 0 [true]. Read by every family.
     bool norm_weights = true;
+    // Tensors initialised to zero instead of as their family says (--zero-init, nanochat's): the
+    // projections that write into the residual (Init::residual_normal: attention and MLP outputs),
+    // and the output head, which must then be untied [false, false]. Read by every family.
+    bool zero_init_projections = false;
+    bool zero_init_head = false;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }
     // Whether a model of this configuration holds the tensor (its Presence).
     bool holds(const TensorSpec& spec) const;
+    // How the tensor of `role`, `init` in its family's list, starts: zeros where zero_init says so.
+    Init initialisation(Role role, Init init) const;
+    // "none", "proj", "head" or "proj,head" (--zero-init, the checkpoint's zero_init).
+    std::string zero_init_name() const;
     // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.
     int padded_vocab_size() const;
     int head_dim() const;       // n_embd / n_head

@@ -55,6 +55,8 @@ const char* setting_name(Setting setting) {
             return "mlp";
         case Setting::norm_weights:
             return "norm_weights";
+        case Setting::zero_init:
+            return "zero_init";
     }
     return "unknown";
 }
@@ -117,8 +119,9 @@ void check_family(const Family& family) {
                    where + "GELU and SwiGLU are a family's own MLP, never another's choice");
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
-    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights),
-                   where + "every family reads the mlp and norm_weights settings");
+    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights) &&
+                       reads_setting(family, Setting::zero_init),
+                   where + "every family reads the mlp, norm_weights and zero_init settings");
     for (const auto* list : {&family.model_tensors, &family.block_tensors})
         for (const TensorSpec& spec : *list) {
             const bool norm = spec.role == Role::final_norm_weight || spec.role == Role::final_norm_bias ||

@@ -78,6 +78,7 @@ enum class Init {
     ones,
     normal,           // N(0, 0.02)
     residual_normal,  // N(0, 0.02 / sqrt(2 n_layer)): the projections that write into the residual
+                      // (zeros under GPTConfig::zero_init_projections)
 };
 
 enum class Presence {
@@ -98,8 +99,8 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-// logit_softcap, mlp and norm_weights are read by every family (a checkpoint written before one
-// existed reads as off, as the family's own MLP, and with norm weights).
+// logit_softcap, mlp, norm_weights and zero_init are read by every family (a checkpoint written
+// before one existed reads as off, as the family's own MLP, with norm weights, and as no zero-init).
 enum class Setting {
     n_kv_head,
     ffn_hidden,
@@ -109,6 +110,7 @@ enum class Setting {
     logit_softcap,
     mlp,
     norm_weights,
+    zero_init,
 };
 
 struct Family {

@@ -49,7 +49,7 @@ const Family& gpt2_family() {
              true},
             {Role::mlp_output_bias, "mlp.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
         },
-        {Setting::logit_softcap, Setting::mlp, Setting::norm_weights},
+        {Setting::logit_softcap, Setting::mlp, Setting::norm_weights, Setting::zero_init},
         four_times_width,
     };
     return family;

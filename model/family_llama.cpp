@@ -55,7 +55,8 @@ const Family& llama_family() {
              true},
         },
         {Setting::n_kv_head, Setting::ffn_hidden, Setting::norm_epsilon, Setting::rope_theta,
-         Setting::tie_embeddings, Setting::logit_softcap, Setting::mlp, Setting::norm_weights},
+         Setting::tie_embeddings, Setting::logit_softcap, Setting::mlp, Setting::norm_weights,
+         Setting::zero_init},
         llama_ffn_hidden,
     };
     return family;

@@ -1,6 +1,7 @@
 #include "model/model_options.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -70,6 +71,18 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
     config.logit_softcap = static_cast<float>(options.logit_softcap);
     config.norm_weights = options.norm_weights != "false";
+    if (!options.zero_init.empty() && options.zero_init != "none") {
+        std::stringstream names(options.zero_init);
+        for (std::string name; std::getline(names, name, ',');) {
+            MIXGPT_REQUIRE(name == "proj" || name == "head",
+                           "zero-init: '" + name + "' is not proj or head (a comma-separated list, or none)");
+            (name == "proj" ? config.zero_init_projections : config.zero_init_head) = true;
+        }
+        MIXGPT_REQUIRE(!config.zero_init_head || !config.tie_embeddings,
+                       format("zero-init: head needs an output head of its own (--arch llama --tie-embeddings "
+                              "false); --arch %s's head is the token embedding, which would start at zero",
+                              family.name));
+    }
     config.validate();
     return config;
 }
@@ -94,6 +107,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"logit_softcap", given(options.logit_softcap)},
         {"mlp", options.mlp},
         {"norm_weights", options.norm_weights},
+        {"zero_init", options.zero_init},
     };
 }
 

@@ -227,6 +227,22 @@ TEST_F(CheckpointTest, NormWeightsRoundTripAndMismatchesAreRefused) {
     EXPECT_TRUE(read_checkpoint(path("weighted.h5")).config.norm_weights);
 }
 
+// --zero-init likewise (it only sets how training starts, but a resume that asks for another start
+// than the run had is refused, naming --zero-init); a checkpoint without the attribute has none.
+TEST_F(CheckpointTest, ZeroInitRoundTripsAndMismatchesAreRefused) {
+    GPTConfig zeroed = make_checkpoint(5).config;
+    zeroed.zero_init_projections = true;
+    const Checkpoint written = make_checkpoint(5, &zeroed);
+    write_checkpoint(path("zero.h5"), written);
+    const Checkpoint read = read_checkpoint(path("zero.h5"));
+    EXPECT_EQ(read.config.zero_init_name(), "proj");
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", zeroed, written.tokenizer_sha256));
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: zero_init is proj there, none in this run (--zero-init)");
+    remove_root_attribute(path("zero.h5"), "zero_init");
+    EXPECT_EQ(read_checkpoint(path("zero.h5")).config.zero_init_name(), "none");
+}
+
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     const std::string run = path("run");
     EXPECT_TRUE(list_checkpoints(run).empty());

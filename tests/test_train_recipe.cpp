@@ -1,9 +1,12 @@
-// Training with the recipe's model options (issue 38: --mlp relu2, --norm-weights false, ...): resume is bit-exact with
+// Training with the recipe's model options (issue 38: --mlp relu2, --norm-weights false,
+// --zero-init proj,head, ...): resume is bit-exact with
 // every option on, in the Llama-style family, in every resume case (tests/train_equivalence.h); a
 // run with any one option trains, and export refuses its checkpoint in one line naming the option
 // (no Hugging Face class mixgpt writes computes it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <functional>
 
 #include "interop/export.h"
@@ -23,6 +26,7 @@ using test::TempDirectory;
 TrainOptions with_recipe_options(TrainOptions options) {
     options.model.mlp = "relu2";
     options.model.norm_weights = "false";
+    options.model.zero_init = "proj,head";
     return options;
 }
 
@@ -75,6 +79,29 @@ INSTANTIATE_TEST_SUITE_P(Options, TrainRecipeExportTest,
                          [](const ::testing::TestParamInfo<ExportCase>& info) {
                              return std::string(info.param.name);
                          });
+
+// --zero-init changes how training starts, not the model: its run exports (the function is one a
+// Hugging Face class computes), and training moves the zeroed tensors off zero.
+TEST(TrainZeroInitTest, ZeroedTensorsTrainAndTheRunExports) {
+    TempDirectory directory("mixgpt_recipe_zero_init");
+    TrainOptions options = tiny_llama_train_options(directory.file("run"));
+    options.model.zero_init = "proj,head";
+    options.steps = 2;
+    const TrainResult result = run_training(options);
+    const Checkpoint trained = read_checkpoint(result.last_checkpoint);
+    const ParameterLayout layout(trained.config);
+    for (const ParameterView& view : layout.views())
+        if (view.role == Role::attention_output_weight || view.role == Role::mlp_output_weight ||
+            view.role == Role::output_head) {
+            const auto begin = trained.parameters.begin() + view.offset;
+            EXPECT_TRUE(std::any_of(begin, begin + view.numel, [](float v) { return v != 0.f; })) << view.name;
+        }
+    interop::ExportOptions exporting;
+    exporting.source = options.output_dir;
+    exporting.output = directory.file("hf");
+    EXPECT_NO_THROW(interop::export_hf(exporting));
+    EXPECT_TRUE(std::filesystem::exists(exporting.output + "/model.safetensors"));
+}
 
 }  // namespace
 }  // namespace mixgpt

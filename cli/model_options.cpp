@@ -66,6 +66,10 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                     "output head; needs --tie-embeddings false), proj,head, or none (default); recorded in "
                     "checkpoints")
         ->group(group);
+    command
+        .add_flag("--embedding-norm", options.embedding_norm,
+                  "a norm of the family's kind right after the embeddings (nanochat); recorded in checkpoints")
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

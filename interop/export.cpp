@@ -65,6 +65,10 @@ void refuse_options_without_a_class(const GPTConfig& config, const std::string& 
                           "export refuses",
                           path.c_str(), mlp_name(config.mlp_kind()), config.family().name,
                           mlp_name(config.family().mlp)));
+    MIXGPT_REQUIRE(!config.embedding_norm,
+                   format("%s: --embedding-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises the "
+                          "embeddings: export refuses",
+                          path.c_str()));
     // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
     // the same function, but export writes the checkpoint's tensors alone (interop/README.md).
     MIXGPT_REQUIRE(config.norm_weights,

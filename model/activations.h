@@ -21,6 +21,8 @@
 //   z_losses (N) f32 (the z-loss terms of training's --z-loss)                                1
 //   branch (N, C), grad_residual (N, C), grad_narrow (N, C), grad_wide (N, max(Q, M))     1 (scratch)
 //   grad_hidden (N, D)                                                    1 (SwiGLU only; GELU, ReLU² work in place)
+//   embedding (N, C), embedding_norm_mean/rstd (N) f32     1 (--embedding-norm only: the norm's input;
+//                                                            its output is residual x_0)
 #pragma once
 
 #include <array>
@@ -58,8 +60,11 @@ enum class Activation {
     grad_narrow,
     grad_wide,
     grad_hidden,
+    embedding,
+    embedding_norm_mean,
+    embedding_norm_rstd,
 };
-constexpr int kActivationCount = static_cast<int>(Activation::grad_hidden) + 1;
+constexpr int kActivationCount = static_cast<int>(Activation::embedding_norm_rstd) + 1;
 
 const char* activation_name(Activation activation);
 

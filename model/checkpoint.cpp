@@ -167,6 +167,9 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::zero_init:
                 file.set_attribute("/", name, config.zero_init_name());
                 break;
+            case Setting::embedding_norm:
+                file.set_attribute("/", name, int64_t{config.embedding_norm ? 1 : 0});
+                break;
         }
     }
 }
@@ -232,7 +235,7 @@ int attribute_count32(const h5::File& file, const char* name) {
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
 // off, as every model was before it existed), mlp (absent: the family's own), norm_weights
-// (absent: with weights) and zero_init (absent: none).
+// (absent: with weights), zero_init (absent: none) and embedding_norm (absent: none).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -274,6 +277,9 @@ void read_family(const h5::File& file, GPTConfig& config) {
                     config.zero_init_projections = value == "proj" || value == "proj,head";
                     config.zero_init_head = value == "head" || value == "proj,head";
                 }
+                break;
+            case Setting::embedding_norm:  // absent in checkpoints from before the option: none
+                if (file.has_attribute("/", name)) config.embedding_norm = file.attribute_int("/", name) != 0;
                 break;
         }
     }
@@ -425,6 +431,10 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
     MIXGPT_REQUIRE(saved.zero_init_name() == config.zero_init_name(),
                    format("%s: refusing checkpoint: zero_init is %s there, %s in this run (--zero-init)",
                           checkpoint_path.c_str(), saved.zero_init_name().c_str(), config.zero_init_name().c_str()));
+    MIXGPT_REQUIRE(saved.embedding_norm == config.embedding_norm,
+                   format("%s: refusing checkpoint: embedding_norm is %s there, %s in this run (--embedding-norm)",
+                          checkpoint_path.c_str(), saved.embedding_norm ? "true" : "false",
+                          config.embedding_norm ? "true" : "false"));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

@@ -15,6 +15,8 @@ bool GPTConfig::holds(const TensorSpec& spec) const {
             return !tie_embeddings;
         case Presence::norm_weight:
             return norm_weights;
+        case Presence::embedding_norm_weight:
+            return embedding_norm && norm_weights;
     }
     return false;
 }

@@ -36,6 +36,9 @@ struct GPTConfig {
     // and the output head, which must then be untied [false, false]. Read by every family.
     bool zero_init_projections = false;
     bool zero_init_head = false;
+    // A norm of the family's kind right after the embeddings (after adding learned positions),
+    // whose output is the first block's input (nanochat) [false]. Read by every family.
+    bool embedding_norm = false;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }

@@ -57,6 +57,8 @@ const char* setting_name(Setting setting) {
             return "norm_weights";
         case Setting::zero_init:
             return "zero_init";
+        case Setting::embedding_norm:
+            return "embedding_norm";
     }
     return "unknown";
 }
@@ -110,7 +112,8 @@ void check_family(const Family& family) {
     MIXGPT_REQUIRE(model_has(Role::token_embedding) && model_has(Role::final_norm_weight),
                    where + "the token embedding or the final norm is missing");
     MIXGPT_REQUIRE(block_has(Role::attention_norm_bias) == layernorm && block_has(Role::mlp_norm_bias) == layernorm &&
-                       model_has(Role::final_norm_bias) == layernorm,
+                       model_has(Role::final_norm_bias) == layernorm &&
+                       model_has(Role::embedding_norm_bias) == layernorm && model_has(Role::embedding_norm_weight),
                    where + "norm biases go with LayerNorm, and only with it");
     MIXGPT_REQUIRE(model_has(Role::position_embedding) == (family.positions == PositionKind::learned),
                    where + "a position table goes with learned positions, and only with them");
@@ -120,14 +123,17 @@ void check_family(const Family& family) {
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
     MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights) &&
-                       reads_setting(family, Setting::zero_init),
-                   where + "every family reads the mlp, norm_weights and zero_init settings");
+                       reads_setting(family, Setting::zero_init) && reads_setting(family, Setting::embedding_norm),
+                   where + "every family reads the mlp, norm_weights, zero_init and embedding_norm settings");
     for (const auto* list : {&family.model_tensors, &family.block_tensors})
         for (const TensorSpec& spec : *list) {
             const bool norm = spec.role == Role::final_norm_weight || spec.role == Role::final_norm_bias ||
                               spec.role == Role::attention_norm_weight || spec.role == Role::attention_norm_bias ||
                               spec.role == Role::mlp_norm_weight || spec.role == Role::mlp_norm_bias;
-            MIXGPT_REQUIRE(norm == (spec.presence == Presence::norm_weight),
+            const bool embedding_norm =
+                spec.role == Role::embedding_norm_weight || spec.role == Role::embedding_norm_bias;
+            MIXGPT_REQUIRE(norm == (spec.presence == Presence::norm_weight) &&
+                               embedding_norm == (spec.presence == Presence::embedding_norm_weight),
                            where + spec.name + ": norm tensors, and only they, are present with norm weights");
         }
     MIXGPT_REQUIRE(!model_has(Role::output_head) || reads_setting(family, Setting::tie_embeddings),

@@ -6,7 +6,7 @@
 // Every family runs the same skeleton, the pre-norm decoder that GPT-2, Llama, Mistral and Qwen
 // share (llama.cpp builds its graphs from the same few choices: norm type, FFN type, position
 // encoding):
-//   x = embed(tokens)                      (+ learned positions)
+//   x = embed(tokens)                      (+ learned positions; then norm(x) under --embedding-norm)
 //   per block: x += attention_output(attention(qkv(norm(x))))     (RoPE inside attention)
 //              x += mlp_output(activation(mlp_input(norm(x))))
 //   logits = final_norm(x) · output_head^T   (the token embedding when the head is tied)
@@ -45,6 +45,8 @@ enum class Role {
     position_embedding,  // (max_seq_len, C)
     final_norm_weight,
     final_norm_bias,
+    embedding_norm_weight,  // the norm right after the embeddings (GPTConfig::embedding_norm)
+    embedding_norm_bias,
     output_head,  // (Vp, C); absent when tied to token_embedding
     // per block
     attention_norm_weight,
@@ -85,6 +87,7 @@ enum class Presence {
     always,
     untied_head,  // only when GPTConfig::tie_embeddings is false
     norm_weight,  // a norm's weight or bias: only when GPTConfig::norm_weights (else parameter-free)
+    embedding_norm_weight,  // the embedding norm's: only when GPTConfig::embedding_norm and norm_weights
 };
 
 struct TensorSpec {
@@ -99,8 +102,9 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-// logit_softcap, mlp, norm_weights and zero_init are read by every family (a checkpoint written
-// before one existed reads as off, as the family's own MLP, with norm weights, and as no zero-init).
+// logit_softcap, mlp, norm_weights, zero_init and embedding_norm are read by every family (a
+// checkpoint written before one existed reads as off, as the family's own MLP, with norm weights,
+// as no zero-init, and without an embedding norm).
 enum class Setting {
     n_kv_head,
     ffn_hidden,
@@ -111,6 +115,7 @@ enum class Setting {
     mlp,
     norm_weights,
     zero_init,
+    embedding_norm,
 };
 
 struct Family {

@@ -28,6 +28,10 @@ const Family& gpt2_family() {
              Presence::norm_weight},
             {Role::final_norm_bias, "ln_f.bias", Dim::embd, Dim::none, Init::zeros, false,
              Presence::norm_weight},
+            {Role::embedding_norm_weight, "ln_emb.weight", Dim::embd, Dim::none, Init::ones, false,
+             Presence::embedding_norm_weight},
+            {Role::embedding_norm_bias, "ln_emb.bias", Dim::embd, Dim::none, Init::zeros, false,
+             Presence::embedding_norm_weight},
         },
         {
             {Role::attention_norm_weight, "ln_1.weight", Dim::embd, Dim::none, Init::ones, false,
@@ -49,7 +53,8 @@ const Family& gpt2_family() {
              true},
             {Role::mlp_output_bias, "mlp.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
         },
-        {Setting::logit_softcap, Setting::mlp, Setting::norm_weights, Setting::zero_init},
+        {Setting::logit_softcap, Setting::mlp, Setting::norm_weights, Setting::zero_init,
+         Setting::embedding_norm},
         four_times_width,
     };
     return family;

@@ -41,6 +41,8 @@ const Family& llama_family() {
              Presence::untied_head},
             {Role::final_norm_weight, "final_norm.weight", Dim::embd, Dim::none, Init::ones, false,
              Presence::norm_weight},
+            {Role::embedding_norm_weight, "embedding_norm.weight", Dim::embd, Dim::none, Init::ones, false,
+             Presence::embedding_norm_weight},
         },
         {
             {Role::attention_norm_weight, "attention_norm.weight", Dim::embd, Dim::none, Init::ones, false,
@@ -56,7 +58,7 @@ const Family& llama_family() {
         },
         {Setting::n_kv_head, Setting::ffn_hidden, Setting::norm_epsilon, Setting::rope_theta,
          Setting::tie_embeddings, Setting::logit_softcap, Setting::mlp, Setting::norm_weights,
-         Setting::zero_init},
+         Setting::zero_init, Setting::embedding_norm},
         llama_ffn_hidden,
     };
     return family;

@@ -36,8 +36,17 @@ void GPT::backward_pass(TensorView tokens, const GradientsReady& ready) {
         block_backward(l, block_activations(l, b, t), b, t);
         stage_done(config_.n_layer - l);
     }
+    TensorView dembedded = dresidual;  // (N, C) d loss / d embeddings
+    if (config_.embedding_norm) {
+        const TensorView dinput = activation(Activation::grad_narrow, 0, {N, C});
+        backend_.fill_zero(dinput.data, dinput.bytes());
+        norm_backward(dinput, grads_[Role::embedding_norm_weight], grads_[Role::embedding_norm_bias], dresidual,
+                      activation(Activation::embedding, 0, {N, C}), weights_[Role::embedding_norm_weight],
+                      embedding_norm_views(N));
+        dembedded = dinput;
+    }
     backend_.embedding_backward(grads_[Role::token_embedding], grads_[Role::position_embedding],
-                                TensorView(dresidual.data, act_, {b, t, C}), tokens);
+                                TensorView(dembedded.data, act_, {b, t, C}), tokens);
     stage_done(config_.n_layer + 1);
 }
 

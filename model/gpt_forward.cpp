@@ -46,8 +46,13 @@ void GPT::forward_blocks(TensorView tokens, int cache_position) {
                                    static_cast<size_t>(cache_position * C) * dtype_size(act_),
                                act_, {rows, C});
     }
-    backend_.embedding_forward(activation(Activation::residual, 0, {b, t, C}), tokens,
-                               weights_[Role::token_embedding], positions);
+    // x_0 (b, t, C): the embeddings, or their norm under --embedding-norm (its input kept for backward).
+    const Activation embedded = config_.embedding_norm ? Activation::embedding : Activation::residual;
+    backend_.embedding_forward(activation(embedded, 0, {b, t, C}), tokens, weights_[Role::token_embedding],
+                               positions);
+    if (config_.embedding_norm)
+        norm_forward(embedding_norm_views(b * t), activation(Activation::embedding, 0, {b * t, C}),
+                     weights_[Role::embedding_norm_weight], weights_[Role::embedding_norm_bias]);
     const BlockActivations first = block_activations(0, b, t);
     norm_forward(first.attention_norm, first.residual_in, weights_.block(0, Role::attention_norm_weight),
                  weights_.block(0, Role::attention_norm_bias));

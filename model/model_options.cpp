@@ -71,6 +71,7 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
     config.logit_softcap = static_cast<float>(options.logit_softcap);
     config.norm_weights = options.norm_weights != "false";
+    config.embedding_norm = options.embedding_norm;
     if (!options.zero_init.empty() && options.zero_init != "none") {
         std::stringstream names(options.zero_init);
         for (std::string name; std::getline(names, name, ',');) {
@@ -108,6 +109,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"mlp", options.mlp},
         {"norm_weights", options.norm_weights},
         {"zero_init", options.zero_init},
+        {"embedding_norm", options.embedding_norm ? "true" : ""},
     };
 }
 

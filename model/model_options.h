@@ -28,6 +28,7 @@ struct ModelOptions {
     std::string mlp;             // every family: gelu | swiglu | relu2; "": the family's own (model/family.h)
     std::string norm_weights;    // every family: "true" | "false" (parameter-free norms); default: true
     std::string zero_init;       // every family: "proj", "head" or "proj,head" start at zero; "" or "none": neither
+    bool embedding_norm = false;  // every family: a norm right after the embeddings
 };
 
 // The configuration of a model with these options, the dataset's vocabulary and context T;

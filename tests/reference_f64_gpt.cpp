@@ -112,6 +112,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     F64Vector positions = parameter(Role::position_embedding);
     if (positions.empty()) positions.assign(static_cast<size_t>(config_.max_seq_len) * C, 0.0);
     F64Vector x = f64_embedding_forward(tokens, parameter(Role::token_embedding), positions, B, T, C);  // (N, C)
+    const F64Vector embedded = x;  // the embedding norm's input
+    if (config_.embedding_norm) x = norm_forward(embedded, Role::embedding_norm_weight, -1, N).out;
     std::vector<BlockState> blocks(static_cast<size_t>(config_.n_layer));
     for (int l = 0; l < config_.n_layer; ++l) {
         BlockState& s = blocks[static_cast<size_t>(l)];
@@ -176,6 +178,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         add_into(dx, norm_backward(gradients, f64_matmul_backward_input(dqkv, parameter(Role::qkv_weight, l), N, C, Q),
                                    s.x, Role::attention_norm_weight, l, N));
     }
+    if (config_.embedding_norm) dx = norm_backward(gradients, dx, embedded, Role::embedding_norm_weight, -1, N);
     F64Vector dtokens(static_cast<size_t>(Vp) * C, 0.0), dpositions(positions.size(), 0.0);
     f64_embedding_backward(dtokens, dpositions, dx, tokens, B, T, C);
     accumulate(gradients, Role::token_embedding, -1, dtokens);

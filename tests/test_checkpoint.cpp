@@ -243,6 +243,23 @@ TEST_F(CheckpointTest, ZeroInitRoundTripsAndMismatchesAreRefused) {
     EXPECT_EQ(read_checkpoint(path("zero.h5")).config.zero_init_name(), "none");
 }
 
+// The embedding norm likewise: its tensors (ln_emb) in the checkpoint, the setting read back, a
+// mismatch refused naming --embedding-norm; a checkpoint without the attribute has none.
+TEST_F(CheckpointTest, EmbeddingNormRoundTripsAndMismatchesAreRefused) {
+    GPTConfig normed = make_checkpoint(5).config;
+    normed.embedding_norm = true;
+    const Checkpoint written = make_checkpoint(5, &normed);
+    write_checkpoint(path("normed.h5"), written);
+    const Checkpoint read = read_checkpoint(path("normed.h5"));
+    EXPECT_TRUE(read.config.embedding_norm);
+    EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size() + 2 * 8);  // ln_emb.weight, .bias
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: embedding_norm is true there, false in this run (--embedding-norm)");
+    write_checkpoint(path("plain.h5"), make_checkpoint(5));
+    remove_root_attribute(path("plain.h5"), "embedding_norm");
+    EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.embedding_norm);
+}
+
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     const std::string run = path("run");
     EXPECT_TRUE(list_checkpoints(run).empty());

@@ -27,6 +27,7 @@ TrainOptions with_recipe_options(TrainOptions options) {
     options.model.mlp = "relu2";
     options.model.norm_weights = "false";
     options.model.zero_init = "proj,head";
+    options.model.embedding_norm = true;
     return options;
 }
 
@@ -71,14 +72,19 @@ TEST_P(TrainRecipeExportTest, ExportRefusesTheOptionNamingIt) {
     EXPECT_FALSE(std::filesystem::exists(exporting.output));
 }
 
-INSTANTIATE_TEST_SUITE_P(Options, TrainRecipeExportTest,
-                         ::testing::Values(ExportCase{
-                             "relu2", [](ModelOptions& model) { model.mlp = "relu2"; },
-                             ": --mlp relu2: the Hugging Face class mixgpt exports for --arch llama has a "
-                             "swiglu MLP: export refuses"}),
-                         [](const ::testing::TestParamInfo<ExportCase>& info) {
-                             return std::string(info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Options, TrainRecipeExportTest,
+    ::testing::Values(
+        ExportCase{"relu2", [](ModelOptions& model) { model.mlp = "relu2"; },
+                   ": --mlp relu2: the Hugging Face class mixgpt exports for --arch llama has a "
+                   "swiglu MLP: export refuses"},
+        ExportCase{"no_norm_weights", [](ModelOptions& model) { model.norm_weights = "false"; },
+                   ": --norm-weights false: the checkpoint has no norm weights, "
+                   "and export writes only the tensors it has: export refuses"},
+        ExportCase{"embedding_norm", [](ModelOptions& model) { model.embedding_norm = true; },
+                   ": --embedding-norm: neither GPT2LMHeadModel nor "
+                   "LlamaForCausalLM normalises the embeddings: export refuses"}),
+    [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
 
 // --zero-init changes how training starts, not the model: its run exports (the function is one a
 // Hugging Face class computes), and training moves the zeroed tensors off zero.
@@ -94,7 +100,8 @@ TEST(TrainZeroInitTest, ZeroedTensorsTrainAndTheRunExports) {
         if (view.role == Role::attention_output_weight || view.role == Role::mlp_output_weight ||
             view.role == Role::output_head) {
             const auto begin = trained.parameters.begin() + view.offset;
-            EXPECT_TRUE(std::any_of(begin, begin + view.numel, [](float v) { return v != 0.f; })) << view.name;
+            EXPECT_TRUE(std::any_of(begin, begin + view.numel, [](float v) { return v != 0.f; }))
+                << view.name;
         }
     interop::ExportOptions exporting;
     exporting.source = options.output_dir;

@@ -74,9 +74,9 @@ protected:
         CheckpointHeader header;
         header.version = kCheckpointFormatVersion;
         header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
-        header.payload_crc32 =
-            static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
-                                        static_cast<uInt>(header.payload_bytes)));
+        header.payload_crc32 = static_cast<uint32_t>(
+            crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
+                  static_cast<uInt>(header.payload_bytes)));
         bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
         std::ofstream(file_path, std::ios::binary | std::ios::trunc) << bytes;
     }
@@ -220,7 +220,9 @@ TEST_F(CheckpointTest, NormWeightsRoundTripAndMismatchesAreRefused) {
     EXPECT_EQ(read.parameters, written.parameters);
     EXPECT_LT(read.parameters.size(), make_checkpoint(5).parameters.size());  // no ln_1, ln_2, ln_f
     EXPECT_NO_THROW(require_compatible(read, "c.h5", parameter_free, written.tokenizer_sha256));
-    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+    EXPECT_EQ(error_of([&] {
+                  require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256);
+              }),
               "c.h5: refusing checkpoint: norm_weights is false there, true in this run (--norm-weights)");
     write_checkpoint(path("weighted.h5"), make_checkpoint(5));
     remove_root_attribute(path("weighted.h5"), "norm_weights");
@@ -237,7 +239,9 @@ TEST_F(CheckpointTest, ZeroInitRoundTripsAndMismatchesAreRefused) {
     const Checkpoint read = read_checkpoint(path("zero.h5"));
     EXPECT_EQ(read.config.zero_init_name(), "proj");
     EXPECT_NO_THROW(require_compatible(read, "c.h5", zeroed, written.tokenizer_sha256));
-    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+    EXPECT_EQ(error_of([&] {
+                  require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256);
+              }),
               "c.h5: refusing checkpoint: zero_init is proj there, none in this run (--zero-init)");
     remove_root_attribute(path("zero.h5"), "zero_init");
     EXPECT_EQ(read_checkpoint(path("zero.h5")).config.zero_init_name(), "none");
@@ -253,8 +257,10 @@ TEST_F(CheckpointTest, EmbeddingNormRoundTripsAndMismatchesAreRefused) {
     const Checkpoint read = read_checkpoint(path("normed.h5"));
     EXPECT_TRUE(read.config.embedding_norm);
     EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size() + 2 * 8);  // ln_emb.weight, .bias
-    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
-              "c.h5: refusing checkpoint: embedding_norm is true there, false in this run (--embedding-norm)");
+    EXPECT_EQ(
+        error_of(
+            [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+        "c.h5: refusing checkpoint: embedding_norm is true there, false in this run (--embedding-norm)");
     write_checkpoint(path("plain.h5"), make_checkpoint(5));
     remove_root_attribute(path("plain.h5"), "embedding_norm");
     EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.embedding_norm);

@@ -223,9 +223,10 @@ TEST_P(CpuLayers, ParameterFreeNormsEqualWeightsOfOnes) {
                 backend->layernorm_backward(o.dinp.view(), dw, db, dout.view(), o.residual_out.view(), w,
                                             o.mean.view(), o.rstd.view());
             } else {
-                backend->residual_rmsnorm_forward(o.residual_out.view(), o.out.view(), o.rstd.view(), inp.view(),
-                                                  branch.view(), w, 1e-5f);
-                backend->rmsnorm_backward(o.dinp.view(), dw, dout.view(), o.residual_out.view(), w, o.rstd.view());
+                backend->residual_rmsnorm_forward(o.residual_out.view(), o.out.view(), o.rstd.view(),
+                                                  inp.view(), branch.view(), w, 1e-5f);
+                backend->rmsnorm_backward(o.dinp.view(), dw, dout.view(), o.residual_out.view(), w,
+                                          o.rstd.view());
             }
             return o;
         };
@@ -236,11 +237,11 @@ TEST_P(CpuLayers, ParameterFreeNormsEqualWeightsOfOnes) {
         EXPECT_EQ(free.dinp.values(), weighted.dinp.values());
         // And against float64 with a weight of ones (the weighted path's own check is above).
         const std::vector<double> ones_ref(C, 1.0);
-        const F64Vector expected = layernorm ? f64_layernorm_forward(free.residual_out.values(), ones_ref,
-                                                                     std::vector<double>(C, 0.0), N, C)
-                                                   .out
-                                             : f64_rmsnorm_forward(free.residual_out.values(), ones_ref, N, C, 1e-5)
-                                                   .out;
+        const F64Vector expected =
+            layernorm ? f64_layernorm_forward(free.residual_out.values(), ones_ref,
+                                              std::vector<double>(C, 0.0), N, C)
+                            .out
+                      : f64_rmsnorm_forward(free.residual_out.values(), ones_ref, N, C, 1e-5).out;
         expect_close(free.out, expected, "out");
     }
 }

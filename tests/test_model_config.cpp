@@ -54,7 +54,8 @@ TEST(ModelConfig, ValidateNamesTheBadField) {
 // settings of issue 38's options (else its checkpoints would not record them), and the norm
 // tensors carry the presence that --norm-weights and --embedding-norm switch.
 TEST(ModelConfig, FamilyDescriptionsAreConsistent) {
-    for (Arch arch : {Arch::gpt2, Arch::llama}) EXPECT_NO_THROW(check_family(family_of(arch))) << arch_name(arch);
+    for (Arch arch : {Arch::gpt2, Arch::llama})
+        EXPECT_NO_THROW(check_family(family_of(arch))) << arch_name(arch);
     Family missing = gpt2_family();
     missing.settings.pop_back();
     EXPECT_THROW(check_family(missing), Error);

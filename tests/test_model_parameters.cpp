@@ -63,7 +63,8 @@ TEST(ModelParameters, ZeroInitZeroesTheProjectionsAndTheHead) {
     config.tie_embeddings = false;
     const ParameterLayout layout(config);
     const std::vector<float> plain = init_parameters(config, layout, 5);
-    for (const auto& [projections, head] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    for (const auto& [projections, head] :
+         {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
         GPTConfig zeroed = config;
         zeroed.zero_init_projections = projections;
         zeroed.zero_init_head = head;

@@ -263,8 +263,9 @@ void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, Tensor
     const int64_t rows = expect_rows(op, "dout", dout, act, C);
     expect_matrix(op, "dinp", dinp, act, rows, C);
     expect_matrix(op, "inp", inp, act, rows, C);
-    MIXGPT_REQUIRE(weight.valid() == dweight.valid() && weight.valid() == dbias.valid(),
-                   format("cuda %s: weight, dweight and dbias are all given, or all invalid (parameter-free)", op));
+    MIXGPT_REQUIRE(
+        weight.valid() == dweight.valid() && weight.valid() == dbias.valid(),
+        format("cuda %s: weight, dweight and dbias are all given, or all invalid (parameter-free)", op));
     if (weight.valid()) {
         expect_tensor(op, "weight", weight, act, {C});
         expect_tensor(op, "dweight", dweight, DType::f32, {C});

@@ -219,8 +219,9 @@ void CudaBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, TensorVi
     const int64_t rows = expect_rows(op, "dout", dout, act, C);
     expect_matrix(op, "dinp", dinp, act, rows, C);
     expect_matrix(op, "inp", inp, act, rows, C);
-    MIXGPT_REQUIRE(weight.valid() == dweight.valid(),
-                   format("cuda %s: weight and dweight are both given, or both invalid (parameter-free)", op));
+    MIXGPT_REQUIRE(
+        weight.valid() == dweight.valid(),
+        format("cuda %s: weight and dweight are both given, or both invalid (parameter-free)", op));
     if (weight.valid()) {
         expect_tensor(op, "weight", weight, act, {C});
         expect_tensor(op, "dweight", dweight, DType::f32, {C});

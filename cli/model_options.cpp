@@ -47,6 +47,29 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                     "Gemma 2 30; default: off); recorded in checkpoints")
         ->check(positive())
         ->group(group);
+    command
+        .add_option("--mlp", options.mlp,
+                    "the MLP: the family's own (gpt2: gelu, llama: swiglu) or relu2, relu(x)^2 of one product "
+                    "(GPT-2 speedrun, nanochat; 4 * width, or --ffn-hidden under llama); recorded in "
+                    "checkpoints")
+        ->check(CLI::IsMember({"gelu", "swiglu", "relu2"}))
+        ->group(group);
+    command
+        .add_option("--norm-weights", options.norm_weights,
+                    "true (default): every norm has its weight (and LayerNorm its bias); false: parameter-free "
+                    "norms everywhere, no such tensors (nanochat's RMSNorm); recorded in checkpoints")
+        ->check(CLI::IsMember({"true", "false"}))
+        ->group(group);
+    command
+        .add_option("--zero-init", options.zero_init,
+                    "start these at zero (nanochat): proj (the attention and MLP output projections), head (the "
+                    "output head; needs --tie-embeddings false), proj,head, or none (default); recorded in "
+                    "checkpoints")
+        ->group(group);
+    command
+        .add_flag("--embedding-norm", options.embedding_norm,
+                  "a norm of the family's kind right after the embeddings (nanochat); recorded in checkpoints")
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

@@ -47,6 +47,36 @@ std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype)
     return bytes;
 }
 
+// The model options (issue 38) that neither GPT2LMHeadModel nor LlamaForCausalLM computes, each
+// refused in one line naming it.
+void refuse_options_without_a_class(const GPTConfig& config, const std::string& path) {
+    // Gemma 2's final_logit_softcapping is this cap, but Gemma2ForCausalLM is neither family
+    // (sandwich norms, (1 + w) RMSNorm, GeGLU, scaled embeddings, attention soft-cap), and neither
+    // GPT2LMHeadModel nor LlamaForCausalLM has a field for it: no exported class computes these logits.
+    MIXGPT_REQUIRE(config.logit_softcap == 0,
+                   format("%s: --logit-softcap %g: no Hugging Face class mixgpt exports caps its logits "
+                          "(Gemma 2's final_logit_softcapping belongs to Gemma2ForCausalLM, whose blocks are "
+                          "neither family's): export refuses",
+                          path.c_str(), static_cast<double>(config.logit_softcap)));
+    // LlamaMLP is always gated (gate, up, down); GPT2MLP takes any activation_function, relu2
+    // included, but mixgpt's GPT-2 export writes gelu_new alone (interop/README.md).
+    MIXGPT_REQUIRE(config.mlp_kind() == config.family().mlp,
+                   format("%s: --mlp %s: the Hugging Face class mixgpt exports for --arch %s has a %s MLP: "
+                          "export refuses",
+                          path.c_str(), mlp_name(config.mlp_kind()), config.family().name,
+                          mlp_name(config.family().mlp)));
+    MIXGPT_REQUIRE(!config.embedding_norm,
+                   format("%s: --embedding-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises the "
+                          "embeddings: export refuses",
+                          path.c_str()));
+    // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
+    // the same function, but export writes the checkpoint's tensors alone (interop/README.md).
+    MIXGPT_REQUIRE(config.norm_weights,
+                   format("%s: --norm-weights false: the checkpoint has no norm weights, and export writes "
+                          "only the tensors it has: export refuses",
+                          path.c_str()));
+}
+
 }  // namespace
 
 ExportResult export_hf(const ExportOptions& options) {
@@ -55,14 +85,7 @@ ExportResult export_hf(const ExportOptions& options) {
     const ExportDtype dtype = parse_export_dtype(options.dtype);
     const CheckpointModel loaded = CheckpointModel::read(options.source, options.allow_nonfinite);
     const Checkpoint& checkpoint = loaded.checkpoint;
-    // Gemma 2's final_logit_softcapping is this cap, but Gemma2ForCausalLM is neither family
-    // (sandwich norms, (1 + w) RMSNorm, GeGLU, scaled embeddings, attention soft-cap), and neither
-    // GPT2LMHeadModel nor LlamaForCausalLM has a field for it: no exported class computes these logits.
-    MIXGPT_REQUIRE(checkpoint.config.logit_softcap == 0,
-                   format("%s: --logit-softcap %g: no Hugging Face class mixgpt exports caps its logits "
-                          "(Gemma 2's final_logit_softcapping belongs to Gemma2ForCausalLM, whose blocks are "
-                          "neither family's): export refuses",
-                          loaded.path.c_str(), static_cast<double>(checkpoint.config.logit_softcap)));
+    refuse_options_without_a_class(checkpoint.config, loaded.path);
     const Tokenizer tokenizer = load_checkpoint_tokenizer(loaded, options.tokenizer);
     stop_if_signalled(signals, options.output);
     MIXGPT_REQUIRE(

@@ -46,9 +46,11 @@ const char* gpt2_suffix(Role role) {
         case Role::mlp_output_bias:
             return "mlp.c_proj.bias";
         case Role::output_head:
+        case Role::embedding_norm_weight:
+        case Role::embedding_norm_bias:
             break;
     }
-    throw Error("GPT-2 has no tensor of this role (an untied output head)");
+    throw Error("GPT-2 has no tensor of this role (an untied output head, an embedding norm)");
 }
 
 }  // namespace

@@ -48,6 +48,8 @@ std::string training_command(const Checkpoint& checkpoint) {
         if (value.empty()) continue;
         if (name == "stochastic_rounding") {
             if (value == "true") command += " --stochastic-rounding";
+        } else if (name == "embedding_norm") {
+            if (value == "true") command += " --embedding-norm";
         } else if (name == "zero_optimizer") {
             if (value == "true") command += " --zero";
         } else if (name == "overlap_comm") {

@@ -18,7 +18,8 @@ const char* activation_name(Activation activation) {
         "attention",       "lse",            "attention_residual",  "mlp_norm",            "mlp_norm_mean",
         "mlp_norm_rstd",   "mlp_input",      "mlp_hidden",          "final_norm",          "final_norm_mean",
         "final_norm_rstd", "logits",         "losses",              "z_losses",            "branch",
-        "grad_residual",   "grad_narrow",    "grad_wide",           "grad_hidden"};
+        "grad_residual",   "grad_narrow",    "grad_wide",           "grad_hidden",         "embedding",
+        "embedding_norm_mean", "embedding_norm_rstd"};
     return kNames[static_cast<size_t>(activation)];
 }
 
@@ -60,7 +61,11 @@ ActivationLayout::ActivationLayout(const GPTConfig& config, int batch_size, int 
     add(Activation::grad_residual, act, 1, N * C);
     add(Activation::grad_narrow, act, 1, N * C);
     add(Activation::grad_wide, act, 1, N * std::max(Q, M));
-    add(Activation::grad_hidden, act, family.mlp == MlpKind::swiglu ? 1 : 0, N * D);
+    add(Activation::grad_hidden, act, config.mlp_kind() == MlpKind::swiglu ? 1 : 0, N * D);
+    const int embedding_norm = config.embedding_norm ? 1 : 0;
+    add(Activation::embedding, act, embedding_norm, N * C);
+    add(Activation::embedding_norm_mean, DType::f32, has_mean ? embedding_norm : 0, N);
+    add(Activation::embedding_norm_rstd, DType::f32, embedding_norm, N);
 }
 
 void ActivationLayout::add(Activation activation, DType dtype, int copies, int64_t elements) {

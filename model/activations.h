@@ -4,7 +4,7 @@
 // family does not use). plan_memory and the GPT use this same list.
 //
 // N = B * T, act = activation_dtype(precision), L = n_layer; Q = (H + 2 Hkv) hd, M = the MLP's
-// input width (4C, or 2F for SwiGLU), D = its hidden width (4C, or F)
+// input width (4C, 2F for SwiGLU, F for ReLU²), D = its hidden width (4C, or F)
 //   buffer                     shape         copies: none / selective / full
 //   residual                   (N, C)        L+1 (x_0 = embeddings, x_l = input of block l, x_L)
 //   attention_norm             (N, C)        L / 1 / 1
@@ -20,7 +20,9 @@
 //   final_norm (N, C), final_norm_mean/rstd (N) f32, logits (N, Vp), losses (N) f32         1
 //   z_losses (N) f32 (the z-loss terms of training's --z-loss)                                1
 //   branch (N, C), grad_residual (N, C), grad_narrow (N, C), grad_wide (N, max(Q, M))     1 (scratch)
-//   grad_hidden (N, D)                                                    1 (SwiGLU only; GELU works in place)
+//   grad_hidden (N, D)                                                    1 (SwiGLU only; GELU, ReLU² work in place)
+//   embedding (N, C), embedding_norm_mean/rstd (N) f32     1 (--embedding-norm only: the norm's input;
+//                                                            its output is residual x_0)
 #pragma once
 
 #include <array>
@@ -58,8 +60,11 @@ enum class Activation {
     grad_narrow,
     grad_wide,
     grad_hidden,
+    embedding,
+    embedding_norm_mean,
+    embedding_norm_rstd,
 };
-constexpr int kActivationCount = static_cast<int>(Activation::grad_hidden) + 1;
+constexpr int kActivationCount = static_cast<int>(Activation::embedding_norm_rstd) + 1;
 
 const char* activation_name(Activation activation);
 

@@ -158,6 +158,18 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::logit_softcap:
                 file.set_attribute("/", name, static_cast<double>(config.logit_softcap));
                 break;
+            case Setting::mlp:
+                file.set_attribute("/", name, std::string(mlp_name(config.mlp_kind())));
+                break;
+            case Setting::norm_weights:
+                file.set_attribute("/", name, int64_t{config.norm_weights ? 1 : 0});
+                break;
+            case Setting::zero_init:
+                file.set_attribute("/", name, config.zero_init_name());
+                break;
+            case Setting::embedding_norm:
+                file.set_attribute("/", name, int64_t{config.embedding_norm ? 1 : 0});
+                break;
         }
     }
 }
@@ -243,7 +255,8 @@ SpikeGuardState read_spike_guard(const h5::File& file) {
 
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
-// off, as every model was before it existed).
+// off, as every model was before it existed), mlp (absent: the family's own), norm_weights
+// (absent: with weights), zero_init (absent: none) and embedding_norm (absent: none).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -267,6 +280,27 @@ void read_family(const h5::File& file, GPTConfig& config) {
             case Setting::logit_softcap:  // absent in checkpoints from before the option: off
                 if (file.has_attribute("/", name))
                     config.logit_softcap = static_cast<float>(file.attribute_double("/", name));
+                break;
+            case Setting::mlp:  // absent in checkpoints from before the option: the family's own
+                if (file.has_attribute("/", name)) {
+                    const MlpKind mlp = parse_mlp(file.attribute_string("/", name));
+                    if (mlp != config.family().mlp) config.mlp = mlp;
+                }
+                break;
+            case Setting::norm_weights:  // absent in checkpoints from before the option: with weights
+                if (file.has_attribute("/", name)) config.norm_weights = file.attribute_int("/", name) != 0;
+                break;
+            case Setting::zero_init:  // absent in checkpoints from before the option: none
+                if (file.has_attribute("/", name)) {
+                    const std::string value = file.attribute_string("/", name);
+                    MIXGPT_REQUIRE(value == "none" || value == "proj" || value == "head" || value == "proj,head",
+                                   "attribute zero_init is '" + value + "', expected none, proj, head or proj,head");
+                    config.zero_init_projections = value == "proj" || value == "proj,head";
+                    config.zero_init_head = value == "head" || value == "proj,head";
+                }
+                break;
+            case Setting::embedding_norm:  // absent in checkpoints from before the option: none
+                if (file.has_attribute("/", name)) config.embedding_norm = file.attribute_int("/", name) != 0;
                 break;
         }
     }
@@ -409,6 +443,20 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
         format("%s: refusing checkpoint: logit_softcap is %s there, %s in this run (--logit-softcap)",
                checkpoint_path.c_str(), softcap(saved.logit_softcap).c_str(),
                softcap(config.logit_softcap).c_str()));
+    MIXGPT_REQUIRE(saved.mlp_kind() == config.mlp_kind(),
+                   format("%s: refusing checkpoint: mlp is %s there, %s in this run (--mlp)", checkpoint_path.c_str(),
+                          mlp_name(saved.mlp_kind()), mlp_name(config.mlp_kind())));
+    MIXGPT_REQUIRE(saved.norm_weights == config.norm_weights,
+                   format("%s: refusing checkpoint: norm_weights is %s there, %s in this run (--norm-weights)",
+                          checkpoint_path.c_str(), saved.norm_weights ? "true" : "false",
+                          config.norm_weights ? "true" : "false"));
+    MIXGPT_REQUIRE(saved.zero_init_name() == config.zero_init_name(),
+                   format("%s: refusing checkpoint: zero_init is %s there, %s in this run (--zero-init)",
+                          checkpoint_path.c_str(), saved.zero_init_name().c_str(), config.zero_init_name().c_str()));
+    MIXGPT_REQUIRE(saved.embedding_norm == config.embedding_norm,
+                   format("%s: refusing checkpoint: embedding_norm is %s there, %s in this run (--embedding-norm)",
+                          checkpoint_path.c_str(), saved.embedding_norm ? "true" : "false",
+                          config.embedding_norm ? "true" : "false"));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

@@ -7,6 +7,31 @@
 
 namespace mixgpt {
 
+bool GPTConfig::holds(const TensorSpec& spec) const {
+    switch (spec.presence) {
+        case Presence::always:
+            return true;
+        case Presence::untied_head:
+            return !tie_embeddings;
+        case Presence::norm_weight:
+            return norm_weights;
+        case Presence::embedding_norm_weight:
+            return embedding_norm && norm_weights;
+    }
+    return false;
+}
+
+Init GPTConfig::initialisation(Role role, Init init) const {
+    if (zero_init_projections && init == Init::residual_normal) return Init::zeros;
+    if (zero_init_head && role == Role::output_head) return Init::zeros;
+    return init;
+}
+
+std::string GPTConfig::zero_init_name() const {
+    if (zero_init_projections && zero_init_head) return "proj,head";
+    return zero_init_projections ? "proj" : zero_init_head ? "head" : "none";
+}
+
 int GPTConfig::padded_vocab_size() const { return (vocab_size + 127) / 128 * 128; }
 
 int GPTConfig::head_dim() const { return n_embd / n_head; }
@@ -14,7 +39,7 @@ int GPTConfig::head_dim() const { return n_embd / n_head; }
 int GPTConfig::kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 
 int GPTConfig::mlp_hidden() const {
-    return ffn_hidden > 0 ? ffn_hidden : family().default_ffn_hidden(n_embd, 1.0);
+    return ffn_hidden > 0 ? ffn_hidden : default_mlp_hidden(family(), mlp_kind(), n_embd, 1.0);
 }
 
 int64_t GPTConfig::size_of(Dim dim) const {
@@ -30,7 +55,7 @@ int64_t GPTConfig::size_of(Dim dim) const {
         case Dim::qkv:
             return int64_t{n_head + 2 * kv_heads()} * head_dim();
         case Dim::mlp_input:
-            return (family().mlp == MlpKind::swiglu ? 2 : 1) * int64_t{mlp_hidden()};
+            return (mlp_kind() == MlpKind::swiglu ? 2 : 1) * int64_t{mlp_hidden()};
         case Dim::mlp_hidden:
             return mlp_hidden();
     }
@@ -78,6 +103,12 @@ void GPTConfig::validate() const {
                        std::to_string(ffn_hidden));
     refuse_unless_read(Setting::norm_epsilon, norm_epsilon == 1e-5f, format("%g", static_cast<double>(norm_epsilon)));
     refuse_unless_read(Setting::tie_embeddings, tie_embeddings, "false");
+    MIXGPT_REQUIRE(family_allows_mlp(own, mlp_kind()),
+                   format("model config: mlp is %s; architecture %s's MLP is %s or relu2", mlp_name(mlp_kind()),
+                          own.name, mlp_name(own.mlp)));
+    MIXGPT_REQUIRE(!zero_init_head || !tie_embeddings,
+                   "model config: zero_init head needs an output head of its own (tie_embeddings false): the tied "
+                   "head is the token embedding, which would start at zero");
     MIXGPT_REQUIRE(std::isfinite(logit_softcap) && logit_softcap >= 0,
                    format("model config: logit_softcap is %g, expected a positive number or 0 (off)",
                           static_cast<double>(logit_softcap)));
@@ -102,8 +133,9 @@ int64_t GPTConfig::num_parameters() const {
     };
     int64_t count = 0;
     for (const TensorSpec& spec : own.model_tensors)
-        if (spec.presence == Presence::always || !tie_embeddings) count += real_count(spec);
-    for (const TensorSpec& spec : own.block_tensors) count += n_layer * real_count(spec);
+        if (holds(spec)) count += real_count(spec);
+    for (const TensorSpec& spec : own.block_tensors)
+        if (holds(spec)) count += n_layer * real_count(spec);
     return count;
 }
 

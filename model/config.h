@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/family.h"
@@ -25,13 +26,33 @@ struct GPTConfig {
     // The logits are c = logit_softcap · tanh(z / logit_softcap) of the head's output z, in the loss,
     // evaluation and sampling alike (Gemma 2, nanochat); 0: off [0]. Read by every family.
     float logit_softcap = 0.f;
+    // The MLP when not the family's own (--mlp): one of Family::other_mlps [unset]. Read by every family.
+    std::optional<MlpKind> mlp;
+    // The norms' weights (and LayerNorm's biases); false: parameter-free norms everywhere (nanochat's
+    // RMSNorm), as if every weight were 1 and every bias 0 [true]. Read by every family.
+    bool norm_weights = true;
+    // Tensors initialised to zero instead of as their family says (--zero-init, nanochat's): the
+    // projections that write into the residual (Init::residual_normal: attention and MLP outputs),
+    // and the output head, which must then be untied [false, false]. Read by every family.
+    bool zero_init_projections = false;
+    bool zero_init_head = false;
+    // A norm of the family's kind right after the embeddings (after adding learned positions),
+    // whose output is the first block's input (nanochat) [false]. Read by every family.
+    bool embedding_norm = false;
 
     const Family& family() const { return family_of(arch); }
+    MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }
+    // Whether a model of this configuration holds the tensor (its Presence).
+    bool holds(const TensorSpec& spec) const;
+    // How the tensor of `role`, `init` in its family's list, starts: zeros where zero_init says so.
+    Init initialisation(Role role, Init init) const;
+    // "none", "proj", "head" or "proj,head" (--zero-init, the checkpoint's zero_init).
+    std::string zero_init_name() const;
     // vocab_size rounded up to a multiple of 128: the rows of the embedding and the logit columns.
     int padded_vocab_size() const;
     int head_dim() const;       // n_embd / n_head
     int kv_heads() const;       // Hkv
-    int mlp_hidden() const;     // F (4C for gpt2)
+    int mlp_hidden() const;     // F (4C for gpt2; the family's rule for its own MLP, else 4C, unless ffn_hidden)
     int64_t size_of(Dim dim) const;
     // "d<depth>" for depth 2, 6, 12, 24, 36, 48: n_layer = n_head = depth, n_embd = 64 * depth
     // (d12 is GPT-2 124M's shape), in family `arch` with its default settings. Throws Error naming

@@ -51,8 +51,43 @@ const char* setting_name(Setting setting) {
             return "tie_embeddings";
         case Setting::logit_softcap:
             return "logit_softcap";
+        case Setting::mlp:
+            return "mlp";
+        case Setting::norm_weights:
+            return "norm_weights";
+        case Setting::zero_init:
+            return "zero_init";
+        case Setting::embedding_norm:
+            return "embedding_norm";
     }
     return "unknown";
+}
+
+const char* mlp_name(MlpKind mlp) {
+    switch (mlp) {
+        case MlpKind::gelu:
+            return "gelu";
+        case MlpKind::swiglu:
+            return "swiglu";
+        case MlpKind::relu2:
+            return "relu2";
+    }
+    return "unknown";
+}
+
+MlpKind parse_mlp(const std::string& name) {
+    for (MlpKind mlp : {MlpKind::gelu, MlpKind::swiglu, MlpKind::relu2})
+        if (name == mlp_name(mlp)) return mlp;
+    throw Error("unknown MLP '" + name + "' (expected gelu, swiglu or relu2)");
+}
+
+int default_mlp_hidden(const Family& family, MlpKind mlp, int n_embd, double multiplier) {
+    return mlp == family.mlp ? family.default_ffn_hidden(n_embd, multiplier) : 4 * n_embd;
+}
+
+bool family_allows_mlp(const Family& family, MlpKind mlp) {
+    return mlp == family.mlp || std::find(family.other_mlps.begin(), family.other_mlps.end(), mlp) !=
+                                    family.other_mlps.end();
 }
 
 void check_family(const Family& family) {
@@ -77,12 +112,30 @@ void check_family(const Family& family) {
     MIXGPT_REQUIRE(model_has(Role::token_embedding) && model_has(Role::final_norm_weight),
                    where + "the token embedding or the final norm is missing");
     MIXGPT_REQUIRE(block_has(Role::attention_norm_bias) == layernorm && block_has(Role::mlp_norm_bias) == layernorm &&
-                       model_has(Role::final_norm_bias) == layernorm,
+                       model_has(Role::final_norm_bias) == layernorm &&
+                       model_has(Role::embedding_norm_bias) == layernorm && model_has(Role::embedding_norm_weight),
                    where + "norm biases go with LayerNorm, and only with it");
     MIXGPT_REQUIRE(model_has(Role::position_embedding) == (family.positions == PositionKind::learned),
                    where + "a position table goes with learned positions, and only with them");
+    MIXGPT_REQUIRE(family_allows_mlp(family, MlpKind::gelu) == (family.mlp == MlpKind::gelu) &&
+                       family_allows_mlp(family, MlpKind::swiglu) == (family.mlp == MlpKind::swiglu),
+                   where + "GELU and SwiGLU are a family's own MLP, never another's choice");
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
+    MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights) &&
+                       reads_setting(family, Setting::zero_init) && reads_setting(family, Setting::embedding_norm),
+                   where + "every family reads the mlp, norm_weights, zero_init and embedding_norm settings");
+    for (const auto* list : {&family.model_tensors, &family.block_tensors})
+        for (const TensorSpec& spec : *list) {
+            const bool norm = spec.role == Role::final_norm_weight || spec.role == Role::final_norm_bias ||
+                              spec.role == Role::attention_norm_weight || spec.role == Role::attention_norm_bias ||
+                              spec.role == Role::mlp_norm_weight || spec.role == Role::mlp_norm_bias;
+            const bool embedding_norm =
+                spec.role == Role::embedding_norm_weight || spec.role == Role::embedding_norm_bias;
+            MIXGPT_REQUIRE(norm == (spec.presence == Presence::norm_weight) &&
+                               embedding_norm == (spec.presence == Presence::embedding_norm_weight),
+                           where + spec.name + ": norm tensors, and only they, are present with norm weights");
+        }
     MIXGPT_REQUIRE(!model_has(Role::output_head) || reads_setting(family, Setting::tie_embeddings),
                    where + "an output head of its own needs the tie_embeddings setting");
 }

@@ -6,7 +6,7 @@
 // Every family runs the same skeleton, the pre-norm decoder that GPT-2, Llama, Mistral and Qwen
 // share (llama.cpp builds its graphs from the same few choices: norm type, FFN type, position
 // encoding):
-//   x = embed(tokens)                      (+ learned positions)
+//   x = embed(tokens)                      (+ learned positions; then norm(x) under --embedding-norm)
 //   per block: x += attention_output(attention(qkv(norm(x))))     (RoPE inside attention)
 //              x += mlp_output(activation(mlp_input(norm(x))))
 //   logits = final_norm(x) · output_head^T   (the token embedding when the head is tied)
@@ -30,6 +30,7 @@ enum class NormKind {
 enum class MlpKind {
     gelu,    // input (4C, C) with bias and tanh-GELU fused into the product; output (C, 4C)
     swiglu,  // input (2F, C) = [gate | up], silu(gate) * up (swiglu_* ops); output (C, F)
+    relu2,   // input (F, C), relu(x)^2 (relu2_* ops; the speedrun's and nanochat's); output (C, F)
 };
 
 enum class PositionKind {
@@ -44,6 +45,8 @@ enum class Role {
     position_embedding,  // (max_seq_len, C)
     final_norm_weight,
     final_norm_bias,
+    embedding_norm_weight,  // the norm right after the embeddings (GPTConfig::embedding_norm)
+    embedding_norm_bias,
     output_head,  // (Vp, C); absent when tied to token_embedding
     // per block
     attention_norm_weight,
@@ -68,8 +71,8 @@ enum class Dim {
     padded_vocab,  // Vp: vocab_size rounded up to 128; rows past vocab_size stay zero
     positions,     // max_seq_len
     qkv,           // (H + 2 Hkv) hd
-    mlp_input,     // 4C (gelu) or 2F (swiglu)
-    mlp_hidden,    // 4C (gelu) or F (swiglu)
+    mlp_input,     // 4C (gelu), 2F (swiglu) or F (relu2)
+    mlp_hidden,    // 4C (gelu) or F (swiglu, relu2)
 };
 
 enum class Init {
@@ -77,11 +80,14 @@ enum class Init {
     ones,
     normal,           // N(0, 0.02)
     residual_normal,  // N(0, 0.02 / sqrt(2 n_layer)): the projections that write into the residual
+                      // (zeros under GPTConfig::zero_init_projections)
 };
 
 enum class Presence {
     always,
     untied_head,  // only when GPTConfig::tie_embeddings is false
+    norm_weight,  // a norm's weight or bias: only when GPTConfig::norm_weights (else parameter-free)
+    embedding_norm_weight,  // the embedding norm's: only when GPTConfig::embedding_norm and norm_weights
 };
 
 struct TensorSpec {
@@ -96,15 +102,31 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-// logit_softcap is read by every family (a checkpoint written before it existed reads as 0, off).
-enum class Setting { n_kv_head, ffn_hidden, norm_epsilon, rope_theta, tie_embeddings, logit_softcap };
+// logit_softcap, mlp, norm_weights, zero_init and embedding_norm are read by every family (a
+// checkpoint written before one existed reads as off, as the family's own MLP, with norm weights,
+// as no zero-init, and without an embedding norm).
+enum class Setting {
+    n_kv_head,
+    ffn_hidden,
+    norm_epsilon,
+    rope_theta,
+    tie_embeddings,
+    logit_softcap,
+    mlp,
+    norm_weights,
+    zero_init,
+    embedding_norm,
+};
 
 struct Family {
     Arch arch;
     const char* name;  // --arch, and the checkpoint attribute `arch`
     const char* block_prefix;  // "h." (GPT-2's names): block 3's tensors are "h.3.<name>"
     NormKind norm;
-    MlpKind mlp;
+    MlpKind mlp;  // the family's own MLP
+    // The MLPs GPTConfig::mlp may choose instead of `mlp` (--mlp): those whose tensors the family's
+    // list describes (relu2's input is one product where SwiGLU's is two, so F rows instead of 2F).
+    std::vector<MlpKind> other_mlps;
     PositionKind positions;
     std::vector<TensorSpec> model_tensors;  // model-level roles
     std::vector<TensorSpec> block_tensors;  // per-block roles
@@ -119,6 +141,13 @@ const char* arch_name(Arch arch);
 bool is_block_role(Role role);
 bool reads_setting(const Family& family, Setting setting);
 const char* setting_name(Setting setting);  // "n_kv_head", ... (checkpoint attributes)
+const char* mlp_name(MlpKind mlp);          // "gelu", "swiglu", "relu2" (--mlp, the checkpoint's `mlp`)
+MlpKind parse_mlp(const std::string& name);  // throws Error naming the kinds
+// `mlp` is the family's own or one of its other_mlps.
+bool family_allows_mlp(const Family& family, MlpKind mlp);
+// The MLP's hidden width F when not given: the family's rule for its own MLP (with `multiplier`),
+// 4C for another (relu2: nanochat's width).
+int default_mlp_hidden(const Family& family, MlpKind mlp, int n_embd, double multiplier);
 
 // The two descriptions (family_gpt2.cpp, family_llama.cpp).
 const Family& gpt2_family();

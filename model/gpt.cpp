@@ -182,6 +182,13 @@ GPT::NextNorm GPT::next_norm(int layer, int64_t b, int64_t t) const {
             weights_[Role::final_norm_bias]};
 }
 
+GPT::NormViews GPT::embedding_norm_views(int64_t N) const {
+    const bool has_mean = family_.norm == NormKind::layernorm;
+    return {activation(Activation::residual, 0, {N, config_.n_embd}),
+            has_mean ? activation(Activation::embedding_norm_mean, 0, {N}) : TensorView(),
+            activation(Activation::embedding_norm_rstd, 0, {N})};
+}
+
 AttentionParams GPT::attention_params() const {
     return {config_.n_head, config_.kv_heads(),
             family_.positions == PositionKind::rotary ? config_.rope_theta : 0.f};

@@ -120,6 +120,8 @@ private:
     TensorView activation(Activation name, int layer, std::initializer_list<int64_t> dims) const;
     BlockActivations block_activations(int layer, int64_t b, int64_t t) const;
     NextNorm next_norm(int layer, int64_t b, int64_t t) const;
+    // The embedding norm's output (residual x_0) and statistics, for N rows (--embedding-norm).
+    NormViews embedding_norm_views(int64_t N) const;
     void check_batch(const TensorView& tokens, const char* what) const;
     AttentionParams attention_params() const;
 

@@ -36,8 +36,17 @@ void GPT::backward_pass(TensorView tokens, const GradientsReady& ready) {
         block_backward(l, block_activations(l, b, t), b, t);
         stage_done(config_.n_layer - l);
     }
+    TensorView dembedded = dresidual;  // (N, C) d loss / d embeddings
+    if (config_.embedding_norm) {
+        const TensorView dinput = activation(Activation::grad_narrow, 0, {N, C});
+        backend_.fill_zero(dinput.data, dinput.bytes());
+        norm_backward(dinput, grads_[Role::embedding_norm_weight], grads_[Role::embedding_norm_bias], dresidual,
+                      activation(Activation::embedding, 0, {N, C}), weights_[Role::embedding_norm_weight],
+                      embedding_norm_views(N));
+        dembedded = dinput;
+    }
     backend_.embedding_backward(grads_[Role::token_embedding], grads_[Role::position_embedding],
-                                TensorView(dresidual.data, act_, {b, t, C}), tokens);
+                                TensorView(dembedded.data, act_, {b, t, C}), tokens);
     stage_done(config_.n_layer + 1);
 }
 
@@ -47,17 +56,25 @@ void GPT::mlp_backward(int layer, const BlockActivations& a, int64_t N) {
     const auto g = [&](Role role) { return grads_.block(layer, role); };
     const TensorView dresidual = activation(Activation::grad_residual, 0, {N, config_.n_embd});
     const TensorView dinput = activation(Activation::grad_wide, 0, {N, a.mlp_input.dim(1)});  // (N, M)
-    // d mlp_hidden (N, D): GELU's backward works in place, SwiGLU's reads it from a buffer of its own.
-    const TensorView dhidden = family_.mlp == MlpKind::gelu
-                                   ? dinput
-                                   : activation(Activation::grad_hidden, 0, {N, a.mlp_hidden.dim(1)});
+    // d mlp_hidden (N, D): GELU's and ReLU²'s backward work in place, SwiGLU's reads it from a buffer
+    // of its own.
+    const MlpKind mlp = config_.mlp_kind();
+    const TensorView dhidden = mlp != MlpKind::swiglu ? dinput
+                                                      : activation(Activation::grad_hidden, 0, {N, a.mlp_hidden.dim(1)});
     linear_backward_weight(layer, LinearRole::mlp_output, g(Role::mlp_output_weight), g(Role::mlp_output_bias),
                            dresidual, a.mlp_hidden);
     linear_backward_input(layer, LinearRole::mlp_output, dhidden, dresidual, w(Role::mlp_output_weight));
-    if (family_.mlp == MlpKind::gelu)
-        backend_.gelu_backward(dinput, dhidden, a.mlp_input);
-    else
-        backend_.swiglu_backward(dinput, dhidden, a.mlp_input);
+    switch (mlp) {
+        case MlpKind::gelu:
+            backend_.gelu_backward(dinput, dhidden, a.mlp_input);
+            break;
+        case MlpKind::swiglu:
+            backend_.swiglu_backward(dinput, dhidden, a.mlp_input);
+            break;
+        case MlpKind::relu2:
+            backend_.relu2_backward(dinput, dhidden, a.mlp_input);
+            break;
+    }
     linear_backward_weight(layer, LinearRole::mlp_input, g(Role::mlp_input_weight), g(Role::mlp_input_bias), dinput,
                            a.mlp_norm.out);
 }

@@ -22,10 +22,17 @@ void GPT::residual_norm_forward(TensorView residual_out, const NormViews& out, T
 }
 
 void GPT::mlp_activation_forward(TensorView out, TensorView inp) {
-    if (family_.mlp == MlpKind::gelu)
-        backend_.gelu_forward(out, inp);
-    else
-        backend_.swiglu_forward(out, inp);
+    switch (config_.mlp_kind()) {
+        case MlpKind::gelu:
+            backend_.gelu_forward(out, inp);
+            break;
+        case MlpKind::swiglu:
+            backend_.swiglu_forward(out, inp);
+            break;
+        case MlpKind::relu2:
+            backend_.relu2_forward(out, inp);
+            break;
+    }
 }
 
 void GPT::forward_blocks(TensorView tokens, int cache_position) {
@@ -39,8 +46,13 @@ void GPT::forward_blocks(TensorView tokens, int cache_position) {
                                    static_cast<size_t>(cache_position * C) * dtype_size(act_),
                                act_, {rows, C});
     }
-    backend_.embedding_forward(activation(Activation::residual, 0, {b, t, C}), tokens,
-                               weights_[Role::token_embedding], positions);
+    // x_0 (b, t, C): the embeddings, or their norm under --embedding-norm (its input kept for backward).
+    const Activation embedded = config_.embedding_norm ? Activation::embedding : Activation::residual;
+    backend_.embedding_forward(activation(embedded, 0, {b, t, C}), tokens, weights_[Role::token_embedding],
+                               positions);
+    if (config_.embedding_norm)
+        norm_forward(embedding_norm_views(b * t), activation(Activation::embedding, 0, {b * t, C}),
+                     weights_[Role::embedding_norm_weight], weights_[Role::embedding_norm_bias]);
     const BlockActivations first = block_activations(0, b, t);
     norm_forward(first.attention_norm, first.residual_in, weights_.block(0, Role::attention_norm_weight),
                  weights_.block(0, Role::attention_norm_bias));
@@ -72,7 +84,7 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
                    w(Role::attention_output_bias));
     residual_norm_forward(a.attention_residual, a.mlp_norm, a.residual_in, branch, w(Role::mlp_norm_weight),
                           w(Role::mlp_norm_bias));
-    if (family_.mlp == MlpKind::gelu && !linear_in_fp8(layer, LinearRole::mlp_input)) {
+    if (config_.mlp_kind() == MlpKind::gelu && !linear_in_fp8(layer, LinearRole::mlp_input)) {
         backend_.matmul_forward(a.mlp_hidden, a.mlp_input, a.mlp_norm.out, w(Role::mlp_input_weight),
                                 w(Role::mlp_input_bias), MatmulEpilogue::bias_gelu);
     } else {  // the FP8 product has no GELU epilogue: gelu_forward of the stored product, as recomputation does

@@ -11,7 +11,8 @@ int stage_of(const ParameterView& view, int n_layer) {
         MIXGPT_REQUIRE(view.layer < n_layer, "gradient_stages: no block for parameter '" + view.name + "'");
         return n_layer - view.layer;
     }
-    const bool embedding = view.role == Role::token_embedding || view.role == Role::position_embedding;
+    const bool embedding = view.role == Role::token_embedding || view.role == Role::position_embedding ||
+                           view.role == Role::embedding_norm_weight || view.role == Role::embedding_norm_bias;
     return embedding ? n_layer + 1 : 0;
 }
 

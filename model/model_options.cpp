@@ -1,6 +1,7 @@
 #include "model/model_options.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -28,6 +29,17 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     require_read(family, Setting::norm_epsilon, options.rms_norm_eps != 0, "rms-norm-eps");
     require_read(family, Setting::rope_theta, options.rope_theta != 0, "rope-theta");
     require_read(family, Setting::tie_embeddings, !options.tie_embeddings.empty(), "tie-embeddings");
+    if (!options.mlp.empty()) {
+        const MlpKind mlp = parse_mlp(options.mlp);
+        MIXGPT_REQUIRE(family_allows_mlp(family, mlp),
+                       format("mlp: %s is not an MLP of --arch %s (%s, its own, or relu2)", options.mlp.c_str(),
+                              family.name, mlp_name(family.mlp)));
+        if (mlp != family.mlp) config.mlp = mlp;
+        MIXGPT_REQUIRE(options.ffn_multiplier == 0 || mlp == family.mlp,
+                       format("ffn-multiplier: scales --arch %s's %s width rule; --mlp %s is 4 * width unless "
+                              "--ffn-hidden",
+                              family.name, mlp_name(family.mlp), options.mlp.c_str()));
+    }
     MIXGPT_REQUIRE(options.n_kv_head >= 0, "n-kv-head: must not be negative");
     MIXGPT_REQUIRE(options.ffn_hidden >= 0, "ffn-hidden: must not be negative");
     MIXGPT_REQUIRE(!(options.ffn_hidden > 0 && options.ffn_multiplier != 0),
@@ -44,18 +56,34 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     MIXGPT_REQUIRE(options.tie_embeddings.empty() || options.tie_embeddings == "true" ||
                        options.tie_embeddings == "false",
                    "tie-embeddings: '" + options.tie_embeddings + "', expected true or false");
+    MIXGPT_REQUIRE(options.norm_weights.empty() || options.norm_weights == "true" || options.norm_weights == "false",
+                   "norm-weights: '" + options.norm_weights + "', expected true or false");
     MIXGPT_REQUIRE(options.n_kv_head == 0 || (config.n_head % options.n_kv_head == 0),
                    format("n-kv-head: %d does not divide the %d heads", options.n_kv_head, config.n_head));
     if (reads_setting(family, Setting::n_kv_head)) config.n_kv_head = options.n_kv_head > 0 ? options.n_kv_head : config.n_head;
     if (reads_setting(family, Setting::ffn_hidden))
         config.ffn_hidden = options.ffn_hidden > 0
                                 ? options.ffn_hidden
-                                : family.default_ffn_hidden(config.n_embd,
-                                                            options.ffn_multiplier > 0 ? options.ffn_multiplier : 1.0);
+                                : default_mlp_hidden(family, config.mlp_kind(), config.n_embd,
+                                                     options.ffn_multiplier > 0 ? options.ffn_multiplier : 1.0);
     if (options.rms_norm_eps > 0) config.norm_epsilon = static_cast<float>(options.rms_norm_eps);
     if (options.rope_theta > 0) config.rope_theta = static_cast<float>(options.rope_theta);
     if (!options.tie_embeddings.empty()) config.tie_embeddings = options.tie_embeddings == "true";
     config.logit_softcap = static_cast<float>(options.logit_softcap);
+    config.norm_weights = options.norm_weights != "false";
+    config.embedding_norm = options.embedding_norm;
+    if (!options.zero_init.empty() && options.zero_init != "none") {
+        std::stringstream names(options.zero_init);
+        for (std::string name; std::getline(names, name, ',');) {
+            MIXGPT_REQUIRE(name == "proj" || name == "head",
+                           "zero-init: '" + name + "' is not proj or head (a comma-separated list, or none)");
+            (name == "proj" ? config.zero_init_projections : config.zero_init_head) = true;
+        }
+        MIXGPT_REQUIRE(!config.zero_init_head || !config.tie_embeddings,
+                       format("zero-init: head needs an output head of its own (--arch llama --tie-embeddings "
+                              "false); --arch %s's head is the token embedding, which would start at zero",
+                              family.name));
+    }
     config.validate();
     return config;
 }
@@ -78,6 +106,10 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"rope_theta", given(options.rope_theta)},
         {"tie_embeddings", options.tie_embeddings},
         {"logit_softcap", given(options.logit_softcap)},
+        {"mlp", options.mlp},
+        {"norm_weights", options.norm_weights},
+        {"zero_init", options.zero_init},
+        {"embedding_norm", options.embedding_norm ? "true" : ""},
     };
 }
 

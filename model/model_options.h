@@ -25,6 +25,10 @@ struct ModelOptions {
     double rope_theta = 0;      // default 10000
     std::string tie_embeddings;  // "true" | "false"; default: tied
     double logit_softcap = 0;    // every family: cap the logits at C tanh(z / C); 0: off (default)
+    std::string mlp;             // every family: gelu | swiglu | relu2; "": the family's own (model/family.h)
+    std::string norm_weights;    // every family: "true" | "false" (parameter-free norms); default: true
+    std::string zero_init;       // every family: "proj", "head" or "proj,head" start at zero; "" or "none": neither
+    bool embedding_norm = false;  // every family: a norm right after the embeddings
 };
 
 // The configuration of a model with these options, the dataset's vocabulary and context T;

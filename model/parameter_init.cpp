@@ -30,12 +30,13 @@ std::vector<float> init_parameters(const GPTConfig& config, const ParameterLayou
     std::vector<float> values(static_cast<size_t>(layout.total()));
     for (size_t tensor = 0; tensor < layout.views().size(); ++tensor) {
         const ParameterView& view = layout.views()[tensor];
+        const Init init = config.initialisation(view.role, view.init);
         float* out = values.data() + view.offset;
-        if (view.init == Init::zeros || view.init == Init::ones) {
-            std::fill(out, out + view.numel, view.init == Init::ones ? 1.f : 0.f);
+        if (init == Init::zeros || init == Init::ones) {
+            std::fill(out, out + view.numel, init == Init::ones ? 1.f : 0.f);
             continue;
         }
-        const double std = view.init == Init::residual_normal ? residual_std : kStd;
+        const double std = init == Init::residual_normal ? residual_std : kStd;
         const int64_t count = view.real_rows * (view.numel / view.shape[0]);  // the padding rows stay zero
         const uint64_t stream = splitmix64(seed ^ splitmix64(0x5eed0000ull + tensor));
 #pragma omp parallel for schedule(static)

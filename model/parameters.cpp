@@ -3,13 +3,6 @@
 #include "core/error.h"
 
 namespace mixgpt {
-namespace {
-
-bool present(const TensorSpec& spec, const GPTConfig& config) {
-    return spec.presence == Presence::always || !config.tie_embeddings;
-}
-
-}  // namespace
 
 ParameterLayout::ParameterLayout(const GPTConfig& config) {
     config.validate();
@@ -17,12 +10,12 @@ ParameterLayout::ParameterLayout(const GPTConfig& config) {
     for (bool decayed : {true, false}) {
         const auto add_model_tensors = [&] {
             for (const TensorSpec& spec : family.model_tensors)
-                if (spec.decay == decayed && present(spec, config)) add(config, spec, -1);
+                if (spec.decay == decayed && config.holds(spec)) add(config, spec, -1);
         };
         if (decayed) add_model_tensors();
         for (int l = 0; l < config.n_layer; ++l)
             for (const TensorSpec& spec : family.block_tensors)
-                if (spec.decay == decayed) add(config, spec, l);
+                if (spec.decay == decayed && config.holds(spec)) add(config, spec, l);
         if (!decayed) add_model_tensors();
         if (decayed) decay_count_ = total_;
     }

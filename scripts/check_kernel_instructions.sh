@@ -5,8 +5,8 @@
 #     ldmatrix and 16-byte cp.async copies, and hold RoPE's rotation (its 8-byte loads of cos/sin
 #     pairs): grouped key/value heads and RoPE are run-time options of the same kernels, so the
 #     Llama-style path runs on the same tensor-core code;
-#   - the vectorized instantiations of LayerNorm and RMSNorm (forward and backward), SwiGLU
-#     (forward and backward), the classifier with its gradient and AdamW load and store global
+#   - the vectorized instantiations of LayerNorm and RMSNorm (forward and backward), SwiGLU and
+#     ReLU² (forward and backward), the classifier with its gradient and AdamW load and store global
 #     memory 16 bytes at a time;
 #   - the FP8 quantization kernels convert with cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (two values per
 #     instruction; PTX for sm_89 and newer, which `make ptx` targets with GPU_ARCHS' last, 90);
@@ -47,6 +47,7 @@ rules=(
   'layernorm_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[248]E;load16 store16;16-byte LayerNorm accesses'
   'rmsnorm_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[248]E;load16 store16;16-byte RMSNorm accesses'
   'swiglu_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[48]E;load16 store16;16-byte SwiGLU accesses'
+  'relu2_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[48]E;load16 store16;16-byte ReLU² accesses'
   'classifier_kernelI(f|6__half|13__nv_bfloat16)Li[48]ELb1E;load16 store16;16-byte classifier accesses'
   'adamw_kernelI(f|6__half|13__nv_bfloat16)Li4E;load16 store16;16-byte AdamW accesses'
   'fp8_quantize_kernel;cvt_fp8;FP8 conversion instructions'

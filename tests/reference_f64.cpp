@@ -217,6 +217,18 @@ F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu) {
     return dinp;
 }
 
+F64Vector f64_relu2_forward(const F64Vector& inp) {
+    F64Vector out(inp.size());
+    for (size_t i = 0; i < inp.size(); ++i) out[i] = inp[i] > 0 ? inp[i] * inp[i] : 0.0;
+    return out;
+}
+
+F64Vector f64_relu2_backward(const F64Vector& dout, const F64Vector& inp) {
+    F64Vector dinp(dout.size());
+    for (size_t i = 0; i < dout.size(); ++i) dinp[i] = inp[i] > 0 ? dout[i] * 2.0 * inp[i] : 0.0;
+    return dinp;
+}
+
 F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F) {
     F64Vector out(index(int64_t{M} * F));
     for (int64_t m = 0; m < M; ++m)

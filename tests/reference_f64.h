@@ -97,6 +97,10 @@ double f64_gelu_derivative(double x);
 F64Vector f64_gelu_forward(const F64Vector& inp);
 F64Vector f64_gelu_backward(const F64Vector& dout, const F64Vector& pre_gelu);
 
+// ---- ReLU²: out = max(x, 0)^2, d/dx = 2 max(x, 0) ----
+F64Vector f64_relu2_forward(const F64Vector& inp);
+F64Vector f64_relu2_backward(const F64Vector& dout, const F64Vector& inp);
+
 // ---- SwiGLU: gate_up (M,2F) = [gate | up], out (M,F) = silu(gate) * up, silu(g) = g / (1 + e^-g) ----
 F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F);
 // dgate_up (M,2F) from dout (M,F).

@@ -53,29 +53,39 @@ AttentionParams F64Gpt::attention_params() const {
     return {config_.n_head, config_.kv_heads(), rotary ? config_.rope_theta : 0.f};
 }
 
+F64Vector F64Gpt::norm_parameter(Role role, int layer, double parameter_free) const {
+    const F64Vector values = parameter(role, layer);
+    return values.empty() ? F64Vector(static_cast<size_t>(config_.n_embd), parameter_free) : values;
+}
+
 F64Gpt::Norm F64Gpt::norm_forward(const F64Vector& inp, Role weight, int layer, int N) const {
     const int C = config_.n_embd;
     if (config_.family().norm == NormKind::layernorm) {
         // The bias is the role after the weight in model/family.h's list.
         const Role bias = static_cast<Role>(static_cast<int>(weight) + 1);
-        F64LayerNormForward ln = f64_layernorm_forward(inp, parameter(weight, layer), parameter(bias, layer), N, C);
+        F64LayerNormForward ln =
+            f64_layernorm_forward(inp, norm_parameter(weight, layer, 1.0), norm_parameter(bias, layer, 0.0), N, C);
         return {std::move(ln.out), std::move(ln.rstd)};
     }
-    F64RmsNormForward rms = f64_rmsnorm_forward(inp, parameter(weight, layer), N, C, config_.norm_epsilon);
+    F64RmsNormForward rms = f64_rmsnorm_forward(inp, norm_parameter(weight, layer, 1.0), N, C, config_.norm_epsilon);
     return {std::move(rms.out), std::move(rms.rstd)};
 }
 
 F64Vector F64Gpt::norm_backward(F64Vector& gradients, const F64Vector& dout, const F64Vector& inp, Role weight,
                                 int layer, int N) const {
     const int C = config_.n_embd;
+    const bool has_weights = config_.norm_weights;  // else parameter-free: no gradients to add
     if (config_.family().norm == NormKind::layernorm) {
-        F64LayerNormBackward ln = f64_layernorm_backward(dout, inp, parameter(weight, layer), N, C);
-        accumulate(gradients, weight, layer, ln.dweight);
-        accumulate(gradients, static_cast<Role>(static_cast<int>(weight) + 1), layer, ln.dbias);
+        F64LayerNormBackward ln = f64_layernorm_backward(dout, inp, norm_parameter(weight, layer, 1.0), N, C);
+        if (has_weights) {
+            accumulate(gradients, weight, layer, ln.dweight);
+            accumulate(gradients, static_cast<Role>(static_cast<int>(weight) + 1), layer, ln.dbias);
+        }
         return std::move(ln.dinp);
     }
-    F64RmsNormBackward rms = f64_rmsnorm_backward(dout, inp, parameter(weight, layer), N, C, config_.norm_epsilon);
-    accumulate(gradients, weight, layer, rms.dweight);
+    F64RmsNormBackward rms =
+        f64_rmsnorm_backward(dout, inp, norm_parameter(weight, layer, 1.0), N, C, config_.norm_epsilon);
+    if (has_weights) accumulate(gradients, weight, layer, rms.dweight);
     return std::move(rms.dinp);
 }
 
@@ -90,7 +100,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     const int N = B * T, C = config_.n_embd, Vp = config_.padded_vocab_size(), hd = config_.head_dim();
     const int Q = static_cast<int>(config_.size_of(Dim::qkv)), M = static_cast<int>(config_.size_of(Dim::mlp_input));
     const int D = static_cast<int>(config_.size_of(Dim::mlp_hidden));
-    const bool gelu = config_.family().mlp == MlpKind::gelu;
+    const MlpKind mlp = config_.mlp_kind();
+    const bool gelu = mlp == MlpKind::gelu;
     MIXGPT_REQUIRE(T >= 1 && T <= config_.max_seq_len && tokens.size() == static_cast<size_t>(N) &&
                        targets.size() == tokens.size(),
                    "F64Gpt: bad batch");
@@ -101,6 +112,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     F64Vector positions = parameter(Role::position_embedding);
     if (positions.empty()) positions.assign(static_cast<size_t>(config_.max_seq_len) * C, 0.0);
     F64Vector x = f64_embedding_forward(tokens, parameter(Role::token_embedding), positions, B, T, C);  // (N, C)
+    const F64Vector embedded = x;  // the embedding norm's input
+    if (config_.embedding_norm) x = norm_forward(embedded, Role::embedding_norm_weight, -1, N).out;
     std::vector<BlockState> blocks(static_cast<size_t>(config_.n_layer));
     for (int l = 0; l < config_.n_layer; ++l) {
         BlockState& s = blocks[static_cast<size_t>(l)];
@@ -121,7 +134,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
             s.mlp_hidden = std::move(input.out);
         } else {
             s.mlp_input = std::move(input.out);
-            s.mlp_hidden = f64_swiglu_forward(s.mlp_input, N, D);
+            s.mlp_hidden = mlp == MlpKind::swiglu ? f64_swiglu_forward(s.mlp_input, N, D) : f64_relu2_forward(s.mlp_input);
         }
         x = add(s.x_mid, f64_matmul_forward(s.mlp_hidden, parameter(Role::mlp_output_weight, l),
                                             parameter(Role::mlp_output_bias, l), N, D, C, false)
@@ -149,8 +162,9 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         // MLP: x = x_mid + hidden · W_out^T (+ b)
         weight_gradients(Role::mlp_output_weight, Role::mlp_output_bias, dx, s.mlp_hidden, D, C);
         const F64Vector dhidden = f64_matmul_backward_input(dx, parameter(Role::mlp_output_weight, l), N, D, C);
-        const F64Vector dinput = gelu ? f64_gelu_backward(dhidden, s.mlp_input)
-                                      : f64_swiglu_backward(dhidden, s.mlp_input, N, D);
+        const F64Vector dinput = gelu                     ? f64_gelu_backward(dhidden, s.mlp_input)
+                                 : mlp == MlpKind::swiglu ? f64_swiglu_backward(dhidden, s.mlp_input, N, D)
+                                                          : f64_relu2_backward(dhidden, s.mlp_input);
         weight_gradients(Role::mlp_input_weight, Role::mlp_input_bias, dinput, s.norm2, C, M);
         add_into(dx, norm_backward(gradients, f64_matmul_backward_input(dinput, parameter(Role::mlp_input_weight, l),
                                                                         N, C, M),
@@ -164,6 +178,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         add_into(dx, norm_backward(gradients, f64_matmul_backward_input(dqkv, parameter(Role::qkv_weight, l), N, C, Q),
                                    s.x, Role::attention_norm_weight, l, N));
     }
+    if (config_.embedding_norm) dx = norm_backward(gradients, dx, embedded, Role::embedding_norm_weight, -1, N);
     F64Vector dtokens(static_cast<size_t>(Vp) * C, 0.0), dpositions(positions.size(), 0.0);
     f64_embedding_backward(dtokens, dpositions, dx, tokens, B, T, C);
     accumulate(gradients, Role::token_embedding, -1, dtokens);

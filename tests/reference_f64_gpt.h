@@ -4,6 +4,9 @@
 //          final LayerNorm, logits against wte, biases everywhere;
 //   llama  token embeddings, pre-RMSNorm blocks (RoPE and grouped-query attention, SwiGLU MLP),
 //          final RMSNorm, logits against the output head (or the tied embedding), no biases;
+// either family's MLP replaced by ReLU² under config.mlp (relu2: one product, relu(x)^2), and
+// every norm parameter-free without config.norm_weights (weight 1, bias 0), and a norm of the
+// embeddings under config.embedding_norm;
 // then the per-position losses, of the logits capped under config.logit_softcap; the training pass
 // also takes a z-loss weight (the objective gains z_loss * logsumexp^2 per position). The model-level
 // reference of tests that score whole sequences (multiple-choice evaluation) and of the Llama family's parity
@@ -44,6 +47,8 @@ private:
     // has none (a bias of a family without biases).
     F64Vector parameter(Role role, int layer = -1) const;
     void accumulate(F64Vector& gradients, Role role, int layer, const F64Vector& gradient) const;
+    // A norm's weight or bias, or C copies of `parameter_free` (1 or 0) when the model has none.
+    F64Vector norm_parameter(Role role, int layer, double parameter_free) const;
     struct Norm {
         F64Vector out, rstd;
     };

@@ -28,13 +28,15 @@ using test::error_of;
 
 class CheckpointTest : public ::testing::Test {
 protected:
-    static Checkpoint make_checkpoint(int64_t step) {
+    // A 1-layer GPT-2 of width 8 (or `config`, for its model options) with random contents.
+    static Checkpoint make_checkpoint(int64_t step, const GPTConfig* config = nullptr) {
         Checkpoint checkpoint;
         checkpoint.config.n_layer = 1;
         checkpoint.config.n_head = 2;
         checkpoint.config.n_embd = 8;
         checkpoint.config.vocab_size = 20;
         checkpoint.config.max_seq_len = 8;
+        if (config != nullptr) checkpoint.config = *config;
         checkpoint.tokenizer_path = "data/tiny/tokenizer.model";
         checkpoint.tokenizer_sha256 = std::string(64, 'a');
         checkpoint.precision = Precision::bf16;
@@ -59,6 +61,25 @@ protected:
     }
 
     std::string path(const std::string& name) const { return directory_.file(name); }
+
+    // Deletes a root attribute of a checkpoint file and re-signs its header (size and checksum of
+    // the payload as it is now): a checkpoint as written before that attribute existed.
+    static void remove_root_attribute(const std::string& file_path, const char* name) {
+        {
+            const h5::File file = h5::File::open_write(file_path);
+            ASSERT_GE(H5Adelete(file.id(), name), 0);
+        }
+        std::ifstream in(file_path, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CheckpointHeader header;
+        header.version = kCheckpointFormatVersion;
+        header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
+        header.payload_crc32 = static_cast<uint32_t>(
+            crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
+                  static_cast<uInt>(header.payload_bytes)));
+        bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
+        std::ofstream(file_path, std::ios::binary | std::ios::trunc) << bytes;
+    }
 
     test::TempDirectory directory_{"mixgpt_checkpoint_test"};
 };
@@ -178,22 +199,83 @@ TEST_F(CheckpointTest, LogitSoftcapRoundTripsAndMismatchesAreRefused) {
     EXPECT_EQ(message,
               "c.h5: refusing checkpoint: logit_softcap is 15 there, off in this run (--logit-softcap)");
 
-    {
-        const h5::File file = h5::File::open_write(path("capped.h5"));
-        ASSERT_GE(H5Adelete(file.id(), "logit_softcap"), 0);
-    }
-    // The header's size and checksum, of the payload as it is now (as before the option existed).
-    std::ifstream in(path("capped.h5"), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    CheckpointHeader header;
-    header.version = kCheckpointFormatVersion;
-    header.payload_bytes = bytes.size() - kCheckpointHeaderBytes;
-    header.payload_crc32 =
-        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()) + kCheckpointHeaderBytes,
-                                    static_cast<uInt>(header.payload_bytes)));
-    bytes.replace(0, kCheckpointHeaderBytes, checkpoint_header_block(header));
-    std::ofstream(path("capped.h5"), std::ios::binary | std::ios::trunc) << bytes;
+    remove_root_attribute(path("capped.h5"), "logit_softcap");
     EXPECT_EQ(read_checkpoint(path("capped.h5")).config.logit_softcap, 0.f);
+}
+
+// The MLP (--mlp) likewise: relu2 written and read back, a mismatch refused naming --mlp; a
+// checkpoint without the attribute has the family's own MLP.
+TEST_F(CheckpointTest, MlpRoundTripsAndMismatchesAreRefused) {
+    Checkpoint relu2 = make_checkpoint(5);  // GPT-2: relu2 is 4C wide as GELU, the same tensors
+    relu2.config.mlp = MlpKind::relu2;
+    write_checkpoint(path("relu2.h5"), relu2);
+    const Checkpoint read = read_checkpoint(path("relu2.h5"));
+    EXPECT_EQ(read.config.mlp_kind(), MlpKind::relu2);
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", relu2.config, relu2.tokenizer_sha256));
+    GPTConfig own = relu2.config;
+    own.mlp.reset();
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", own, relu2.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: mlp is relu2 there, gelu in this run (--mlp)");
+    remove_root_attribute(path("relu2.h5"), "mlp");
+    EXPECT_EQ(read_checkpoint(path("relu2.h5")).config.mlp_kind(), MlpKind::gelu);
+}
+
+// Parameter-free norms (--norm-weights false) likewise: no norm tensors, the setting read back, a
+// mismatch refused naming --norm-weights; a checkpoint without the attribute has norm weights.
+TEST_F(CheckpointTest, NormWeightsRoundTripAndMismatchesAreRefused) {
+    GPTConfig parameter_free = make_checkpoint(5).config;
+    parameter_free.norm_weights = false;
+    Checkpoint written = make_checkpoint(5, &parameter_free);
+    write_checkpoint(path("free.h5"), written);
+    const Checkpoint read = read_checkpoint(path("free.h5"));
+    EXPECT_FALSE(read.config.norm_weights);
+    EXPECT_EQ(read.parameters, written.parameters);
+    EXPECT_LT(read.parameters.size(), make_checkpoint(5).parameters.size());  // no ln_1, ln_2, ln_f
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", parameter_free, written.tokenizer_sha256));
+    EXPECT_EQ(error_of([&] {
+                  require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256);
+              }),
+              "c.h5: refusing checkpoint: norm_weights is false there, true in this run (--norm-weights)");
+    write_checkpoint(path("weighted.h5"), make_checkpoint(5));
+    remove_root_attribute(path("weighted.h5"), "norm_weights");
+    EXPECT_TRUE(read_checkpoint(path("weighted.h5")).config.norm_weights);
+}
+
+// --zero-init likewise (it only sets how training starts, but a resume that asks for another start
+// than the run had is refused, naming --zero-init); a checkpoint without the attribute has none.
+TEST_F(CheckpointTest, ZeroInitRoundTripsAndMismatchesAreRefused) {
+    GPTConfig zeroed = make_checkpoint(5).config;
+    zeroed.zero_init_projections = true;
+    const Checkpoint written = make_checkpoint(5, &zeroed);
+    write_checkpoint(path("zero.h5"), written);
+    const Checkpoint read = read_checkpoint(path("zero.h5"));
+    EXPECT_EQ(read.config.zero_init_name(), "proj");
+    EXPECT_NO_THROW(require_compatible(read, "c.h5", zeroed, written.tokenizer_sha256));
+    EXPECT_EQ(error_of([&] {
+                  require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256);
+              }),
+              "c.h5: refusing checkpoint: zero_init is proj there, none in this run (--zero-init)");
+    remove_root_attribute(path("zero.h5"), "zero_init");
+    EXPECT_EQ(read_checkpoint(path("zero.h5")).config.zero_init_name(), "none");
+}
+
+// The embedding norm likewise: its tensors (ln_emb) in the checkpoint, the setting read back, a
+// mismatch refused naming --embedding-norm; a checkpoint without the attribute has none.
+TEST_F(CheckpointTest, EmbeddingNormRoundTripsAndMismatchesAreRefused) {
+    GPTConfig normed = make_checkpoint(5).config;
+    normed.embedding_norm = true;
+    const Checkpoint written = make_checkpoint(5, &normed);
+    write_checkpoint(path("normed.h5"), written);
+    const Checkpoint read = read_checkpoint(path("normed.h5"));
+    EXPECT_TRUE(read.config.embedding_norm);
+    EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size() + 2 * 8);  // ln_emb.weight, .bias
+    EXPECT_EQ(
+        error_of(
+            [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+        "c.h5: refusing checkpoint: embedding_norm is true there, false in this run (--embedding-norm)");
+    write_checkpoint(path("plain.h5"), make_checkpoint(5));
+    remove_root_attribute(path("plain.h5"), "embedding_norm");
+    EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.embedding_norm);
 }
 
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {

@@ -194,6 +194,58 @@ TEST_P(CpuLayers, RmsNormBackwardAccumulates) {
 }
 
 // Gates of std 3 reach both tails of silu; F = 37 leaves a remainder after every vector width.
+// Parameter-free norms (--norm-weights false: weight, bias and their gradients invalid) give the
+// bits of a weight of ones and a bias of zeros, forward (alone and fused with the residual add) and
+// backward, and add nothing to any parameter gradient.
+TEST_P(CpuLayers, ParameterFreeNormsEqualWeightsOfOnes) {
+    const int N = 6, C = 24;
+    const HostTensor inp = act_tensor(test::random_normal(N * C, 40, 2.0), {N, C});
+    const HostTensor branch = act_tensor(test::random_normal(N * C, 41), {N, C});
+    const HostTensor dout = act_tensor(test::random_normal(N * C, 42), {N, C});
+    const HostTensor ones = act_tensor(std::vector<double>(C, 1.0), {C}), zeros(act(), {C});
+    for (bool layernorm : {true, false}) {
+        SCOPED_TRACE(layernorm ? "layernorm" : "rmsnorm");
+        struct Outputs {
+            HostTensor out, residual_out, dinp, mean, rstd;
+        };
+        const auto run = [&](bool parameter_free) {
+            Outputs o{HostTensor(act(), {N, C}), HostTensor(act(), {N, C}),
+                      act_tensor(test::random_normal(N * C, 43), {N, C}), HostTensor(DType::f32, {N}),
+                      HostTensor(DType::f32, {N})};
+            HostTensor dweight(DType::f32, {C}), dbias(DType::f32, {C});
+            const TensorView w = parameter_free ? TensorView() : ones.view();
+            const TensorView b = parameter_free ? TensorView() : zeros.view();
+            const TensorView dw = parameter_free ? TensorView() : dweight.view();
+            const TensorView db = parameter_free ? TensorView() : dbias.view();
+            if (layernorm) {
+                backend->residual_layernorm_forward(o.residual_out.view(), o.out.view(), o.mean.view(),
+                                                    o.rstd.view(), inp.view(), branch.view(), w, b);
+                backend->layernorm_backward(o.dinp.view(), dw, db, dout.view(), o.residual_out.view(), w,
+                                            o.mean.view(), o.rstd.view());
+            } else {
+                backend->residual_rmsnorm_forward(o.residual_out.view(), o.out.view(), o.rstd.view(),
+                                                  inp.view(), branch.view(), w, 1e-5f);
+                backend->rmsnorm_backward(o.dinp.view(), dw, dout.view(), o.residual_out.view(), w,
+                                          o.rstd.view());
+            }
+            return o;
+        };
+        const Outputs free = run(true), weighted = run(false);
+        EXPECT_EQ(free.out.values(), weighted.out.values());
+        EXPECT_EQ(free.residual_out.values(), weighted.residual_out.values());
+        EXPECT_EQ(free.rstd.values(), weighted.rstd.values());
+        EXPECT_EQ(free.dinp.values(), weighted.dinp.values());
+        // And against float64 with a weight of ones (the weighted path's own check is above).
+        const std::vector<double> ones_ref(C, 1.0);
+        const F64Vector expected =
+            layernorm ? f64_layernorm_forward(free.residual_out.values(), ones_ref,
+                                              std::vector<double>(C, 0.0), N, C)
+                            .out
+                      : f64_rmsnorm_forward(free.residual_out.values(), ones_ref, N, C, 1e-5).out;
+        expect_close(free.out, expected, "out");
+    }
+}
+
 TEST_P(CpuLayers, SwiGluForwardAndBackward) {
     const int M = 5, F = 37;
     const HostTensor gate_up = act_tensor(test::random_normal(M * 2 * F, 140, 3.0), {M, 2 * F});
@@ -290,6 +342,22 @@ TEST_P(CpuLayers, GeluForwardAndBackward) {
     backend->gelu_backward(dinp.view(), dout.view(), inp.view());
     expect_close(dinp, ref, "dinp");
     backend->gelu_backward(dout.view(), dout.view(), inp.view());  // in place: dinp aliases dout
+    EXPECT_EQ(dout.values(), dinp.values());
+}
+
+TEST_P(CpuLayers, Relu2ForwardAndBackward) {
+    const int M = 5, N = 40;
+    const HostTensor inp = act_tensor(test::random_normal(M * N, 62, 2.0), {M, N});
+    HostTensor out(act(), {M, N});
+    backend->relu2_forward(out.view(), inp.view());
+    expect_close(out, f64_relu2_forward(inp.values()), "out");
+
+    HostTensor dout = act_tensor(test::random_normal(M * N, 63), {M, N});
+    const std::vector<double> ref = f64_relu2_backward(dout.values(), inp.values());
+    HostTensor dinp(act(), {M, N});
+    backend->relu2_backward(dinp.view(), dout.view(), inp.view());
+    expect_close(dinp, ref, "dinp");
+    backend->relu2_backward(dout.view(), dout.view(), inp.view());  // in place: dinp aliases dout
     EXPECT_EQ(dout.values(), dinp.values());
 }
 

@@ -167,6 +167,13 @@ TEST(GradcheckF64, Gelu) {
         "dinp");
 }
 
+TEST(GradcheckF64, Relu2) {
+    const F64Vector inp = test::random_normal(40, 44, 3.0), w = test::random_normal(40, 45);
+    expect_gradient(
+        f64_relu2_backward(w, inp), [&](const F64Vector& x) { return inner(w, f64_relu2_forward(x)); }, inp,
+        "dinp");
+}
+
 TEST(GradcheckF64, SwiGlu) {
     const int M = 3, F = 5;
     const F64Vector gate_up = test::random_normal(M * 2 * F, 42, 3.0), w = test::random_normal(M * F, 43);

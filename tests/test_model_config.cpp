@@ -50,6 +50,17 @@ TEST(ModelConfig, ValidateNamesTheBadField) {
     EXPECT_NE(message_of(config).find("vocab_size"), std::string::npos);
 }
 
+// Both family descriptions pass check_family (model/family.h): among others, every family reads the
+// settings of issue 38's options (else its checkpoints would not record them), and the norm
+// tensors carry the presence that --norm-weights and --embedding-norm switch.
+TEST(ModelConfig, FamilyDescriptionsAreConsistent) {
+    for (Arch arch : {Arch::gpt2, Arch::llama})
+        EXPECT_NO_THROW(check_family(family_of(arch))) << arch_name(arch);
+    Family missing = gpt2_family();
+    missing.settings.pop_back();
+    EXPECT_THROW(check_family(missing), Error);
+}
+
 TEST(ModelConfig, RecomputeNamesRoundTrip) {
     for (Recompute policy : {Recompute::none, Recompute::selective, Recompute::full})
         EXPECT_EQ(parse_recompute(recompute_name(policy)), policy);

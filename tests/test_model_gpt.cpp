@@ -33,18 +33,24 @@ std::vector<int32_t> tokens_for(const GPTConfig& config, int64_t count, uint32_t
 
 class ModelPrecisions : public ::testing::TestWithParam<Precision> {};
 
-// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); and
-// GPT-2 with its logits soft-capped at 2 (the classifier's in-place capped logits, and
-// forward_cached's logit_softcap op, are what the full forward and cached decoding compare).
+// Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); GPT-2
+// with its logits soft-capped at 2 (the classifier's in-place capped logits, and forward_cached's
+// logit_softcap op, are what the full forward and cached decoding compare); each family with the
+// ReLU² MLP (recomputed by relu2_forward under selective recomputation), parameter-free norms and
+// the embedding norm.
 std::vector<GPTConfig> family_configs() {
     GPTConfig capped = test::tiny_config();
     capped.logit_softcap = 2.f;
-    return {test::tiny_config(), test::tiny_llama_config(), capped};
+    GPTConfig gpt2_relu2 = test::tiny_config(), llama_relu2 = test::tiny_llama_config();
+    gpt2_relu2.mlp = llama_relu2.mlp = MlpKind::relu2;
+    gpt2_relu2.norm_weights = llama_relu2.norm_weights = false;
+    gpt2_relu2.embedding_norm = llama_relu2.embedding_norm = true;
+    return {test::tiny_config(), test::tiny_llama_config(), capped, gpt2_relu2, llama_relu2};
 }
 
 TEST_P(ModelPrecisions, RecomputePoliciesGiveBitIdenticalGradients) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
+        SCOPED_TRACE(test::config_label(config));
         const auto tokens = tokens_for(config, kBatch * kLength, 1),
                    targets = tokens_for(config, kBatch * kLength, 2);
         ModelRun none = make_run(GetParam(), Recompute::none, config);
@@ -80,7 +86,7 @@ std::vector<double> rows_at(const std::vector<float>& logits, int position, int6
 // the key/value heads only ((B, maxT, Hkv hd) per layer).
 TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
     for (const GPTConfig& config : family_configs()) {
-        SCOPED_TRACE(std::string(arch_name(config.arch)) + (config.logit_softcap > 0 ? " softcap" : ""));
+        SCOPED_TRACE(test::config_label(config));
         ModelRun run = make_run(GetParam(), Recompute::none, config);
         const int64_t Vp = config.padded_vocab_size();
         const auto tokens = tokens_for(config, kBatch * kLength, 3);
@@ -108,12 +114,13 @@ TEST_P(ModelPrecisions, CachedDecodingGivesTheFullForwardLogits) {
             position += count;
             const std::vector<double> cached(got.begin(), got.end());
             const std::vector<double> full_row = rows_at(expected, position - 1, Vp);
-            // Under RoPE in 16 bits the two paths round the rotated keys at different points (the
-            // cache stores them rotated once, at their position), so 16-bit logits, like tf32's, are
-            // held to twice the run's own error against the fp32 run.
-            const bool relative_to_fp32 =
-                GetParam() == Precision::tf32 ||
-                (config.family().positions == PositionKind::rotary && GetParam() != Precision::fp32);
+            // In 16 bits the two paths round at different points (under RoPE the cache stores the keys
+            // rotated once, at their position; the products' row blocking differs), so 16-bit logits,
+            // like tf32's, are held to twice the run's own error against the fp32 run. (Held to bit
+            // equality before, GPT-2 passed by luck at width 32: at 4 layers of width 64 the cached
+            // logits differ by 4e-3 to 7e-3 relative in bf16 and fp16, and so do those of the tiny
+            // model with ReLU² and parameter-free norms, by 2e-5 to 4e-5 in fp16.)
+            const bool relative_to_fp32 = GetParam() != Precision::fp32;
             const double bound =
                 relative_to_fp32 ? 2.0 * relative_norm_error(full_row, rows_at(fp32_expected, position - 1, Vp))
                                  : test::tolerance_for(full_row, logits.dtype);

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "model/parameters.h"
@@ -50,6 +52,46 @@ TEST(ModelParameters, NamesAndShapesFollowGpt2) {
     EXPECT_EQ(layout.find("h.1.mlp.c_fc.bias").shape, (std::vector<int64_t>{128}));
     EXPECT_EQ(layout.find("ln_f.bias").shape, (std::vector<int64_t>{32}));
     EXPECT_THROW(layout.find("h.3.ln_1.weight"), Error);
+}
+
+// --zero-init (issue 38): the residual projections (attention and MLP outputs) and the untied output
+// head start at zero, each alone or both; every other tensor keeps the values it has without it
+// (each tensor draws from its own stream).
+TEST(ModelParameters, ZeroInitZeroesTheProjectionsAndTheHead) {
+    GPTConfig config = small_config();
+    config.arch = Arch::llama;
+    config.tie_embeddings = false;
+    const ParameterLayout layout(config);
+    const std::vector<float> plain = init_parameters(config, layout, 5);
+    for (const auto& [projections, head] :
+         {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+        GPTConfig zeroed = config;
+        zeroed.zero_init_projections = projections;
+        zeroed.zero_init_head = head;
+        SCOPED_TRACE(zeroed.zero_init_name());
+        const std::vector<float> values = init_parameters(zeroed, layout, 5);
+        for (const ParameterView& view : layout.views()) {
+            const bool zero = (projections && (view.role == Role::attention_output_weight ||
+                                               view.role == Role::mlp_output_weight)) ||
+                              (head && view.role == Role::output_head);
+            const auto begin = values.begin() + view.offset, end = begin + view.numel;
+            if (zero) {
+                EXPECT_TRUE(std::all_of(begin, end, [](float v) { return v == 0.f; })) << view.name;
+            } else {
+                EXPECT_TRUE(std::equal(begin, end, plain.begin() + view.offset)) << view.name;
+            }
+            // Without zero-init every matrix has non-zero values (the test can fail).
+            if (view.shape.size() == 2) {
+                EXPECT_TRUE(std::any_of(plain.begin() + view.offset, plain.begin() + view.offset + view.numel,
+                                        [](float v) { return v != 0.f; }))
+                    << view.name;
+            }
+        }
+    }
+    GPTConfig tied = config;
+    tied.tie_embeddings = true;
+    tied.zero_init_head = true;
+    EXPECT_THROW(tied.validate(), Error);
 }
 
 TEST(ModelParameters, InitializationFollowsGpt2) {

@@ -28,12 +28,23 @@ GPTConfig tiny_llama_config() {
     return config;
 }
 
+std::string config_label(const GPTConfig& config) {
+    std::string label = arch_name(config.arch);
+    if (config.mlp) label += std::string(" ") + mlp_name(*config.mlp);
+    if (!config.norm_weights) label += " no_norm_weights";
+    if (config.embedding_norm) label += " embedding_norm";
+    if (config.zero_init_projections || config.zero_init_head) label += " zero_init";
+    if (config.logit_softcap > 0) label += " softcap";
+    return label;
+}
+
 std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed) {
     std::mt19937 generator(seed);
     std::normal_distribution<float> normal(0.f, 1.f);
     std::vector<float> values(static_cast<size_t>(layout.total()));
     for (const ParameterView& view : layout.views()) {
-        const bool is_norm = view.role == Role::attention_norm_weight || view.role == Role::attention_norm_bias ||
+        const bool is_norm = view.role == Role::embedding_norm_weight || view.role == Role::embedding_norm_bias ||
+                             view.role == Role::attention_norm_weight || view.role == Role::attention_norm_bias ||
                              view.role == Role::mlp_norm_weight || view.role == Role::mlp_norm_bias ||
                              view.role == Role::final_norm_weight || view.role == Role::final_norm_bias;
         const bool is_weight = view.init == Init::ones;

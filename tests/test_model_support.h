@@ -18,6 +18,9 @@ GPTConfig tiny_config();
 // an untied output head, RoPE base 1000.
 GPTConfig tiny_llama_config();
 
+// "gpt2", "llama relu2 softcap", ...: the family and the issue-38 options a config sets, for test traces.
+std::string config_label(const GPTConfig& config);
+
 // Random parameters: matrices N(0, 0.1) (the vocabulary padding rows 0), biases N(0, 0.05), norm
 // weights 1 + N(0, 0.1) and biases N(0, 0.1). Deterministic in `seed`.
 std::vector<float> spread_parameters(const ParameterLayout& layout, uint32_t seed);

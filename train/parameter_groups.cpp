@@ -23,7 +23,7 @@ std::vector<std::pair<std::string, int64_t>> parts_of(const GPTConfig& config, c
         return {
             {"[q]", config.n_head * hd}, {"[k]", config.kv_heads() * hd}, {"[v]", config.kv_heads() * hd}};
     }
-    if (view.role == Role::mlp_input_weight && config.family().mlp == MlpKind::swiglu)
+    if (view.role == Role::mlp_input_weight && config.mlp_kind() == MlpKind::swiglu)
         return {{"[gate]", config.mlp_hidden()}, {"[up]", config.mlp_hidden()}};
     return {{"", view.shape[0]}};
 }

@@ -1,5 +1,7 @@
 #include "kernels/cpu/float_io.h"
 
+#include <algorithm>
+
 namespace mixgpt::cpu {
 namespace {
 
@@ -33,6 +35,17 @@ FloatInput::FloatInput(ScratchPool& scratch, const TensorView& view) : data_(vie
     if (view.dtype == DType::f32) return;
     copy_ = scratch.borrow(static_cast<size_t>(view.numel()));
     parallel_to_float(view.data, view.dtype, copy_.data(), view.numel());
+    data_ = copy_.data();
+}
+
+FloatInput::FloatInput(ScratchPool& scratch, const TensorView& view, int64_t count, float fill)
+    : data_(view.as<const float>()) {
+    if (view.valid() && view.dtype == DType::f32) return;
+    copy_ = scratch.borrow(static_cast<size_t>(count));
+    if (view.valid())
+        parallel_to_float(view.data, view.dtype, copy_.data(), count);
+    else
+        std::fill(copy_.data(), copy_.data() + count, fill);
     data_ = copy_.data();
 }
 

@@ -19,6 +19,9 @@ void parallel_from_float(const float* source, void* destination, DType destinati
 class FloatInput {
 public:
     FloatInput(ScratchPool& scratch, const TensorView& view);
+    // `view`'s values, or `count` copies of `fill` when `view` is invalid (the weight 1 and bias 0
+    // of a parameter-free norm).
+    FloatInput(ScratchPool& scratch, const TensorView& view, int64_t count, float fill);
     FloatInput(const FloatInput&) = delete;
     FloatInput& operator=(const FloatInput&) = delete;
     const float* data() const { return data_; }

@@ -1,4 +1,5 @@
-// LayerNorm (eps 1e-5, biased variance), alone or fused with the residual add, and its backward.
+// LayerNorm (eps 1e-5, biased variance), alone or fused with the residual add, and its backward;
+// parameter-free (weight and bias invalid) as if the weight were 1 and the bias 0, bit for bit.
 #include <cmath>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -36,8 +37,12 @@ LayerNormArguments check_forward(const char* op, DType act, const TensorView& ou
     const int64_t N = out.dim(0), C = out.dim(1);
     require_tensor(mean, DType::f32, {N}, op, "mean");
     require_tensor(rstd, DType::f32, {N}, op, "rstd");
-    require_tensor(weight, act, {C}, op, "weight");
-    require_tensor(bias, act, {C}, op, "bias");
+    require(weight.valid() == bias.valid(), op,
+            "weight and bias are both given, or both invalid (a parameter-free LayerNorm)");
+    if (weight.valid()) {
+        require_tensor(weight, act, {C}, op, "weight");
+        require_tensor(bias, act, {C}, op, "bias");
+    }
     return {N, C};
 }
 
@@ -47,7 +52,7 @@ void CpuBackend::layernorm_forward(TensorView out, TensorView mean, TensorView r
                                    TensorView weight, TensorView bias) {
     const auto [N, C] = check_forward("layernorm_forward", act(), out, mean, rstd, weight, bias);
     require_tensor(inp, act(), {N, C}, "layernorm_forward", "inp");
-    const FloatInput x(scratch_, inp), w(scratch_, weight), b(scratch_, bias);
+    const FloatInput x(scratch_, inp), w(scratch_, weight, C, 1.f), b(scratch_, bias, C, 0.f);
     FloatOutput y(scratch_, out, false);
     float* m = mean.as<float>();
     float* r = rstd.as<float>();
@@ -65,7 +70,8 @@ void CpuBackend::residual_layernorm_forward(TensorView residual_out, TensorView 
     require_tensor(residual_out, act(), {N, C}, op, "residual_out");
     require_tensor(residual_in, act(), {N, C}, op, "residual_in");
     require_tensor(branch, act(), {N, C}, op, "branch");
-    const FloatInput a(scratch_, residual_in), d(scratch_, branch), w(scratch_, weight), b(scratch_, bias);
+    const FloatInput a(scratch_, residual_in), d(scratch_, branch), w(scratch_, weight, C, 1.f),
+        b(scratch_, bias, C, 0.f);
     FloatOutput sum(scratch_, residual_out, false);
     FloatOutput y(scratch_, out, false);
     float* m = mean.as<float>();
@@ -89,13 +95,17 @@ void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorV
     require_rank(dout, act(), 2, op, "dout");
     const int64_t N = dout.dim(0), C = dout.dim(1);
     require_tensor(dinp, act(), {N, C}, op, "dinp");
-    require_tensor(dweight, DType::f32, {C}, op, "dweight");
-    require_tensor(dbias, DType::f32, {C}, op, "dbias");
+    require(weight.valid() == dweight.valid() && weight.valid() == dbias.valid(), op,
+            "weight, dweight and dbias are all given, or all invalid (a parameter-free LayerNorm)");
+    if (weight.valid()) {
+        require_tensor(dweight, DType::f32, {C}, op, "dweight");
+        require_tensor(dbias, DType::f32, {C}, op, "dbias");
+        require_tensor(weight, act(), {C}, op, "weight");
+    }
     require_tensor(inp, act(), {N, C}, op, "inp");
-    require_tensor(weight, act(), {C}, op, "weight");
     require_tensor(mean, DType::f32, {N}, op, "mean");
     require_tensor(rstd, DType::f32, {N}, op, "rstd");
-    const FloatInput dy(scratch_, dout), x(scratch_, inp), w(scratch_, weight);
+    const FloatInput dy(scratch_, dout), x(scratch_, inp), w(scratch_, weight, C, 1.f);
     const float* m = mean.as<const float>();
     const float* r = rstd.as<const float>();
     FloatOutput dx(scratch_, dinp, true);
@@ -120,6 +130,7 @@ void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorV
         }
     }
     dx.store();
+    if (!dweight.valid()) return;
 
     float* dw = dweight.as<float>();
     float* db = dbias.as<float>();

@@ -1,7 +1,8 @@
 // RMSNorm (no mean, no bias; eps a parameter), alone or fused with the residual add, and its
-// backward. The row sums run in kLanes interleaved partial sums (element c into sum c % kLanes,
-// added in order at the end), which the compiler vectorizes, where one running sum would not
-// (no reassociation without -ffast-math).
+// backward; parameter-free (weight invalid) as if the weight were 1, bit for bit. The row sums
+// run in kLanes interleaved partial sums (element c into sum c % kLanes, added in order at the
+// end), which the compiler vectorizes, where one running sum would not (no reassociation without
+// -ffast-math).
 #include <cmath>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -48,7 +49,7 @@ RowShape check_forward(const char* op, DType act, const TensorView& out, const T
     require_rank(out, act, 2, op, "out");
     const int64_t N = out.dim(0), C = out.dim(1);
     require_tensor(rstd, DType::f32, {N}, op, "rstd");
-    require_tensor(weight, act, {C}, op, "weight");
+    if (weight.valid()) require_tensor(weight, act, {C}, op, "weight");
     require(epsilon > 0.f, op, "epsilon must be positive");
     return {N, C};
 }
@@ -59,7 +60,7 @@ void CpuBackend::rmsnorm_forward(TensorView out, TensorView rstd, TensorView inp
                                  float epsilon) {
     const auto [N, C] = check_forward("rmsnorm_forward", act(), out, rstd, weight, epsilon);
     require_tensor(inp, act(), {N, C}, "rmsnorm_forward", "inp");
-    const FloatInput x(scratch_, inp), w(scratch_, weight);
+    const FloatInput x(scratch_, inp), w(scratch_, weight, C, 1.f);
     FloatOutput y(scratch_, out, false);
     float* r = rstd.as<float>();
 #pragma omp parallel for schedule(static)
@@ -76,7 +77,7 @@ void CpuBackend::residual_rmsnorm_forward(TensorView residual_out, TensorView ou
     require_tensor(residual_out, act(), {N, C}, op, "residual_out");
     require_tensor(residual_in, act(), {N, C}, op, "residual_in");
     require_tensor(branch, act(), {N, C}, op, "branch");
-    const FloatInput a(scratch_, residual_in), d(scratch_, branch), w(scratch_, weight);
+    const FloatInput a(scratch_, residual_in), d(scratch_, branch), w(scratch_, weight, C, 1.f);
     FloatOutput sum(scratch_, residual_out, false);
     FloatOutput y(scratch_, out, false);
     float* r = rstd.as<float>();
@@ -99,11 +100,15 @@ void CpuBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, TensorVie
     require_rank(dout, act(), 2, op, "dout");
     const int64_t N = dout.dim(0), C = dout.dim(1);
     require_tensor(dinp, act(), {N, C}, op, "dinp");
-    require_tensor(dweight, DType::f32, {C}, op, "dweight");
+    require(weight.valid() == dweight.valid(), op,
+            "weight and dweight are both given, or both invalid (a parameter-free RMSNorm)");
+    if (weight.valid()) {
+        require_tensor(dweight, DType::f32, {C}, op, "dweight");
+        require_tensor(weight, act(), {C}, op, "weight");
+    }
     require_tensor(inp, act(), {N, C}, op, "inp");
-    require_tensor(weight, act(), {C}, op, "weight");
     require_tensor(rstd, DType::f32, {N}, op, "rstd");
-    const FloatInput dy(scratch_, dout), x(scratch_, inp), w(scratch_, weight);
+    const FloatInput dy(scratch_, dout), x(scratch_, inp), w(scratch_, weight, C, 1.f);
     const float* r = rstd.as<const float>();
     FloatOutput dx(scratch_, dinp, true);
 
@@ -118,6 +123,7 @@ void CpuBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, TensorVie
             out[c] += r[n] * (g[c] * w.data()[c] - xn[c] * r[n] * mean_dxhat_xhat);
     }
     dx.store();
+    if (!dweight.valid()) return;
 
     float* dw = dweight.as<float>();
     // Each thread owns whole column blocks and sums rows in order: a fixed summation order.

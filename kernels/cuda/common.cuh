@@ -70,6 +70,18 @@ __device__ __forceinline__ void load_floats(float (&out)[N], const T* source) {
     for (int i = 0; i < N; ++i) out[i] = to_float(pack.values[i]);
 }
 
+// load_floats of source + offset, or N copies of `fill` when source is null (the weight 1 and bias 0
+// of a parameter-free norm).
+template <int N, typename T>
+__device__ __forceinline__ void load_floats_or(float (&out)[N], const T* source, int64_t offset, float fill) {
+    if (source != nullptr) {
+        load_floats<N>(out, source + offset);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = fill;
+}
+
 template <int N, typename T>
 __device__ __forceinline__ void store_floats(T* destination, const float (&in)[N]) {
     Pack<T, N> pack;

@@ -6,7 +6,10 @@
 // order into one partial row per block, and a second kernel sums the blocks'
 // partials in block order. A lane's N columns sit rotated in its N accumulator
 // words (accumulator_index, norm_backward_layout.cuh), so that the warp's 32 accesses
-// of one element fall on 32 banks rather than 32 / N.
+// of one element fall on 32 banks rather than 32 / N. Parameter-free (weight and bias null): weight
+// 1 and bias 0 in registers and no parameter gradients summed: the forward's bits are the affine
+// norm's with ones and zeros; the backward's may differ in the last bit (the compiler fuses the
+// products differently with the 1 folded away).
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
@@ -67,8 +70,8 @@ __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, T* re
     for (int c = lane * N; c < C; c += kWarpSize * N) {
         float v[N], w[N], b[N], y[N];
         load_floats<N>(v, x + c);
-        load_floats<N>(w, weight + c);
-        load_floats<N>(b, bias + c);
+        load_floats_or<N>(w, weight, c, 1.f);
+        load_floats_or<N>(b, bias, c, 0.f);
 #pragma unroll
         for (int i = 0; i < N; ++i) y[i] = (v[i] - row_mean) * row_rstd * w[i] + b[i];
         store_floats<N>(out + offset + c, y);
@@ -112,7 +115,7 @@ __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dou
             float dy[N], x[N], w[N];
             load_floats<N>(dy, dout + offset + c);
             load_floats<N>(x, inp + offset + c);
-            load_floats<N>(w, weight + c);
+            load_floats_or<N>(w, weight, c, 1.f);
 #pragma unroll
             for (int i = 0; i < N; ++i) {
                 const float xhat = (x[i] - row_mean) * row_rstd;
@@ -129,7 +132,7 @@ __global__ void layernorm_backward_kernel(T* dinp, float* partials, const T* dou
             float dy[N], x[N], w[N], dx[N];
             load_floats<N>(dy, dout + offset + c);
             load_floats<N>(x, inp + offset + c);
-            load_floats<N>(w, weight + c);
+            load_floats_or<N>(w, weight, c, 1.f);
             load_floats<N>(dx, dinp + offset + c);
 #pragma unroll
             for (int i = 0; i < N; ++i) {
@@ -193,18 +196,24 @@ void launch_layernorm_backward(cudaStream_t stream, const NormBackwardLayout& la
         launch(layernorm_backward_kernel<T, kPack16<T>>);
     else
         launch(layernorm_backward_kernel<T, 1>);
+    if (dweight == nullptr) return;  // parameter-free
     launch_kernel(layernorm_parameter_gradients_kernel, blocks_for(2 * int64_t{C}, kParameterGradientThreads),
                   kParameterGradientThreads, 0, stream, dweight, dbias, partials, layout.blocks, C);
 }
 
-// Checks the shared arguments of both forwards; returns the number of rows.
+// Checks the shared arguments of both forwards (weight and bias invalid: parameter-free); returns
+// the number of rows.
 int64_t check_forward(const char* op, const TensorView& out, const TensorView& mean, const TensorView& rstd,
                       const TensorView& weight, const TensorView& bias) {
-    expect_rank(op, "weight", weight, 1);
-    const int64_t C = weight.dim(0);
-    const DType act = weight.dtype;
-    expect_tensor(op, "bias", bias, act, {C});
+    const int64_t C = expect_columns(op, "out", out);
+    const DType act = out.dtype;
     const int64_t rows = expect_rows(op, "out", out, act, C);
+    MIXGPT_REQUIRE(weight.valid() == bias.valid(),
+                   format("cuda %s: weight and bias are both given, or both invalid (parameter-free)", op));
+    if (weight.valid()) {
+        expect_tensor(op, "weight", weight, act, {C});
+        expect_tensor(op, "bias", bias, act, {C});
+    }
     expect_tensor(op, "mean", mean, DType::f32, {rows});
     expect_tensor(op, "rstd", rstd, DType::f32, {rows});
     return rows;
@@ -216,7 +225,7 @@ void CudaBackend::layernorm_forward(TensorView out, TensorView mean, TensorView 
                                     TensorView weight, TensorView bias) {
     const char* op = "layernorm_forward";
     const int64_t rows = check_forward(op, out, mean, rstd, weight, bias);
-    const int C = static_cast<int>(weight.dim(0));
+    const int C = static_cast<int>(out.dim(1));
     expect_matrix(op, "inp", inp, out.dtype, rows, C);
     if (rows == 0) return;
     dispatch_dtype(out.dtype, [&](auto tag) {
@@ -232,7 +241,7 @@ void CudaBackend::residual_layernorm_forward(TensorView residual_out, TensorView
                                              TensorView weight, TensorView bias) {
     const char* op = "residual_layernorm_forward";
     const int64_t rows = check_forward(op, out, mean, rstd, weight, bias);
-    const int C = static_cast<int>(weight.dim(0));
+    const int C = static_cast<int>(out.dim(1));
     expect_matrix(op, "residual_out", residual_out, out.dtype, rows, C);
     expect_matrix(op, "residual_in", residual_in, out.dtype, rows, C);
     expect_matrix(op, "branch", branch, out.dtype, rows, C);
@@ -249,14 +258,19 @@ void CudaBackend::residual_layernorm_forward(TensorView residual_out, TensorView
 void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias, TensorView dout,
                                      TensorView inp, TensorView weight, TensorView mean, TensorView rstd) {
     const char* op = "layernorm_backward";
-    expect_rank(op, "weight", weight, 1);
-    const int C = static_cast<int>(weight.dim(0));
-    const DType act = weight.dtype;
+    const int C = static_cast<int>(expect_columns(op, "dout", dout));
+    const DType act = dout.dtype;
     const int64_t rows = expect_rows(op, "dout", dout, act, C);
     expect_matrix(op, "dinp", dinp, act, rows, C);
     expect_matrix(op, "inp", inp, act, rows, C);
-    expect_tensor(op, "dweight", dweight, DType::f32, {C});
-    expect_tensor(op, "dbias", dbias, DType::f32, {C});
+    MIXGPT_REQUIRE(
+        weight.valid() == dweight.valid() && weight.valid() == dbias.valid(),
+        format("cuda %s: weight, dweight and dbias are all given, or all invalid (parameter-free)", op));
+    if (weight.valid()) {
+        expect_tensor(op, "weight", weight, act, {C});
+        expect_tensor(op, "dweight", dweight, DType::f32, {C});
+        expect_tensor(op, "dbias", dbias, DType::f32, {C});
+    }
     expect_tensor(op, "mean", mean, DType::f32, {rows});
     expect_tensor(op, "rstd", rstd, DType::f32, {rows});
     if (rows == 0) return;

@@ -2,7 +2,10 @@
 // LayerNorm's kernels (layernorm.cu): one warp per row, FP32 statistics, 16-byte loads and
 // stores when the rows are aligned, and a deterministic dweight from per-warp column
 // accumulators in shared memory (rotated as norm_backward_layout.cuh says), summed over warps in
-// a fixed order into one partial row per block, then over blocks in block order.
+// a fixed order into one partial row per block, then over blocks in block order. Parameter-free
+// (weight null): the weight is 1 in registers and no dweight is summed: the forward's bits are the
+// weighted norm's with a weight of ones; the backward's may differ in the last bit (with the 1
+// folded away, the compiler fuses dy * xhat differently into the sums).
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
@@ -52,7 +55,7 @@ __global__ void rmsnorm_forward_kernel(T* out, float* rstd, T* residual_out, con
     for (int c = lane * N; c < C; c += kWarpSize * N) {
         float v[N], w[N], y[N];
         load_floats<N>(v, x + c);
-        load_floats<N>(w, weight + c);
+        load_floats_or<N>(w, weight, c, 1.f);
 #pragma unroll
         for (int i = 0; i < N; ++i) y[i] = v[i] * row_rstd * w[i];
         store_floats<N>(out + offset + c, y);
@@ -86,7 +89,7 @@ __global__ void rmsnorm_backward_kernel(T* dinp, float* partials, const T* dout,
             float dy[N], x[N], w[N];
             load_floats<N>(dy, dout + offset + c);
             load_floats<N>(x, inp + offset + c);
-            load_floats<N>(w, weight + c);
+            load_floats_or<N>(w, weight, c, 1.f);
 #pragma unroll
             for (int i = 0; i < N; ++i) {
                 const float xhat = x[i] * row_rstd;
@@ -99,7 +102,7 @@ __global__ void rmsnorm_backward_kernel(T* dinp, float* partials, const T* dout,
             float dy[N], x[N], w[N], dx[N];
             load_floats<N>(dy, dout + offset + c);
             load_floats<N>(x, inp + offset + c);
-            load_floats<N>(w, weight + c);
+            load_floats_or<N>(w, weight, c, 1.f);
             load_floats<N>(dx, dinp + offset + c);
 #pragma unroll
             for (int i = 0; i < N; ++i)
@@ -156,16 +159,18 @@ void launch_rmsnorm_backward(cudaStream_t stream, const NormBackwardLayout& layo
         launch(rmsnorm_backward_kernel<T, kPack16<T>>);
     else
         launch(rmsnorm_backward_kernel<T, 1>);
+    if (dweight == nullptr) return;  // parameter-free
     launch_kernel(rmsnorm_weight_gradient_kernel, blocks_for(C, kWeightGradientThreads),
                   kWeightGradientThreads, 0, stream, dweight, partials, layout.blocks, C);
 }
 
-// Checks the shared arguments of both forwards; returns the number of rows.
+// Checks the shared arguments of both forwards (weight invalid: parameter-free); returns the
+// number of rows.
 int64_t check_forward(const char* op, const TensorView& out, const TensorView& rstd, const TensorView& weight,
                       float epsilon) {
-    expect_rank(op, "weight", weight, 1);
-    const int64_t C = weight.dim(0);
-    const int64_t rows = expect_rows(op, "out", out, weight.dtype, C);
+    const int64_t C = expect_columns(op, "out", out);
+    const int64_t rows = expect_rows(op, "out", out, out.dtype, C);
+    if (weight.valid()) expect_tensor(op, "weight", weight, out.dtype, {C});
     expect_tensor(op, "rstd", rstd, DType::f32, {rows});
     MIXGPT_REQUIRE(epsilon > 0.f,
                    format("cuda %s: epsilon is %g, expected > 0", op, static_cast<double>(epsilon)));
@@ -178,7 +183,7 @@ void CudaBackend::rmsnorm_forward(TensorView out, TensorView rstd, TensorView in
                                   float epsilon) {
     const char* op = "rmsnorm_forward";
     const int64_t rows = check_forward(op, out, rstd, weight, epsilon);
-    const int C = static_cast<int>(weight.dim(0));
+    const int C = static_cast<int>(out.dim(1));
     expect_matrix(op, "inp", inp, out.dtype, rows, C);
     if (rows == 0) return;
     dispatch_dtype(out.dtype, [&](auto tag) {
@@ -193,7 +198,7 @@ void CudaBackend::residual_rmsnorm_forward(TensorView residual_out, TensorView o
                                            float epsilon) {
     const char* op = "residual_rmsnorm_forward";
     const int64_t rows = check_forward(op, out, rstd, weight, epsilon);
-    const int C = static_cast<int>(weight.dim(0));
+    const int C = static_cast<int>(out.dim(1));
     expect_matrix(op, "residual_out", residual_out, out.dtype, rows, C);
     expect_matrix(op, "residual_in", residual_in, out.dtype, rows, C);
     expect_matrix(op, "branch", branch, out.dtype, rows, C);
@@ -209,13 +214,18 @@ void CudaBackend::residual_rmsnorm_forward(TensorView residual_out, TensorView o
 void CudaBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, TensorView dout, TensorView inp,
                                    TensorView weight, TensorView rstd) {
     const char* op = "rmsnorm_backward";
-    expect_rank(op, "weight", weight, 1);
-    const int C = static_cast<int>(weight.dim(0));
-    const DType act = weight.dtype;
+    const int C = static_cast<int>(expect_columns(op, "dout", dout));
+    const DType act = dout.dtype;
     const int64_t rows = expect_rows(op, "dout", dout, act, C);
     expect_matrix(op, "dinp", dinp, act, rows, C);
     expect_matrix(op, "inp", inp, act, rows, C);
-    expect_tensor(op, "dweight", dweight, DType::f32, {C});
+    MIXGPT_REQUIRE(
+        weight.valid() == dweight.valid(),
+        format("cuda %s: weight and dweight are both given, or both invalid (parameter-free)", op));
+    if (weight.valid()) {
+        expect_tensor(op, "weight", weight, act, {C});
+        expect_tensor(op, "dweight", dweight, DType::f32, {C});
+    }
     expect_tensor(op, "rstd", rstd, DType::f32, {rows});
     if (rows == 0) return;
     const NormBackwardLayout layout =

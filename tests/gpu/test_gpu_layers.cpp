@@ -251,6 +251,26 @@ TEST_P(GpuLayers, GeluForwardAndBackward) {
     expect_close(dout, ref, "dinp (in place)");
 }
 
+TEST_P(GpuLayers, Relu2ForwardAndBackward) {
+    const int M = 37, N = 40;
+    const TwinTensor inp = act_tensor(random_normal(M * N, seed(72), 2.0), {M, N});
+    const TwinTensor out = poisoned(act(), {M, N});
+    cpu->relu2_forward(out.cpu(), inp.cpu());
+    gpu->relu2_forward(out.gpu(), inp.gpu());
+    expect_close(out, f64_relu2_forward(inp.cpu_values()), "out");
+
+    const TwinTensor dout = act_tensor(random_normal(M * N, seed(73)), {M, N});
+    const std::vector<double> ref = f64_relu2_backward(dout.cpu_values(), inp.cpu_values());
+    const TwinTensor dinp = poisoned(act(), {M, N});
+    cpu->relu2_backward(dinp.cpu(), dout.cpu(), inp.cpu());
+    gpu->relu2_backward(dinp.gpu(), dout.gpu(), inp.gpu());
+    expect_close(dinp, ref, "dinp");
+    // In place: dinp aliases dout.
+    cpu->relu2_backward(dout.cpu(), dout.cpu(), inp.cpu());
+    gpu->relu2_backward(dout.gpu(), dout.gpu(), inp.gpu());
+    expect_close(dout, ref, "dinp (in place)");
+}
+
 INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuLayers,
                          ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16,
                                            Precision::fp16),

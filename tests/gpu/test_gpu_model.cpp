@@ -7,6 +7,7 @@
 // precision, both measured against it; an fp32 GPU run within 1e-5 of the CPU's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -33,6 +34,28 @@ GPTConfig capped_config() {
     GPTConfig config = test::tiny_config();
     config.logit_softcap = 2.f;
     return config;
+}
+
+// The model options of issue 38 beyond the soft-cap, each in both families.
+std::vector<GPTConfig> option_configs() {
+    std::vector<GPTConfig> configs;
+    for (const GPTConfig& family : {test::tiny_config(), test::tiny_llama_config()}) {
+        GPTConfig relu2 = family, parameter_free = family, embedding_norm = family;
+        relu2.mlp = MlpKind::relu2;
+        parameter_free.norm_weights = false;
+        embedding_norm.embedding_norm = true;
+        configs.push_back(relu2);
+        configs.push_back(parameter_free);
+        configs.push_back(embedding_norm);
+    }
+    return configs;
+}
+
+// What the cached-decoding test runs: the plain GPT-2, the capped one, and every option config.
+std::vector<GPTConfig> decoding_configs() {
+    std::vector<GPTConfig> configs = {test::tiny_config(), capped_config()};
+    for (const GPTConfig& config : option_configs()) configs.push_back(config);
+    return configs;
 }
 
 ModelRun make_run(const std::string& device, Precision precision, Recompute recompute = Recompute::none,
@@ -110,6 +133,26 @@ TEST_P(GpuModel, SoftcapAndZLossMatchTheCpu) {
                                  precision, "z-loss terms");
 }
 
+// Each option config's losses and gradients against the CPU's, by the same rule.
+TEST_P(GpuModel, ModelOptionsMatchTheCpu) {
+    const Precision precision = GetParam();
+    const Batch batch = random_batch(gpu_test::run_seed());
+    for (const GPTConfig& config : option_configs()) {
+        SCOPED_TRACE(test::config_label(config));
+        ModelRun reference_run = make_run("cpu", Precision::fp32, Recompute::none, config);
+        ModelRun cpu_run = make_run("cpu", precision, Recompute::none, config);
+        ModelRun gpu_run = make_run("cuda", precision, Recompute::none, config);
+        const auto pass = [&](ModelRun& run) {
+            return test::training_pass(*run.model, batch.tokens, batch.targets, kBatch, kLength, run.status());
+        };
+        const test::PassResult reference = pass(reference_run), cpu = pass(cpu_run), gpu = pass(gpu_run);
+        gpu_test::expect_matches_cpu(widen(gpu.losses), widen(cpu.losses), widen(reference.losses), DType::f32,
+                                     precision, "losses");
+        gpu_test::expect_matches_cpu(widen(gpu.gradients), widen(cpu.gradients), widen(reference.gradients),
+                                     DType::f32, precision, "gradients");
+    }
+}
+
 // Recomputed activations are bit-identical to the stored ones (model/README.md), so the gradients
 // do not depend on the recompute policy; this fails if a fused kernel and its recomputation round
 // differently (as cuBLASLt's GELU epilogue would).
@@ -173,15 +216,15 @@ INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuModel,
                                            Precision::fp16),
                          gpu_test::precision_test_name);
 
-// fp32: the logits of one-position-at-a-time decoding equal the full forward's to 1e-5, plain and
-// soft-capped (the classifier's capped logits against the logit_softcap op's).
-class GpuModelDecoding : public ::testing::TestWithParam<bool> {};
+// fp32: the logits of one-position-at-a-time decoding equal the full forward's to 1e-5, plain,
+// soft-capped (the classifier's capped logits against the logit_softcap op's) and under each model
+// option (decoding_configs()).
+class GpuModelDecoding : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
     MIXGPT_GPU_OR_SKIP();
     SCOPED_TRACE(gpu_test::seed_note());
-    ModelRun run = make_run("cuda", Precision::fp32, Recompute::none,
-                            GetParam() ? capped_config() : test::tiny_config());
+    ModelRun run = make_run("cuda", Precision::fp32, Recompute::none, decoding_configs()[GetParam()]);
     Backend& backend = *run.backend;
     const int64_t Vp = test::tiny_config().padded_vocab_size();
     const Batch batch = random_batch(gpu_test::run_seed());
@@ -209,9 +252,11 @@ TEST_P(GpuModelDecoding, CachedDecodingGivesTheFullForwardLogits) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuSoftcap, GpuModelDecoding, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                             return info.param ? "capped" : "plain";
+INSTANTIATE_TEST_SUITE_P(GpuModelOptions, GpuModelDecoding, ::testing::Range(size_t{0}, decoding_configs().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                             std::string label = test::config_label(decoding_configs()[info.param]);
+                             std::replace(label.begin(), label.end(), ' ', '_');
+                             return label;
                          });
 
 }  // namespace

@@ -42,6 +42,9 @@ struct ParallelCase {
     const char* device = "cpu";  // "cuda": device `rank`, gradients exchanged by NCCL
     bool llama = false;          // the Llama-style family (unaligned_tiny_llama_config) instead of GPT-2
     bool muon = false;           // --optimizer muon (fp32 Newton-Schulz), replicated: after the all-reduce
+    // The Llama-style family with issue 38's model options: ReLU², parameter-free norms, the
+    // embedding norm, zero-initialised projections, the logits soft-capped at 2.
+    bool recipe = false;
 };
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
@@ -75,7 +78,14 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     SingleProcessCommunicator alone;
     ASSERT_EQ(communicator->world_size(), kRanks);
     const int rank = communicator->rank();
-    const GPTConfig config = c.llama ? unaligned_tiny_llama_config() : unaligned_tiny_config();
+    GPTConfig config = c.llama || c.recipe ? unaligned_tiny_llama_config() : unaligned_tiny_config();
+    if (c.recipe) {
+        config.mlp = MlpKind::relu2;
+        config.norm_weights = false;
+        config.embedding_norm = true;
+        config.zero_init_projections = true;
+        config.logit_softcap = 2.f;
+    }
     DataParallelConfig parallel;
     parallel.shard_optimizer = c.shard_optimizer;
     parallel.overlap = c.overlap;
@@ -162,7 +172,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"cuda_llama_zero1_accumulation", true, 3, true, "cuda", true},
                       ParallelCase{"muon_replicated_accumulation", false, 3, true, "cpu", false, true},
                       ParallelCase{"llama_muon_replicated", false, 1, true, "cpu", true, true},
-                      ParallelCase{"cuda_muon_replicated_accumulation", false, 3, true, "cuda", false, true}),
+                      ParallelCase{"cuda_muon_replicated_accumulation", false, 3, true, "cuda", false, true},
+                      ParallelCase{"recipe_zero1_accumulation", true, 3, true, "cpu", false, false, true},
+                      ParallelCase{"cuda_recipe_zero1_accumulation", true, 3, true, "cuda", false, false, true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};

@@ -1,0 +1,114 @@
+// Training with the recipe's model options (issue 38: --mlp relu2, --norm-weights false,
+// --zero-init proj,head, ...): resume is bit-exact with
+// every option on, in the Llama-style family, in every resume case (tests/train_equivalence.h); a
+// run with any one option trains, and export refuses its checkpoint in one line naming the option
+// (no Hugging Face class mixgpt writes computes it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "interop/export.h"
+#include "tests/test_support.h"
+#include "tests/test_train_support.h"
+#include "tests/train_equivalence.h"
+#include "train/trainer.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+using test::error_of;
+using test::TempDirectory;
+
+// Every model option of the recipe at once.
+TrainOptions with_recipe_options(TrainOptions options) {
+    options.model.mlp = "relu2";
+    options.model.norm_weights = "false";
+    options.model.zero_init = "proj,head";
+    options.model.embedding_norm = true;
+    return options;
+}
+
+class TrainRecipeResumeTest : public ::testing::TestWithParam<ResumeCase> {};
+
+TEST_P(TrainRecipeResumeTest, StopAndResumeEqualsAStraightRun) {
+    const ResumeCase& c = GetParam();
+    TrainOptions options = resume_case_options(c, "cpu");
+    options.model.arch = "llama";
+    options.model.n_kv_head = 1;
+    options.model.tie_embeddings = "false";
+    expect_resume_equals_straight_run(with_recipe_options(options),
+                                      std::string("mixgpt_recipe_resume_") + c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, TrainRecipeResumeTest, ::testing::ValuesIn(resume_cases()),
+                         resume_case_name);
+
+struct ExportCase {
+    const char* name;
+    std::function<void(ModelOptions&)> apply;
+    const char* message;  // what export's one line says, after the checkpoint's path
+};
+
+void PrintTo(const ExportCase& c, std::ostream* out) { *out << c.name; }
+
+class TrainRecipeExportTest : public ::testing::TestWithParam<ExportCase> {};
+
+TEST_P(TrainRecipeExportTest, ExportRefusesTheOptionNamingIt) {
+    TempDirectory directory(std::string("mixgpt_recipe_export_") + GetParam().name);
+    TrainOptions options = tiny_llama_train_options(directory.file("run"));
+    GetParam().apply(options.model);
+    options.steps = 1;
+    options.warmup_steps = 0;
+    run_training(options);
+    interop::ExportOptions exporting;
+    exporting.source = options.output_dir;
+    exporting.output = directory.file("hf");
+    const std::string message = error_of([&] { interop::export_hf(exporting); });
+    EXPECT_NE(message.find(GetParam().message), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_FALSE(std::filesystem::exists(exporting.output));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Options, TrainRecipeExportTest,
+    ::testing::Values(
+        ExportCase{"relu2", [](ModelOptions& model) { model.mlp = "relu2"; },
+                   ": --mlp relu2: the Hugging Face class mixgpt exports for --arch llama has a "
+                   "swiglu MLP: export refuses"},
+        ExportCase{"no_norm_weights", [](ModelOptions& model) { model.norm_weights = "false"; },
+                   ": --norm-weights false: the checkpoint has no norm weights, "
+                   "and export writes only the tensors it has: export refuses"},
+        ExportCase{"embedding_norm", [](ModelOptions& model) { model.embedding_norm = true; },
+                   ": --embedding-norm: neither GPT2LMHeadModel nor "
+                   "LlamaForCausalLM normalises the embeddings: export refuses"}),
+    [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
+
+// --zero-init changes how training starts, not the model: its run exports (the function is one a
+// Hugging Face class computes), and training moves the zeroed tensors off zero.
+TEST(TrainZeroInitTest, ZeroedTensorsTrainAndTheRunExports) {
+    TempDirectory directory("mixgpt_recipe_zero_init");
+    TrainOptions options = tiny_llama_train_options(directory.file("run"));
+    options.model.zero_init = "proj,head";
+    options.steps = 2;
+    const TrainResult result = run_training(options);
+    const Checkpoint trained = read_checkpoint(result.last_checkpoint);
+    const ParameterLayout layout(trained.config);
+    for (const ParameterView& view : layout.views())
+        if (view.role == Role::attention_output_weight || view.role == Role::mlp_output_weight ||
+            view.role == Role::output_head) {
+            const auto begin = trained.parameters.begin() + view.offset;
+            EXPECT_TRUE(std::any_of(begin, begin + view.numel, [](float v) { return v != 0.f; }))
+                << view.name;
+        }
+    interop::ExportOptions exporting;
+    exporting.source = options.output_dir;
+    exporting.output = directory.file("hf");
+    EXPECT_NO_THROW(interop::export_hf(exporting));
+    EXPECT_TRUE(std::filesystem::exists(exporting.output + "/model.safetensors"));
+}
+
+}  // namespace
+}  // namespace mixgpt

@@ -107,7 +107,7 @@ TEST_F(GpuBackend, BadArgumentsAreRefusedWithTheOpNamed) {
             EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
         }
     };
-    expect_error([&] { gpu->layernorm_forward(x, stats, stats, x, w7, w7); }, "layernorm_forward: out");
+    expect_error([&] { gpu->layernorm_forward(x, stats, stats, x, w7, w7); }, "layernorm_forward: weight");
     expect_error([&] { gpu->layernorm_forward(x, stats3, stats, x, w8, w8); }, "layernorm_forward: mean");
     expect_error([&] { gpu->gelu_forward(x, fp32x); }, "gelu_forward: inp");
     expect_error(

@@ -2,6 +2,7 @@
 // fused into the cuBLASLt epilogue. Element-wise, 16-byte accesses when aligned.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/op_checks.h"
 
 namespace mixgpt::cuda {
@@ -48,27 +49,6 @@ __global__ void gelu_backward_kernel(T* dinp, const T* dout, const T* pre_gelu, 
     store_floats<N>(dinp + i, dy);
 }
 
-template <typename T>
-void launch_gelu_forward(cudaStream_t stream, T* out, const T* inp, int64_t n) {
-    constexpr int N = kPack16<T>;
-    if (n % N == 0 && all_aligned_16({out, inp}))
-        launch_kernel(gelu_forward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, out, inp,
-                      n);
-    else
-        launch_kernel(gelu_forward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, out, inp, n);
-}
-
-template <typename T>
-void launch_gelu_backward(cudaStream_t stream, T* dinp, const T* dout, const T* pre_gelu, int64_t n) {
-    constexpr int N = kPack16<T>;
-    if (n % N == 0 && all_aligned_16({dinp, dout, pre_gelu}))
-        launch_kernel(gelu_backward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, dinp,
-                      dout, pre_gelu, n);
-    else
-        launch_kernel(gelu_backward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, dinp, dout,
-                      pre_gelu, n);
-}
-
 }  // namespace
 
 void CudaBackend::gelu_forward(TensorView out, TensorView inp) {
@@ -79,7 +59,9 @@ void CudaBackend::gelu_forward(TensorView out, TensorView inp) {
     if (out.numel() == 0) return;
     dispatch_dtype(out.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_gelu_forward<T>(stream_, out.as<T>(), inp.as<const T>(), out.numel());
+        launch_elementwise(gelu_forward_kernel<T, kPack16<T>>, gelu_forward_kernel<T, 1>, kPack16<T>,
+                           out.numel(), {out.data, inp.data}, kThreads, stream_, out.as<T>(),
+                           inp.as<const T>(), out.numel());
     });
 }
 
@@ -92,8 +74,9 @@ void CudaBackend::gelu_backward(TensorView dinp, TensorView dout, TensorView pre
     if (dinp.numel() == 0) return;
     dispatch_dtype(dinp.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_gelu_backward<T>(stream_, dinp.as<T>(), dout.as<const T>(), pre_gelu.as<const T>(),
-                                dinp.numel());
+        launch_elementwise(gelu_backward_kernel<T, kPack16<T>>, gelu_backward_kernel<T, 1>, kPack16<T>,
+                           dinp.numel(), {dinp.data, dout.data, pre_gelu.data}, kThreads, stream_,
+                           dinp.as<T>(), dout.as<const T>(), pre_gelu.as<const T>(), dinp.numel());
     });
 }
 

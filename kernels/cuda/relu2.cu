@@ -2,6 +2,7 @@
 // accesses when aligned.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/elementwise_launch.cuh"
 #include "kernels/cuda/op_checks.h"
 
 namespace mixgpt::cuda {
@@ -42,27 +43,6 @@ __global__ void relu2_backward_kernel(T* dinp, const T* dout, const T* inp, int6
     store_floats<N>(dinp + i, dy);
 }
 
-template <typename T>
-void launch_relu2_forward(cudaStream_t stream, T* out, const T* inp, int64_t n) {
-    constexpr int N = kPack16<T>;
-    if (n % N == 0 && all_aligned_16({out, inp}))
-        launch_kernel(relu2_forward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, out, inp,
-                      n);
-    else
-        launch_kernel(relu2_forward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, out, inp, n);
-}
-
-template <typename T>
-void launch_relu2_backward(cudaStream_t stream, T* dinp, const T* dout, const T* inp, int64_t n) {
-    constexpr int N = kPack16<T>;
-    if (n % N == 0 && all_aligned_16({dinp, dout, inp}))
-        launch_kernel(relu2_backward_kernel<T, N>, blocks_for(n / N, kThreads), kThreads, 0, stream, dinp,
-                      dout, inp, n);
-    else
-        launch_kernel(relu2_backward_kernel<T, 1>, blocks_for(n, kThreads), kThreads, 0, stream, dinp, dout,
-                      inp, n);
-}
-
 }  // namespace
 
 void CudaBackend::relu2_forward(TensorView out, TensorView inp) {
@@ -73,7 +53,9 @@ void CudaBackend::relu2_forward(TensorView out, TensorView inp) {
     if (out.numel() == 0) return;
     dispatch_dtype(out.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_relu2_forward<T>(stream_, out.as<T>(), inp.as<const T>(), out.numel());
+        launch_elementwise(relu2_forward_kernel<T, kPack16<T>>, relu2_forward_kernel<T, 1>, kPack16<T>,
+                           out.numel(), {out.data, inp.data}, kThreads, stream_, out.as<T>(),
+                           inp.as<const T>(), out.numel());
     });
 }
 
@@ -86,7 +68,9 @@ void CudaBackend::relu2_backward(TensorView dinp, TensorView dout, TensorView in
     if (dinp.numel() == 0) return;
     dispatch_dtype(dinp.dtype, [&](auto tag) {
         using T = decltype(tag);
-        launch_relu2_backward<T>(stream_, dinp.as<T>(), dout.as<const T>(), inp.as<const T>(), dinp.numel());
+        launch_elementwise(relu2_backward_kernel<T, kPack16<T>>, relu2_backward_kernel<T, 1>, kPack16<T>,
+                           dinp.numel(), {dinp.data, dout.data, inp.data}, kThreads, stream_, dinp.as<T>(),
+                           dout.as<const T>(), inp.as<const T>(), dinp.numel());
     });
 }
 

@@ -70,6 +70,26 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
         .add_flag("--embedding-norm", options.embedding_norm,
                   "a norm of the family's kind right after the embeddings (nanochat); recorded in checkpoints")
         ->group(group);
+    command
+        .add_flag("--qk-norm", options.qk_norm,
+                  "RMS-normalise each query and key head before attention and RoPE (parameter-free; epsilon "
+                  "--rms-norm-eps, 1e-5 under gpt2; the speedrun's, nanochat's, Qwen3's); recorded in checkpoints")
+        ->group(group);
+    command
+        .add_option("--init", options.init,
+                    "how the weights start: gpt2 (default; N(0, 0.02), residual projections 0.02/sqrt(2L)) or fan-in "
+                    "(nanochat's: each matrix N(0, 1/in * min(1, out/in)), embeddings N(0, 1); needs "
+                    "--tie-embeddings false); recorded in checkpoints")
+        ->check(CLI::IsMember({"gpt2", "fan-in"}))
+        ->group(group);
+    command
+        .add_option("--recipe", options.recipe,
+                    "nanochat: --arch llama --tie-embeddings false --mlp relu2 --norm-weights false "
+                    "--embedding-norm --qk-norm --logit-softcap 15 --zero-init proj,head --init fan-in; an option "
+                    "given beside it with a value wins")
+        ->check(CLI::IsMember({"nanochat"}))
+        ->excludes("--arch")
+        ->group(group);
 }
 
 }  // namespace mixgpt::cli

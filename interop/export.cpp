@@ -69,6 +69,12 @@ void refuse_options_without_a_class(const GPTConfig& config, const std::string& 
                    format("%s: --embedding-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises the "
                           "embeddings: export refuses",
                           path.c_str()));
+    // Qwen3's q_norm/k_norm would compute it, with weights of ones, but export writes the
+    // checkpoint's tensors alone (below) and its Qwen3 class is not written yet (interop/README.md).
+    MIXGPT_REQUIRE(!config.qk_norm,
+                   format("%s: --qk-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises queries and "
+                          "keys: export refuses",
+                          path.c_str()));
     // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
     // the same function, but export writes the checkpoint's tensors alone (interop/README.md).
     MIXGPT_REQUIRE(config.norm_weights,

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/log.h"
@@ -44,20 +45,20 @@ std::string evaluation_line(const std::string& run_directory, int64_t step) {
 // The `mixgpt train` command line equivalent to the recorded options.
 std::string training_command(const Checkpoint& checkpoint) {
     std::string command = "mixgpt train";
+    // The recorded switches: present as "true" when given (options without a value).
+    static const std::set<std::string> kSwitches = {"stochastic_rounding", "embedding_norm", "qk_norm",
+                                                    "zero_optimizer"};
     for (const auto& [name, value] : checkpoint.options) {
         if (value.empty()) continue;
-        if (name == "stochastic_rounding") {
-            if (value == "true") command += " --stochastic-rounding";
-        } else if (name == "embedding_norm") {
-            if (value == "true") command += " --embedding-norm";
-        } else if (name == "zero_optimizer") {
-            if (value == "true") command += " --zero";
+        std::string flag = name;
+        for (char& c : flag)
+            if (c == '_') c = '-';
+        if (name == "zero_optimizer") flag = "zero";
+        if (kSwitches.count(name) != 0) {
+            if (value == "true") command += " --" + flag;
         } else if (name == "overlap_comm") {
             if (value == "false") command += " --no-overlap-comm";
         } else {
-            std::string flag = name;
-            for (char& c : flag)
-                if (c == '_') c = '-';
             command += " --" + flag + " " + value;
         }
     }

@@ -15,7 +15,8 @@ constexpr size_t kAlignment = 64;
 const char* activation_name(Activation activation) {
     static const char* const kNames[kActivationCount] = {
         "residual",        "attention_norm", "attention_norm_mean", "attention_norm_rstd", "qkv",
-        "attention",       "lse",            "attention_residual",  "mlp_norm",            "mlp_norm_mean",
+        "attention",       "lse",            "qk_norm_rstd",        "attention_residual",  "mlp_norm",
+        "mlp_norm_mean",
         "mlp_norm_rstd",   "mlp_input",      "mlp_hidden",          "final_norm",          "final_norm_mean",
         "final_norm_rstd", "logits",         "losses",              "z_losses",            "branch",
         "grad_residual",   "grad_narrow",    "grad_wide",           "grad_hidden",         "embedding",
@@ -45,6 +46,7 @@ ActivationLayout::ActivationLayout(const GPTConfig& config, int batch_size, int 
     add(Activation::qkv, act, kept, N * Q);
     add(Activation::attention, act, kept, N * C);
     add(Activation::lse, DType::f32, kept, N * config.n_head);
+    add(Activation::qk_norm_rstd, DType::f32, config.qk_norm ? kept : 0, N * (config.n_head + config.kv_heads()));
     add(Activation::attention_residual, act, kept, N * C);
     add(Activation::mlp_norm, act, kept_unless_recomputed, N * C);
     add(Activation::mlp_norm_mean, DType::f32, has_mean ? kept : 0, N);

@@ -12,6 +12,7 @@
 //   qkv                        (N, Q)        L / L / 1
 //   attention                  (N, C)        L / L / 1
 //   lse                        (B, H, T) f32 L / L / 1
+//   qk_norm_rstd               (N, H+Hkv) f32 L / L / 1   (--qk-norm only; qkv holds the normalised heads)
 //   attention_residual         (N, C)        L / L / 1   (x_l + attention branch)
 //   mlp_norm                   (N, C)        L / 1 / 1
 //   mlp_norm_mean, _rstd       (N) f32       L / L / 1   (mean: LayerNorm only)
@@ -43,6 +44,7 @@ enum class Activation {
     qkv,
     attention,
     lse,
+    qk_norm_rstd,
     attention_residual,
     mlp_norm,
     mlp_norm_mean,

@@ -170,6 +170,12 @@ void write_family_settings(h5::File& file, const GPTConfig& config) {
             case Setting::embedding_norm:
                 file.set_attribute("/", name, int64_t{config.embedding_norm ? 1 : 0});
                 break;
+            case Setting::qk_norm:
+                file.set_attribute("/", name, int64_t{config.qk_norm ? 1 : 0});
+                break;
+            case Setting::init:
+                file.set_attribute("/", name, std::string(init_scheme_name(config.init)));
+                break;
         }
     }
 }
@@ -256,7 +262,8 @@ SpikeGuardState read_spike_guard(const h5::File& file) {
 // The family (a checkpoint without `arch` is GPT-2's: written before families existed) and the
 // settings it reads; every setting the family reads must be there, except logit_softcap (absent:
 // off, as every model was before it existed), mlp (absent: the family's own), norm_weights
-// (absent: with weights), zero_init (absent: none) and embedding_norm (absent: none).
+// (absent: with weights), zero_init (absent: none), embedding_norm and qk_norm (absent: none) and
+// init (absent: gpt2).
 void read_family(const h5::File& file, GPTConfig& config) {
     config.arch = file.has_attribute("/", "arch") ? parse_arch(file.attribute_string("/", "arch")) : Arch::gpt2;
     for (Setting setting : config.family().settings) {
@@ -301,6 +308,12 @@ void read_family(const h5::File& file, GPTConfig& config) {
                 break;
             case Setting::embedding_norm:  // absent in checkpoints from before the option: none
                 if (file.has_attribute("/", name)) config.embedding_norm = file.attribute_int("/", name) != 0;
+                break;
+            case Setting::qk_norm:  // absent in checkpoints from before the option: none
+                if (file.has_attribute("/", name)) config.qk_norm = file.attribute_int("/", name) != 0;
+                break;
+            case Setting::init:  // absent in checkpoints from before the option: gpt2
+                if (file.has_attribute("/", name)) config.init = parse_init_scheme(file.attribute_string("/", name));
                 break;
         }
     }
@@ -446,17 +459,20 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
     MIXGPT_REQUIRE(saved.mlp_kind() == config.mlp_kind(),
                    format("%s: refusing checkpoint: mlp is %s there, %s in this run (--mlp)", checkpoint_path.c_str(),
                           mlp_name(saved.mlp_kind()), mlp_name(config.mlp_kind())));
-    MIXGPT_REQUIRE(saved.norm_weights == config.norm_weights,
-                   format("%s: refusing checkpoint: norm_weights is %s there, %s in this run (--norm-weights)",
-                          checkpoint_path.c_str(), saved.norm_weights ? "true" : "false",
-                          config.norm_weights ? "true" : "false"));
+    const auto require_same_switch = [&](const char* field, const char* option, bool stored, bool wanted) {
+        MIXGPT_REQUIRE(stored == wanted, format("%s: refusing checkpoint: %s is %s there, %s in this run (%s)",
+                                                checkpoint_path.c_str(), field, stored ? "true" : "false",
+                                                wanted ? "true" : "false", option));
+    };
+    require_same_switch("norm_weights", "--norm-weights", saved.norm_weights, config.norm_weights);
     MIXGPT_REQUIRE(saved.zero_init_name() == config.zero_init_name(),
                    format("%s: refusing checkpoint: zero_init is %s there, %s in this run (--zero-init)",
                           checkpoint_path.c_str(), saved.zero_init_name().c_str(), config.zero_init_name().c_str()));
-    MIXGPT_REQUIRE(saved.embedding_norm == config.embedding_norm,
-                   format("%s: refusing checkpoint: embedding_norm is %s there, %s in this run (--embedding-norm)",
-                          checkpoint_path.c_str(), saved.embedding_norm ? "true" : "false",
-                          config.embedding_norm ? "true" : "false"));
+    require_same_switch("embedding_norm", "--embedding-norm", saved.embedding_norm, config.embedding_norm);
+    require_same_switch("qk_norm", "--qk-norm", saved.qk_norm, config.qk_norm);
+    MIXGPT_REQUIRE(saved.init == config.init,
+                   format("%s: refusing checkpoint: init is %s there, %s in this run (--init)", checkpoint_path.c_str(),
+                          init_scheme_name(saved.init), init_scheme_name(config.init)));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

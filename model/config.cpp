@@ -109,6 +109,9 @@ void GPTConfig::validate() const {
     MIXGPT_REQUIRE(!zero_init_head || !tie_embeddings,
                    "model config: zero_init head needs an output head of its own (tie_embeddings false): the tied "
                    "head is the token embedding, which would start at zero");
+    MIXGPT_REQUIRE(init != InitScheme::fan_in || !tie_embeddings,
+                   "model config: init fan-in needs an output head of its own (tie_embeddings false): it starts the "
+                   "token embedding at N(0, 1), which a tied head would turn into logits of scale sqrt(n_embd)");
     MIXGPT_REQUIRE(std::isfinite(logit_softcap) && logit_softcap >= 0,
                    format("model config: logit_softcap is %g, expected a positive number or 0 (off)",
                           static_cast<double>(logit_softcap)));

@@ -39,6 +39,14 @@ struct GPTConfig {
     // A norm of the family's kind right after the embeddings (after adding learned positions),
     // whose output is the first block's input (nanochat) [false]. Read by every family.
     bool embedding_norm = false;
+    // Each query and key head RMS-normalised (parameter-free, epsilon norm_epsilon) before attention
+    // and RoPE (the speedrun's, nanochat's and Qwen3's QK-norm) [false]. Read by every family.
+    bool qk_norm = false;
+    // How the matrices and embeddings start (--init): gpt2 (N(0, 0.02), the residual projections
+    // 0.02 / sqrt(2 L)) or fan_in (nanochat's: each weight matrix (out, in), q, k, v and SwiGLU's gate
+    // and up taken apart, N(0, 1/in · min(1, out/in)); the embeddings N(0, 1), with an untied head
+    // only); --zero-init applies after either [gpt2]. Read by every family.
+    InitScheme init = InitScheme::gpt2;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }

@@ -59,6 +59,10 @@ const char* setting_name(Setting setting) {
             return "zero_init";
         case Setting::embedding_norm:
             return "embedding_norm";
+        case Setting::qk_norm:
+            return "qk_norm";
+        case Setting::init:
+            return "init";
     }
     return "unknown";
 }
@@ -79,6 +83,14 @@ MlpKind parse_mlp(const std::string& name) {
     for (MlpKind mlp : {MlpKind::gelu, MlpKind::swiglu, MlpKind::relu2})
         if (name == mlp_name(mlp)) return mlp;
     throw Error("unknown MLP '" + name + "' (expected gelu, swiglu or relu2)");
+}
+
+const char* init_scheme_name(InitScheme scheme) { return scheme == InitScheme::fan_in ? "fan-in" : "gpt2"; }
+
+InitScheme parse_init_scheme(const std::string& name) {
+    for (InitScheme scheme : {InitScheme::gpt2, InitScheme::fan_in})
+        if (name == init_scheme_name(scheme)) return scheme;
+    throw Error("unknown init '" + name + "' (expected gpt2 or fan-in)");
 }
 
 int default_mlp_hidden(const Family& family, MlpKind mlp, int n_embd, double multiplier) {
@@ -123,8 +135,10 @@ void check_family(const Family& family) {
     MIXGPT_REQUIRE(family.mlp != MlpKind::gelu || block_has(Role::mlp_input_bias),
                    where + "the GELU MLP's product needs its bias (the fused epilogue adds one)");
     MIXGPT_REQUIRE(reads_setting(family, Setting::mlp) && reads_setting(family, Setting::norm_weights) &&
-                       reads_setting(family, Setting::zero_init) && reads_setting(family, Setting::embedding_norm),
-                   where + "every family reads the mlp, norm_weights, zero_init and embedding_norm settings");
+                       reads_setting(family, Setting::zero_init) && reads_setting(family, Setting::embedding_norm) &&
+                       reads_setting(family, Setting::qk_norm) && reads_setting(family, Setting::init),
+                   where + "every family reads the mlp, norm_weights, zero_init, embedding_norm, qk_norm and init "
+                           "settings");
     for (const auto* list : {&family.model_tensors, &family.block_tensors})
         for (const TensorSpec& spec : *list) {
             const bool norm = spec.role == Role::final_norm_weight || spec.role == Role::final_norm_bias ||

@@ -83,6 +83,12 @@ enum class Init {
                       // (zeros under GPTConfig::zero_init_projections)
 };
 
+// How a model's tensors start (GPTConfig::init, --init): the family's Init kinds as GPT-2 sizes them,
+// or nanochat's fan-in rule for the matrices and N(0, 1) embeddings (model/parameter_init.cpp).
+enum class InitScheme { gpt2, fan_in };
+const char* init_scheme_name(InitScheme scheme);           // "gpt2", "fan-in"
+InitScheme parse_init_scheme(const std::string& name);     // throws Error naming the schemes
+
 enum class Presence {
     always,
     untied_head,  // only when GPTConfig::tie_embeddings is false
@@ -102,9 +108,9 @@ struct TensorSpec {
 
 // The GPTConfig fields beyond the shape (n_layer, n_head, n_embd, vocab, context) that a family
 // reads; a field it does not read must keep its neutral value (GPTConfig's comments).
-// logit_softcap, mlp, norm_weights, zero_init and embedding_norm are read by every family (a
-// checkpoint written before one existed reads as off, as the family's own MLP, with norm weights,
-// as no zero-init, and without an embedding norm).
+// logit_softcap, mlp, norm_weights, zero_init, embedding_norm, qk_norm and init are read by every
+// family (a checkpoint written before one existed reads as off, as the family's own MLP, with norm
+// weights, as no zero-init, without an embedding norm, without QK-norm and as gpt2's init).
 enum class Setting {
     n_kv_head,
     ffn_hidden,
@@ -116,6 +122,8 @@ enum class Setting {
     norm_weights,
     zero_init,
     embedding_norm,
+    qk_norm,
+    init,
 };
 
 struct Family {

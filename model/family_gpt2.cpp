@@ -54,7 +54,7 @@ const Family& gpt2_family() {
             {Role::mlp_output_bias, "mlp.c_proj.bias", Dim::embd, Dim::none, Init::zeros, false},
         },
         {Setting::logit_softcap, Setting::mlp, Setting::norm_weights, Setting::zero_init,
-         Setting::embedding_norm},
+         Setting::embedding_norm, Setting::qk_norm, Setting::init},
         four_times_width,
     };
     return family;

@@ -58,7 +58,7 @@ const Family& llama_family() {
         },
         {Setting::n_kv_head, Setting::ffn_hidden, Setting::norm_epsilon, Setting::rope_theta,
          Setting::tie_embeddings, Setting::logit_softcap, Setting::mlp, Setting::norm_weights,
-         Setting::zero_init, Setting::embedding_norm},
+         Setting::zero_init, Setting::embedding_norm, Setting::qk_norm, Setting::init},
         llama_ffn_hidden,
     };
     return family;

@@ -160,6 +160,8 @@ GPT::BlockActivations GPT::block_activations(int layer, int64_t b, int64_t t) co
     a.qkv = activation(Activation::qkv, layer, {b, t, config_.size_of(Dim::qkv)});
     a.attention = activation(Activation::attention, layer, {b, t, C});
     a.lse = activation(Activation::lse, layer, {b, config_.n_head, t});
+    if (config_.qk_norm)
+        a.qk_norm_rstd = activation(Activation::qk_norm_rstd, layer, {b, t, config_.n_head + config_.kv_heads()});
     a.attention_residual = activation(Activation::attention_residual, layer, {N, C});
     a.mlp_norm = norm_views(Activation::mlp_norm, Activation::mlp_norm_mean, Activation::mlp_norm_rstd, layer);
     a.mlp_input = activation(Activation::mlp_input, layer, {N, config_.size_of(Dim::mlp_input)});

@@ -105,6 +105,7 @@ private:
         TensorView qkv;             // (b, t, Q)
         TensorView attention;       // (b, t, C)
         TensorView lse;             // (b, H, t)
+        TensorView qk_norm_rstd;    // (b, t, H + Hkv) under --qk-norm, else invalid
         TensorView attention_residual;  // (N, C) x_l + attention branch
         NormViews mlp_norm;         // (N, C), (N), (N)
         TensorView mlp_input;       // (N, M) before the MLP's activation

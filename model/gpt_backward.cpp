@@ -108,6 +108,9 @@ void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_
     linear_backward_input(layer, LinearRole::attention_output, dnarrow, dresidual, w(Role::attention_output_weight));
     backend_.attention_backward(TensorView(dqkv.data, act_, {b, t, Q}), TensorView(dnarrow.data, act_, {b, t, C}),
                                 a.qkv, a.lse, attention_params());
+    if (config_.qk_norm)
+        backend_.qk_norm_backward(TensorView(dqkv.data, act_, {b, t, Q}), a.qkv, a.qk_norm_rstd, config_.n_head,
+                                  config_.kv_heads());
     if (recompute_ == Recompute::selective)
         norm_forward(a.attention_norm, a.residual_in, w(Role::attention_norm_weight), w(Role::attention_norm_bias));
     linear_backward_weight(layer, LinearRole::qkv, g(Role::qkv_weight), g(Role::qkv_bias), dqkv, a.attention_norm.out);

@@ -70,6 +70,8 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
     const TensorView attention_rows(a.attention.data, act_, {N, C});     // (N, C)
     const TensorView branch = activation(Activation::branch, 0, {N, C});  // (N, C)
     linear_forward(layer, LinearRole::qkv, qkv_rows, a.attention_norm.out, w(Role::qkv_weight), w(Role::qkv_bias));
+    if (config_.qk_norm)
+        backend_.qk_norm_forward(a.qkv, a.qk_norm_rstd, config_.n_head, config_.kv_heads(), config_.norm_epsilon);
     if (cache_position < 0) {
         backend_.attention_forward(a.attention, a.lse, a.qkv, attention_params());
     } else {

@@ -17,7 +17,30 @@ void require_read(const Family& family, Setting setting, bool given, const char*
 
 }  // namespace
 
-GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len) {
+ModelOptions with_recipe(const ModelOptions& options) {
+    if (options.recipe.empty()) return options;
+    MIXGPT_REQUIRE(options.recipe == "nanochat", "recipe: '" + options.recipe + "' is not one of nanochat");
+    // nanochat's model (and the speedrun's): rotary positions, no biases, an untied head; QK-norm,
+    // ReLU², parameter-free RMSNorm, a norm after the embeddings, logits capped at 15, the output
+    // projections and head starting at zero and the rest by the fan-in rule.
+    ModelOptions filled = options;
+    filled.arch = "llama";
+    const auto fill = [](std::string& value, const char* recipe_value) {
+        if (value.empty()) value = recipe_value;
+    };
+    fill(filled.tie_embeddings, "false");
+    fill(filled.mlp, "relu2");
+    fill(filled.norm_weights, "false");
+    fill(filled.zero_init, "proj,head");
+    fill(filled.init, "fan-in");
+    if (filled.logit_softcap == 0) filled.logit_softcap = 15;
+    filled.embedding_norm = true;
+    filled.qk_norm = true;
+    return filled;
+}
+
+GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len) {
+    const ModelOptions options = with_recipe(given);
     GPTConfig config = GPTConfig::preset(options.preset, vocab_size, seq_len, parse_arch(options.arch));
     if (options.n_layer > 0) config.n_layer = options.n_layer;
     if (options.n_head > 0) config.n_head = options.n_head;
@@ -72,6 +95,8 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     config.logit_softcap = static_cast<float>(options.logit_softcap);
     config.norm_weights = options.norm_weights != "false";
     config.embedding_norm = options.embedding_norm;
+    config.qk_norm = options.qk_norm;
+    if (!options.init.empty()) config.init = parse_init_scheme(options.init);
     if (!options.zero_init.empty() && options.zero_init != "none") {
         std::stringstream names(options.zero_init);
         for (std::string name; std::getline(names, name, ',');) {
@@ -88,7 +113,9 @@ GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len)
     return config;
 }
 
-std::vector<std::pair<std::string, std::string>> describe_model_options(const ModelOptions& options) {
+std::vector<std::pair<std::string, std::string>> describe_model_options(const ModelOptions& options_given) {
+    // The recipe as the options it stands for, so that a command rebuilt from them is the same model.
+    const ModelOptions options = with_recipe(options_given);
     const auto integer = [](int value) { return std::to_string(value); };
     // The family settings: "" when not given (the family's default), so that a rebuilt command line
     // (interop/model_card.cpp) leaves them out.
@@ -110,6 +137,8 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"norm_weights", options.norm_weights},
         {"zero_init", options.zero_init},
         {"embedding_norm", options.embedding_norm ? "true" : ""},
+        {"qk_norm", options.qk_norm ? "true" : ""},
+        {"init", options.init},
     };
 }
 

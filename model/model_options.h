@@ -29,13 +29,23 @@ struct ModelOptions {
     std::string norm_weights;    // every family: "true" | "false" (parameter-free norms); default: true
     std::string zero_init;       // every family: "proj", "head" or "proj,head" start at zero; "" or "none": neither
     bool embedding_norm = false;  // every family: a norm right after the embeddings
+    bool qk_norm = false;         // every family: RMS-normalised query and key heads
+    std::string init;             // every family: gpt2 | fan-in; "": gpt2
+    // A named set of the options above (kRecipes in model_options.cpp): "nanochat", or "" for none.
+    // It sets the family and every option left at its "not given" value; values given beside it win.
+    std::string recipe;
 };
 
-// The configuration of a model with these options, the dataset's vocabulary and context T;
+// The options with the recipe's values filled in (unchanged without one); throws Error naming an
+// unknown recipe.
+ModelOptions with_recipe(const ModelOptions& options);
+
+// The configuration of a model with these options (the recipe's filled in), the dataset's vocabulary and context T;
 // throws Error naming the option at fault (an option the family does not read, a bad value).
 GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len);
 
-// The options as (name, value) text pairs (recorded in checkpoints with the training options).
+// The options as (name, value) text pairs (recorded in checkpoints with the training options), a
+// recipe as the options it fills in.
 std::vector<std::pair<std::string, std::string>> describe_model_options(const ModelOptions& options);
 
 }  // namespace mixgpt

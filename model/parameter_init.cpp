@@ -22,11 +22,39 @@ double normal(uint64_t stream, int64_t index) {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
+// Rows of a weight matrix and the std they start with: one block for most, the q, k and v heads of
+// the packed QKV product and SwiGLU's gate and up apart (the separate matrices nanochat has).
+struct RowBlock {
+    int64_t rows;
+    double std;
+};
+
+// nanochat's fan-in rule for a matrix (out, in): N(0, 1/in · min(1, out/in)).
+double fan_in_std(int64_t out, int64_t in) {
+    return 1.0 / std::sqrt(static_cast<double>(in)) *
+           std::min(1.0, std::sqrt(static_cast<double>(out) / static_cast<double>(in)));
+}
+
+std::vector<RowBlock> row_blocks(const GPTConfig& config, const ParameterView& view, Init init) {
+    constexpr double kStd = 0.02;
+    const int64_t rows = view.shape[0];
+    if (config.init == InitScheme::gpt2)
+        return {{rows, init == Init::residual_normal ? kStd / std::sqrt(2.0 * config.n_layer) : kStd}};
+    if (view.role == Role::token_embedding || view.role == Role::position_embedding) return {{rows, 1.0}};
+    const int64_t in = view.shape.size() > 1 ? view.shape[1] : 1;
+    if (view.role == Role::qkv_weight) {
+        const int64_t q = int64_t{config.n_head} * config.head_dim();
+        const int64_t kv = int64_t{config.kv_heads()} * config.head_dim();
+        return {{q, fan_in_std(q, in)}, {kv, fan_in_std(kv, in)}, {kv, fan_in_std(kv, in)}};
+    }
+    if (view.role == Role::mlp_input_weight && config.mlp_kind() == MlpKind::swiglu)
+        return {{rows / 2, fan_in_std(rows / 2, in)}, {rows / 2, fan_in_std(rows / 2, in)}};
+    return {{rows, fan_in_std(view.role == Role::output_head ? config.vocab_size : rows, in)}};
+}
+
 }  // namespace
 
 std::vector<float> init_parameters(const GPTConfig& config, const ParameterLayout& layout, uint64_t seed) {
-    constexpr double kStd = 0.02;
-    const double residual_std = kStd / std::sqrt(2.0 * config.n_layer);
     std::vector<float> values(static_cast<size_t>(layout.total()));
     for (size_t tensor = 0; tensor < layout.views().size(); ++tensor) {
         const ParameterView& view = layout.views()[tensor];
@@ -36,11 +64,16 @@ std::vector<float> init_parameters(const GPTConfig& config, const ParameterLayou
             std::fill(out, out + view.numel, init == Init::ones ? 1.f : 0.f);
             continue;
         }
-        const double std = init == Init::residual_normal ? residual_std : kStd;
-        const int64_t count = view.real_rows * (view.numel / view.shape[0]);  // the padding rows stay zero
+        const int64_t columns = view.numel / view.shape[0];
+        const int64_t count = view.real_rows * columns;  // the padding rows stay zero
         const uint64_t stream = splitmix64(seed ^ splitmix64(0x5eed0000ull + tensor));
+        int64_t begin = 0;
+        for (const RowBlock& block : row_blocks(config, view, init)) {
+            const int64_t end = std::min(count, begin + block.rows * columns);
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(std * normal(stream, i));
+            for (int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(block.std * normal(stream, i));
+            begin = end;
+        }
     }
     return values;
 }

@@ -48,6 +48,7 @@ rules=(
   'rmsnorm_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[248]E;load16 store16;16-byte RMSNorm accesses'
   'swiglu_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[48]E;load16 store16;16-byte SwiGLU accesses'
   'relu2_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[48]E;load16 store16;16-byte ReLU² accesses'
+  'qk_norm_(forward|backward)_kernelI(f|6__half|13__nv_bfloat16)Li[48]E;load16 store16;16-byte QK-norm accesses'
   'classifier_kernelI(f|6__half|13__nv_bfloat16)Li[48]ELb1E;load16 store16;16-byte classifier accesses'
   'adamw_kernelI(f|6__half|13__nv_bfloat16)Li4E;load16 store16;16-byte AdamW accesses'
   'fp8_quantize_kernel;cvt_fp8;FP8 conversion instructions'

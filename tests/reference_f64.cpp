@@ -229,6 +229,40 @@ F64Vector f64_relu2_backward(const F64Vector& dout, const F64Vector& inp) {
     return dinp;
 }
 
+F64QkNormForward f64_qk_norm_forward(const F64Vector& qkv, int N, int H, int Hkv, int hd, double epsilon) {
+    const int64_t width = int64_t{H + 2 * Hkv} * hd, heads = H + Hkv;
+    F64QkNormForward result{qkv, F64Vector(index(N * heads))};
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < heads; ++h) {
+            double* x = result.qkv.data() + n * width + h * hd;
+            double squares = 0.0;
+            for (int i = 0; i < hd; ++i) squares += x[i] * x[i];
+            const double rstd = 1.0 / std::sqrt(squares / hd + epsilon);
+            for (int i = 0; i < hd; ++i) x[i] *= rstd;
+            result.rstd[index(n * heads + h)] = rstd;
+        }
+    return result;
+}
+
+F64Vector f64_qk_norm_backward(const F64Vector& dqkv, const F64Vector& qkv, int N, int H, int Hkv, int hd,
+                               double epsilon) {
+    const int64_t width = int64_t{H + 2 * Hkv} * hd, heads = H + Hkv;
+    const F64QkNormForward forward = f64_qk_norm_forward(qkv, N, H, Hkv, hd, epsilon);
+    F64Vector dinp = dqkv;
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < heads; ++h) {
+            const int64_t offset = n * width + h * hd;
+            const double* y = forward.qkv.data() + offset;
+            const double* dy = dqkv.data() + offset;
+            double mean_dy_y = 0.0;
+            for (int i = 0; i < hd; ++i) mean_dy_y += dy[i] * y[i];
+            mean_dy_y /= hd;
+            const double rstd = forward.rstd[index(n * heads + h)];
+            for (int i = 0; i < hd; ++i) dinp[index(offset + i)] = rstd * (dy[i] - y[i] * mean_dy_y);
+        }
+    return dinp;
+}
+
 F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F) {
     F64Vector out(index(int64_t{M} * F));
     for (int64_t m = 0; m < M; ++m)

@@ -106,6 +106,17 @@ F64Vector f64_swiglu_forward(const F64Vector& gate_up, int M, int F);
 // dgate_up (M,2F) from dout (M,F).
 F64Vector f64_swiglu_backward(const F64Vector& dout, const F64Vector& gate_up, int M, int F);
 
+// ---- QK-norm: each query and key head of every qkv row (N rows of (H+2·Hkv)·hd) RMS-normalised ----
+struct F64QkNormForward {
+    F64Vector qkv;   // (N, (H+2·Hkv)·hd): q and k heads x / sqrt(mean(x^2) + epsilon), v heads copied
+    F64Vector rstd;  // (N, H+Hkv)
+};
+F64QkNormForward f64_qk_norm_forward(const F64Vector& qkv, int N, int H, int Hkv, int hd, double epsilon);
+// d qkv before the norm from dqkv (N, (H+2·Hkv)·hd), the gradients of the normalised rows; qkv the
+// rows before the norm. Value columns pass through.
+F64Vector f64_qk_norm_backward(const F64Vector& dqkv, const F64Vector& qkv, int N, int H, int Hkv, int hd,
+                               double epsilon);
+
 // ---- causal multi-head attention, scale 1/sqrt(C / n_head) ----
 struct F64AttentionForward {
     F64Vector out;  // (B,T,C)

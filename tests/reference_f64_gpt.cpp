@@ -19,7 +19,8 @@ void add_into(F64Vector& into, const F64Vector& values) {
 struct BlockState {
     F64Vector x;           // (N, C) the block's input
     F64Vector norm1;       // (N, C)
-    F64Vector qkv;         // (N, Q)
+    F64Vector qkv_product; // (N, Q) the qkv product (before the QK-norm)
+    F64Vector qkv;         // (N, Q) attention's input
     F64Vector attention;   // (N, C)
     F64Vector x_mid;       // (N, C) x + the attention branch
     F64Vector norm2;       // (N, C)
@@ -119,9 +120,13 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         BlockState& s = blocks[static_cast<size_t>(l)];
         s.x = x;
         s.norm1 = norm_forward(x, Role::attention_norm_weight, l, N).out;
-        s.qkv = f64_matmul_forward(s.norm1, parameter(Role::qkv_weight, l), parameter(Role::qkv_bias, l), N, C, Q,
-                                   false)
-                    .out;
+        s.qkv_product = f64_matmul_forward(s.norm1, parameter(Role::qkv_weight, l), parameter(Role::qkv_bias, l), N,
+                                           C, Q, false)
+                            .out;
+        s.qkv = config_.qk_norm ? f64_qk_norm_forward(s.qkv_product, N, config_.n_head, config_.kv_heads(), hd,
+                                                      config_.norm_epsilon)
+                                      .qkv
+                                : s.qkv_product;
         s.attention = f64_attention_forward(s.qkv, B, T, hd, attention).out;
         s.x_mid = add(x, f64_matmul_forward(s.attention, parameter(Role::attention_output_weight, l),
                                             parameter(Role::attention_output_bias, l), N, C, C, false)
@@ -173,7 +178,10 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         weight_gradients(Role::attention_output_weight, Role::attention_output_bias, dx, s.attention, C, C);
         const F64Vector dattention =
             f64_matmul_backward_input(dx, parameter(Role::attention_output_weight, l), N, C, C);
-        const F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, attention);
+        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, attention);
+        if (config_.qk_norm)
+            dqkv = f64_qk_norm_backward(dqkv, s.qkv_product, N, config_.n_head, config_.kv_heads(), hd,
+                                        config_.norm_epsilon);
         weight_gradients(Role::qkv_weight, Role::qkv_bias, dqkv, s.norm1, C, Q);
         add_into(dx, norm_backward(gradients, f64_matmul_backward_input(dqkv, parameter(Role::qkv_weight, l), N, C, Q),
                                    s.x, Role::attention_norm_weight, l, N));

@@ -5,8 +5,9 @@
 //   llama  token embeddings, pre-RMSNorm blocks (RoPE and grouped-query attention, SwiGLU MLP),
 //          final RMSNorm, logits against the output head (or the tied embedding), no biases;
 // either family's MLP replaced by ReLU² under config.mlp (relu2: one product, relu(x)^2), and
-// every norm parameter-free without config.norm_weights (weight 1, bias 0), and a norm of the
-// embeddings under config.embedding_norm;
+// every norm parameter-free without config.norm_weights (weight 1, bias 0), a norm of the
+// embeddings under config.embedding_norm, and the query and key heads RMS-normalised before
+// attention under config.qk_norm;
 // then the per-position losses, of the logits capped under config.logit_softcap; the training pass
 // also takes a z-loss weight (the objective gains z_loss * logsumexp^2 per position). The model-level
 // reference of tests that score whole sequences (multiple-choice evaluation) and of the Llama family's parity

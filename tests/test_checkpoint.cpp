@@ -278,6 +278,43 @@ TEST_F(CheckpointTest, EmbeddingNormRoundTripsAndMismatchesAreRefused) {
     EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.embedding_norm);
 }
 
+// QK-norm likewise (no tensors of its own): the setting read back, a mismatch refused naming
+// --qk-norm; a checkpoint without the attribute has none.
+TEST_F(CheckpointTest, QkNormRoundTripsAndMismatchesAreRefused) {
+    GPTConfig normed = make_checkpoint(5).config;
+    normed.qk_norm = true;
+    const Checkpoint written = make_checkpoint(5, &normed);
+    write_checkpoint(path("qk.h5"), written);
+    const Checkpoint read = read_checkpoint(path("qk.h5"));
+    EXPECT_TRUE(read.config.qk_norm);
+    EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size());
+    EXPECT_EQ(
+        error_of(
+            [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+        "c.h5: refusing checkpoint: qk_norm is true there, false in this run (--qk-norm)");
+    write_checkpoint(path("plain.h5"), make_checkpoint(5));
+    remove_root_attribute(path("plain.h5"), "qk_norm");
+    EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.qk_norm);
+}
+
+// --init likewise: recorded, read back, a mismatch refused naming --init; absent reads as gpt2.
+TEST_F(CheckpointTest, InitSchemeRoundTripsAndMismatchesAreRefused) {
+    GPTConfig fan_in = make_checkpoint(5).config;
+    fan_in.arch = Arch::llama;
+    fan_in.tie_embeddings = false;
+    fan_in.init = InitScheme::fan_in;
+    const Checkpoint written = make_checkpoint(5, &fan_in);
+    write_checkpoint(path("fan_in.h5"), written);
+    const Checkpoint read = read_checkpoint(path("fan_in.h5"));
+    EXPECT_EQ(read.config.init, InitScheme::fan_in);
+    GPTConfig gpt2_init = fan_in;
+    gpt2_init.init = InitScheme::gpt2;
+    EXPECT_EQ(error_of([&] { require_compatible(read, "c.h5", gpt2_init, written.tokenizer_sha256); }),
+              "c.h5: refusing checkpoint: init is fan-in there, gpt2 in this run (--init)");
+    remove_root_attribute(path("fan_in.h5"), "init");
+    EXPECT_EQ(read_checkpoint(path("fan_in.h5")).config.init, InitScheme::gpt2);
+}
+
 TEST_F(CheckpointTest, RunDirectoryKeepsTheNewestAndSkipsInvalidOnes) {
     const std::string run = path("run");
     EXPECT_TRUE(list_checkpoints(run).empty());

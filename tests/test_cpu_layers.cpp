@@ -1,6 +1,6 @@
 // CPU backend ops against the float64 reference (tests/reference_f64.h): embedding,
 // LayerNorm and RMSNorm (plain and with residual), matmul (bias, GELU epilogue, both backward
-// forms), GELU, SwiGLU. fp32 results meet the FP32 criterion; bf16/fp16 results, computed
+// forms), GELU, SwiGLU, ReLU², QK-norm. fp32 results meet the FP32 criterion; bf16/fp16 results, computed
 // from inputs stored in that dtype, are within 2x the reference's own storage error.
 #include <gtest/gtest.h>
 
@@ -359,6 +359,32 @@ TEST_P(CpuLayers, Relu2ForwardAndBackward) {
     expect_close(dinp, ref, "dinp");
     backend->relu2_backward(dout.view(), dout.view(), inp.view());  // in place: dinp aliases dout
     EXPECT_EQ(dout.values(), dinp.values());
+}
+
+// QK-norm in place on packed qkv rows: 4 query and 2 key heads normalised, the 2 value heads
+// untouched bit for bit; the backward from the normalised heads against the float64 gradient of
+// the rows before the norm.
+TEST_P(CpuLayers, QkNormForwardAndBackward) {
+    const int B = 2, T = 3, H = 4, Hkv = 2, hd = 8, width = (H + 2 * Hkv) * hd, N = B * T;
+    const float epsilon = 1e-5f;
+    const HostTensor inp = act_tensor(test::random_normal(N * width, 64, 3.0), {B, T, width});
+    HostTensor qkv = act_tensor(inp.values(), {B, T, width}), rstd(DType::f32, {B, T, H + Hkv});
+    backend->qk_norm_forward(qkv.view(), rstd.view(), H, Hkv, epsilon);
+    const F64QkNormForward ref = f64_qk_norm_forward(inp.values(), N, H, Hkv, hd, epsilon);
+    expect_close(qkv, ref.qkv, "qkv");
+    expect_close(rstd, ref.rstd, "rstd");
+    for (int n = 0; n < N; ++n)
+        for (int i = (H + Hkv) * hd; i < width; ++i)
+            ASSERT_EQ(qkv.values()[n * width + i], inp.values()[n * width + i]) << "value column " << i;
+
+    HostTensor dqkv = act_tensor(test::random_normal(N * width, 65), {B, T, width});
+    const std::vector<double> dref = f64_qk_norm_backward(dqkv.values(), inp.values(), N, H, Hkv, hd, epsilon);
+    const std::vector<double> dvalues = dqkv.values();
+    backend->qk_norm_backward(dqkv.view(), qkv.view(), rstd.view(), H, Hkv);
+    expect_close(dqkv, dref, "dqkv");
+    for (int n = 0; n < N; ++n)
+        for (int i = (H + Hkv) * hd; i < width; ++i)
+            ASSERT_EQ(dqkv.values()[n * width + i], dvalues[n * width + i]) << "value gradient column " << i;
 }
 
 TEST_P(CpuLayers, ShapeMismatchesThrowNamingTheArgument) {

@@ -182,6 +182,17 @@ TEST(GradcheckF64, SwiGlu) {
         [&](const F64Vector& x) { return inner(w, f64_swiglu_forward(x, M, F)); }, gate_up, "dgate_up");
 }
 
+TEST(GradcheckF64, QkNorm) {
+    const int N = 3, H = 4, Hkv = 2, hd = 6;
+    const int width = (H + 2 * Hkv) * hd;
+    const F64Vector qkv = test::random_normal(N * width, 46, 2.0), w = test::random_normal(N * width, 47);
+    const double epsilon = 1e-5;
+    expect_gradient(
+        f64_qk_norm_backward(w, qkv, N, H, Hkv, hd, epsilon),
+        [&](const F64Vector& x) { return inner(w, f64_qk_norm_forward(x, N, H, Hkv, hd, epsilon).qkv); }, qkv,
+        "dqkv");
+}
+
 TEST(GradcheckF64, CausalAttention) {
     const int B = 2, T = 4, C = 8, H = 2;
     const F64Vector qkv = test::random_normal(B * T * 3 * C, 50, 1.5), w = test::random_normal(B * T * C, 51);

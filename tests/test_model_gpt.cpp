@@ -36,8 +36,8 @@ class ModelPrecisions : public ::testing::TestWithParam<Precision> {};
 // Both families: GPT-2 and the Llama-style one (RMSNorm, RoPE, GQA, SwiGLU, untied head); GPT-2
 // with its logits soft-capped at 2 (the classifier's in-place capped logits, and forward_cached's
 // logit_softcap op, are what the full forward and cached decoding compare); each family with the
-// ReLU² MLP (recomputed by relu2_forward under selective recomputation), parameter-free norms and
-// the embedding norm.
+// ReLU² MLP (recomputed by relu2_forward under selective recomputation), parameter-free norms,
+// the embedding norm and QK-norm (rerun by full recomputation on the stored qkv's product).
 std::vector<GPTConfig> family_configs() {
     GPTConfig capped = test::tiny_config();
     capped.logit_softcap = 2.f;
@@ -45,6 +45,7 @@ std::vector<GPTConfig> family_configs() {
     gpt2_relu2.mlp = llama_relu2.mlp = MlpKind::relu2;
     gpt2_relu2.norm_weights = llama_relu2.norm_weights = false;
     gpt2_relu2.embedding_norm = llama_relu2.embedding_norm = true;
+    gpt2_relu2.qk_norm = llama_relu2.qk_norm = true;
     return {test::tiny_config(), test::tiny_llama_config(), capped, gpt2_relu2, llama_relu2};
 }
 

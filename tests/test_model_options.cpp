@@ -1,6 +1,6 @@
 // The model-shape options (model/model_options.h): the Llama family's defaults (Llama's SwiGLU
 // width rule), settings refused for a family that does not read them, and the checkpoint refusing
-// another family or setting on resume.
+// another family or setting on resume; the nanochat recipe.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -55,6 +55,54 @@ TEST(ModelOptionsTest, BadSettingsAreRefusedNamingTheOption) {
     options = llama("d6");
     options.arch = "mamba";
     EXPECT_NE(error_of([&] { model_config(options, 300, 256); }).find("unknown architecture 'mamba'"),
+              std::string::npos);
+}
+
+// --recipe nanochat is the Llama family with every recipe option, as README lists them; an option
+// given beside it with a value wins; an unknown recipe is refused naming it; the recorded options
+// are the expansion (a command rebuilt from them builds the same model).
+TEST(ModelOptionsTest, NanochatRecipeSetsEveryOptionAndGivenValuesWin) {
+    ModelOptions options;
+    options.preset = "d2";
+    options.recipe = "nanochat";
+    const GPTConfig config = model_config(options, 300, 64);
+    EXPECT_EQ(config.arch, Arch::llama);
+    EXPECT_FALSE(config.tie_embeddings);
+    EXPECT_EQ(config.mlp_kind(), MlpKind::relu2);
+    EXPECT_EQ(config.mlp_hidden(), 4 * 128);
+    EXPECT_FALSE(config.norm_weights);
+    EXPECT_TRUE(config.embedding_norm);
+    EXPECT_TRUE(config.qk_norm);
+    EXPECT_FLOAT_EQ(config.logit_softcap, 15.f);
+    EXPECT_EQ(config.zero_init_name(), "proj,head");
+    EXPECT_EQ(config.init, InitScheme::fan_in);
+    EXPECT_EQ(config.kv_heads(), config.n_head);
+
+    options.logit_softcap = 30;
+    options.zero_init = "none";
+    options.mlp = "swiglu";
+    const GPTConfig changed = model_config(options, 300, 64);
+    EXPECT_FLOAT_EQ(changed.logit_softcap, 30.f);
+    EXPECT_EQ(changed.zero_init_name(), "none");
+    EXPECT_EQ(changed.mlp_kind(), MlpKind::swiglu);
+    EXPECT_TRUE(changed.qk_norm);
+
+    const auto described = describe_model_options(options);
+    const auto value_of = [&](const std::string& name) {
+        for (const auto& [key, value] : described)
+            if (key == name) return value;
+        return std::string("(absent)");
+    };
+    EXPECT_EQ(value_of("arch"), "llama");
+    EXPECT_EQ(value_of("qk_norm"), "true");
+    EXPECT_EQ(value_of("init"), "fan-in");
+    EXPECT_EQ(value_of("recipe"), "(absent)");
+
+    options.recipe = "speedrun";
+    EXPECT_EQ(error_of([&] { model_config(options, 300, 64); }), "recipe: 'speedrun' is not one of nanochat");
+    ModelOptions tied = llama("d2");
+    tied.init = "fan-in";
+    EXPECT_NE(error_of([&] { model_config(tied, 300, 64); }).find("init fan-in needs an output head of its own"),
               std::string::npos);
 }
 

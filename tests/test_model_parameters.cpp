@@ -1,4 +1,4 @@
-// ParameterLayout (names, order, decay range) and GPT-2 initialization.
+// ParameterLayout (names, order, decay range), GPT-2's initialization and nanochat's fan-in one.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -122,6 +122,51 @@ TEST(ModelParameters, InitializationFollowsGpt2) {
     EXPECT_EQ(statistics("h.0.ln_1.weight", 32), std::make_pair(1.0, 1.0));
     EXPECT_EQ(statistics("h.0.attn.c_attn.bias", 96), std::make_pair(0.0, 0.0));
     EXPECT_EQ(statistics("ln_f.weight", 32).first, 1.0);
+}
+
+// --init fan-in (nanochat's): each weight matrix (out, in) N(0, 1/in · min(1, out/in)), the packed
+// q, k and v rows and SwiGLU's gate and up rows as the separate matrices they are; the token
+// embedding N(0, 1); norms, zero-init and the padding rows as under gpt2. The expected deviations
+// are written out from the rule for this shape (C = 64, H = 4, Hkv = 2, hd = 16).
+TEST(ModelParameters, FanInInitializationFollowsNanochat) {
+    GPTConfig config = small_config();
+    config.arch = Arch::llama;
+    config.n_embd = 64;
+    config.n_head = 4;
+    config.n_kv_head = 2;
+    config.ffn_hidden = 96;
+    config.tie_embeddings = false;
+    config.init = InitScheme::fan_in;
+    config.validate();
+    const ParameterLayout layout(config);
+    const std::vector<float> values = init_parameters(config, layout, 77);
+    // The sample deviation of rows [first, first + rows) of a tensor, within 5 / sqrt(2n) of the truth.
+    const auto expect_std = [&](const std::string& name, int64_t first, int64_t rows, double expected) {
+        const ParameterView& view = layout.find(name);
+        const int64_t columns = view.numel / view.shape[0], n = rows * columns;
+        double squares = 0.0;
+        for (int64_t i = first * columns; i < (first + rows) * columns; ++i)
+            squares += std::pow(values[static_cast<size_t>(view.offset + i)], 2);
+        EXPECT_NEAR(std::sqrt(squares / n), expected, expected * 5 / std::sqrt(2.0 * n)) << name << " rows " << first;
+    };
+    const double C = 64;
+    expect_std("token_embedding", 0, config.vocab_size, 1.0);
+    expect_std("blocks.1.attention.qkv.weight", 0, 64, 1 / std::sqrt(C));                      // q: 64 x 64
+    expect_std("blocks.1.attention.qkv.weight", 64, 32, 1 / std::sqrt(C) * std::sqrt(32 / C));  // k: 32 x 64
+    expect_std("blocks.1.attention.qkv.weight", 96, 32, 1 / std::sqrt(C) * std::sqrt(32 / C));  // v: 32 x 64
+    expect_std("blocks.0.attention.output.weight", 0, 64, 1 / std::sqrt(C));                    // 64 x 64
+    expect_std("blocks.0.mlp.gate_up.weight", 0, 96, 1 / std::sqrt(C));                         // gate: 96 x 64
+    expect_std("blocks.0.mlp.gate_up.weight", 96, 96, 1 / std::sqrt(C));                        // up: 96 x 64
+    expect_std("blocks.2.mlp.down.weight", 0, 64, 1 / std::sqrt(96.0) * std::sqrt(C / 96));     // 64 x 96
+    expect_std("output_head", 0, config.vocab_size, 1 / std::sqrt(C));                          // 200 x 64
+    const ParameterView& head = layout.find("output_head");
+    for (int64_t i = int64_t{config.vocab_size} * 64; i < head.numel; ++i)
+        ASSERT_EQ(values[static_cast<size_t>(head.offset + i)], 0.f);
+    EXPECT_EQ(values[static_cast<size_t>(layout.find("final_norm.weight").offset)], 1.f);
+
+    GPTConfig tied = config;
+    tied.tie_embeddings = true;
+    EXPECT_THROW(tied.validate(), Error);
 }
 
 TEST(ModelParameters, InitializationDependsOnSeedOnlyNotThreads) {

@@ -33,6 +33,7 @@ std::string config_label(const GPTConfig& config) {
     if (config.mlp) label += std::string(" ") + mlp_name(*config.mlp);
     if (!config.norm_weights) label += " no_norm_weights";
     if (config.embedding_norm) label += " embedding_norm";
+    if (config.qk_norm) label += " qk_norm";
     if (config.zero_init_projections || config.zero_init_head) label += " zero_init";
     if (config.logit_softcap > 0) label += " softcap";
     return label;

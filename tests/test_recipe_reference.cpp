@@ -1,5 +1,5 @@
 // The model options of the small-GPT recipe (issue 38: --mlp relu2, --norm-weights false,
-// --embedding-norm, and all of them with the soft-cap) against the float64
+// --embedding-norm, --qk-norm, and all of them with the soft-cap) against the float64
 // whole-model reference (tests/reference_f64_gpt.h), in both families: fp32 on the CPU, the mean
 // loss within 1e-6 relative, the per-position losses and every gradient tensor within 1e-5
 // relative norm error; bf16 and fp16 on the CPU, the losses' and the gradients' errors against
@@ -33,11 +33,13 @@ std::vector<Variant> variants() {
         {"relu2", [](GPTConfig& config) { config.mlp = MlpKind::relu2; }},
         {"no_norm_weights", [](GPTConfig& config) { config.norm_weights = false; }},
         {"embedding_norm", [](GPTConfig& config) { config.embedding_norm = true; }},
+        {"qk_norm", [](GPTConfig& config) { config.qk_norm = true; }},
         {"all_options",
          [](GPTConfig& config) {
              config.mlp = MlpKind::relu2;
              config.norm_weights = false;
              config.embedding_norm = true;
+             config.qk_norm = true;
              config.logit_softcap = 2.f;
          }},
     };

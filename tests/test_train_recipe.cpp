@@ -1,6 +1,6 @@
 // Training with the recipe's model options (issue 38: --mlp relu2, --norm-weights false,
-// --zero-init proj,head, ...): resume is bit-exact with
-// every option on, in the Llama-style family, in every resume case (tests/train_equivalence.h); a
+// --zero-init proj,head, --qk-norm, ...): resume is bit-exact under --recipe nanochat (every option
+// on, grouped key/value heads), in every resume case (tests/train_equivalence.h); a
 // run with any one option trains, and export refuses its checkpoint in one line naming the option
 // (no Hugging Face class mixgpt writes computes it).
 #include <gtest/gtest.h>
@@ -22,12 +22,9 @@ using namespace testing_support;
 using test::error_of;
 using test::TempDirectory;
 
-// Every model option of the recipe at once.
+// Every model option of the recipe at once (--recipe nanochat).
 TrainOptions with_recipe_options(TrainOptions options) {
-    options.model.mlp = "relu2";
-    options.model.norm_weights = "false";
-    options.model.zero_init = "proj,head";
-    options.model.embedding_norm = true;
+    options.model.recipe = "nanochat";
     return options;
 }
 
@@ -36,9 +33,7 @@ class TrainRecipeResumeTest : public ::testing::TestWithParam<ResumeCase> {};
 TEST_P(TrainRecipeResumeTest, StopAndResumeEqualsAStraightRun) {
     const ResumeCase& c = GetParam();
     TrainOptions options = resume_case_options(c, "cpu");
-    options.model.arch = "llama";
     options.model.n_kv_head = 1;
-    options.model.tie_embeddings = "false";
     expect_resume_equals_straight_run(with_recipe_options(options),
                                       std::string("mixgpt_recipe_resume_") + c.name);
 }
@@ -83,7 +78,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "and export writes only the tensors it has: export refuses"},
         ExportCase{"embedding_norm", [](ModelOptions& model) { model.embedding_norm = true; },
                    ": --embedding-norm: neither GPT2LMHeadModel nor "
-                   "LlamaForCausalLM normalises the embeddings: export refuses"}),
+                   "LlamaForCausalLM normalises the embeddings: export refuses"},
+        ExportCase{"qk_norm", [](ModelOptions& model) { model.qk_norm = true; },
+                   ": --qk-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises queries and keys: "
+                   "export refuses"}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
 
 // --zero-init changes how training starts, not the model: its run exports (the function is one a

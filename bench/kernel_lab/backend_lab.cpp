@@ -152,6 +152,33 @@ std::vector<OpSpec> op_specs() {
                      [](Backend& b, const V& t, const Sizes&) {
                          b.rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]);
                      }});
+    // QK-norm on the qkv rows of multi-head attention with head width 64 (GPT-2 124M: 12 heads):
+    // (rows, 1, 3C), the 2C/64 query and key heads normalised in place.
+    const auto qk_heads = [](const Sizes& s) { return static_cast<int>(s.channels / 64); };
+    const auto qk_shape = [](const Sizes& s) {
+        return format("N=%lld H=%lld hd=64", static_cast<long long>(s.rows), static_cast<long long>(s.channels / 64));
+    };
+    specs.push_back({"qk_norm_forward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"qkv", Storage::act, {s.rows, 1, 3 * s.channels}, Access::read_write},
+                             {"rstd", Storage::f32, {s.rows, 1, 2 * s.channels / 64}, Access::write}};
+                     },
+                     qk_shape,
+                     [qk_heads](Backend& b, const V& t, const Sizes& s) {
+                         b.qk_norm_forward(t[0], t[1], qk_heads(s), qk_heads(s), kRmsNormEpsilon);
+                     }});
+    specs.push_back({"qk_norm_backward",
+                     [](const Sizes& s) {
+                         return std::vector<TensorSpec>{
+                             {"dqkv", Storage::act, {s.rows, 1, 3 * s.channels}, Access::read_write},
+                             {"qkv", Storage::act, {s.rows, 1, 3 * s.channels}, Access::read},
+                             {"rstd", Storage::f32, {s.rows, 1, 2 * s.channels / 64}, Access::read, 0.1f, 1.f}};
+                     },
+                     qk_shape,
+                     [qk_heads](Backend& b, const V& t, const Sizes& s) {
+                         b.qk_norm_backward(t[0], t[1], t[2], qk_heads(s), qk_heads(s));
+                     }});
     const auto ffn_shape = [](const Sizes& s) {
         return format("M=%lld F=%lld", static_cast<long long>(s.rows), static_cast<long long>(s.ffn));
     };

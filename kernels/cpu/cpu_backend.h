@@ -3,7 +3,8 @@
 // inputs to float, computes in float and rounds its outputs to their dtypes.
 // Results are bit-identical for any thread count (see README.md). The op
 // definitions are split by family: embedding.cpp, layernorm.cpp, rmsnorm.cpp, matmul.cpp,
-// gelu.cpp, relu2.cpp, swiglu.cpp, attention.cpp, classifier.cpp, optimizer.cpp, elementwise.cpp.
+// gelu.cpp, relu2.cpp, swiglu.cpp, qk_norm.cpp, attention.cpp, classifier.cpp, optimizer.cpp,
+// elementwise.cpp.
 #pragma once
 
 #include "kernels/cpu/memory_tracker.h"

@@ -1,5 +1,6 @@
 // CUDA backend against the CPU backend, per precision: embedding, LayerNorm (plain,
-// with residual, backward), matmul (bias and GELU, an unaligned bias, both backward forms), GELU.
+// with residual, backward), matmul (bias and GELU, an unaligned bias, both backward forms), GELU,
+// ReLU², QK-norm.
 // Inputs are fresh random values each run; outputs that ops overwrite start as NaN.
 // Shapes include widths that allow the 16-byte vector paths and widths that do not.
 #include <gtest/gtest.h>
@@ -269,6 +270,31 @@ TEST_P(GpuLayers, Relu2ForwardAndBackward) {
     cpu->relu2_backward(dout.cpu(), dout.cpu(), inp.cpu());
     gpu->relu2_backward(dout.gpu(), dout.gpu(), inp.gpu());
     expect_close(dout, ref, "dinp (in place)");
+}
+
+// QK-norm in place: head widths with and without the 16-byte path, grouped key heads.
+TEST_P(GpuLayers, QkNormForwardAndBackward) {
+    const int B = 3, T = 5, H = 4, Hkv = 2, N = B * T;
+    const float epsilon = 1e-5f;
+    for (int hd : {64, 10}) {
+        SCOPED_TRACE("hd = " + std::to_string(hd));
+        const int width = (H + 2 * Hkv) * hd;
+        const std::vector<double> inp = random_normal(N * width, seed(74), 3.0);
+        const TwinTensor qkv = act_tensor(inp, {B, T, width});
+        const std::vector<double> stored = qkv.cpu_values();  // inp in act
+        const TwinTensor rstd = poisoned(DType::f32, {B, T, H + Hkv});
+        cpu->qk_norm_forward(qkv.cpu(), rstd.cpu(), H, Hkv, epsilon);
+        gpu->qk_norm_forward(qkv.gpu(), rstd.gpu(), H, Hkv, epsilon);
+        const F64QkNormForward ref = f64_qk_norm_forward(stored, N, H, Hkv, hd, epsilon);
+        expect_close(qkv, ref.qkv, "qkv");
+        expect_close(rstd, ref.rstd, "rstd");
+
+        const TwinTensor dqkv = act_tensor(random_normal(N * width, seed(75)), {B, T, width});
+        const std::vector<double> dref = f64_qk_norm_backward(dqkv.cpu_values(), stored, N, H, Hkv, hd, epsilon);
+        cpu->qk_norm_backward(dqkv.cpu(), qkv.cpu(), rstd.cpu(), H, Hkv);
+        gpu->qk_norm_backward(dqkv.gpu(), qkv.gpu(), rstd.gpu(), H, Hkv);
+        expect_close(dqkv, dref, "dqkv");
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuLayers,

@@ -40,13 +40,15 @@ GPTConfig capped_config() {
 std::vector<GPTConfig> option_configs() {
     std::vector<GPTConfig> configs;
     for (const GPTConfig& family : {test::tiny_config(), test::tiny_llama_config()}) {
-        GPTConfig relu2 = family, parameter_free = family, embedding_norm = family;
+        GPTConfig relu2 = family, parameter_free = family, embedding_norm = family, qk_norm = family;
         relu2.mlp = MlpKind::relu2;
         parameter_free.norm_weights = false;
         embedding_norm.embedding_norm = true;
+        qk_norm.qk_norm = true;
         configs.push_back(relu2);
         configs.push_back(parameter_free);
         configs.push_back(embedding_norm);
+        configs.push_back(qk_norm);
     }
     return configs;
 }

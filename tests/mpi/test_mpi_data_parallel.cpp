@@ -83,6 +83,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
         config.mlp = MlpKind::relu2;
         config.norm_weights = false;
         config.embedding_norm = true;
+        config.qk_norm = true;
         config.zero_init_projections = true;
         config.logit_softcap = 2.f;
     }

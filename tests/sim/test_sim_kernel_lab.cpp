@@ -115,7 +115,7 @@ TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
 
 TEST_P(SimKernelLab, BackendRowsPassValidation) {
     const std::vector<Row> rows = backend_rows(*context_);
-    ASSERT_EQ(rows.size(), 12u);  // the classifier twice: plain, and with soft-cap and z-loss
+    ASSERT_EQ(rows.size(), 14u);  // the classifier twice (plain, and with soft-cap and z-loss); QK-norm
     for (const Row& row : rows) {
         expect_valid_and_timed(row);
         EXPECT_EQ(row.rate, Rate::gb_per_s);

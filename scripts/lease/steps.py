@@ -230,6 +230,7 @@ def plan():
         bench("bench-exchange", "bf16", "--gradient-exchange", "overlapped", extra=True, estimate=(35, 3),
               needs=("device", "cublaslt", "nccl")),
         bench("bench-simple", "bf16", "--attention", "simple", extra=True),
+        bench("bench-recipe", "bf16", "--recipe", "nanochat", extra=True),
     ]
 
 

@@ -248,4 +248,8 @@ def training_text(result):
             text += f"; eval on {device} {value['loss']:.5f} over {value['tokens']} tokens"
     if result.get("eval_cuda") and result.get("eval_cpu"):
         text += f" (difference {abs(result['eval_cuda']['loss'] - result['eval_cpu']['loss']):.2e})"
+    board = result.get("tensorboard")
+    if board:
+        text += (f"; TensorBoard read {board['values']} values of {board['scalar_tags']} scalar tags"
+                 if board.get("available") else f"; TensorBoard not checked: {board.get('why')}")
     return text if result["train_exit"] == 0 else text + f"; training exit {result['train_exit']}"

@@ -174,8 +174,9 @@ def run_training(context, step, cap_s):
     precision = step.arguments[0]
     deadline = time.monotonic() + cap_s
     run_dir = context.log(f"run-{precision}")
+    tensorboard_dir = os.path.join(run_dir, "tensorboard")
     train = [context.binaries.mixgpt, "train", "--device", "cuda", "--dataset", context.facts.dataset,
-             *context.sizes.train, "--precision", precision, "-o", run_dir]
+             *context.sizes.train, "--precision", precision, "--tensorboard", tensorboard_dir, "-o", run_dir]
     outcome = command(context, step, train, cap_s)
     result = {"precision": precision, "train_exit": outcome.exit, "train_seconds": round(outcome.seconds, 1)}
     result.update(parse.training_metrics(os.path.join(run_dir, "metrics.jsonl")))
@@ -188,6 +189,14 @@ def run_training(context, step, cap_s):
         outcome = runner.run(["bash", "-c", 'exec "$@" > "$0"', json_path, *evaluate], context.log(step.name + ".log"),
                              deadline - time.monotonic(), context.binary_env)
         result[f"eval_{device}"] = parse.eval_result(json_path)
+    if result["train_exit"] == 0 and context.facts.python and time.monotonic() < deadline:
+        # The event files read by TensorBoard's own loader, where the host has the package (issue 40).
+        check = [context.facts.python, os.path.join(REPOSITORY_SCRIPTS, "lease", "tensorboard_check.py"),
+                 tensorboard_dir]
+        json_path = context.log(f"tensorboard-{precision}.json")
+        runner.run(["bash", "-c", 'exec "$@" > "$0"', json_path, *check], context.log(step.name + ".log"),
+                   deadline - time.monotonic(), context.host_env)
+        result["tensorboard"] = parse.load_json(json_path)
     context.figures.setdefault("training", []).append(result)
     return StepResult(outcome_status(outcome, "eval_cpu" in result), parse.training_text(result))
 

@@ -47,8 +47,8 @@ std::vector<unsigned char> encode(const std::vector<float>& values, DType dtype)
     return bytes;
 }
 
-// The model options (issue 38) that neither GPT2LMHeadModel nor LlamaForCausalLM computes, each
-// refused in one line naming it.
+// The model options (issue 38) that neither GPT2LMHeadModel nor LlamaForCausalLM (nor Qwen3ForCausalLM,
+// which --qk-norm exports as) computes, each refused in one line naming it.
 void refuse_options_without_a_class(const GPTConfig& config, const std::string& path) {
     // Gemma 2's final_logit_softcapping is this cap, but Gemma2ForCausalLM is neither family
     // (sandwich norms, (1 + w) RMSNorm, GeGLU, scaled embeddings, attention soft-cap), and neither
@@ -69,11 +69,10 @@ void refuse_options_without_a_class(const GPTConfig& config, const std::string& 
                    format("%s: --embedding-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises the "
                           "embeddings: export refuses",
                           path.c_str()));
-    // Qwen3's q_norm/k_norm would compute it, with weights of ones, but export writes the
-    // checkpoint's tensors alone (below) and its Qwen3 class is not written yet (interop/README.md).
-    MIXGPT_REQUIRE(!config.qk_norm,
-                   format("%s: --qk-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises queries and "
-                          "keys: export refuses",
+    // Under llama, QK-norm is Qwen3ForCausalLM's (interop/llama_layout.h); GPT-2 has no such class.
+    MIXGPT_REQUIRE(!config.qk_norm || config.arch == Arch::llama,
+                   format("%s: --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, "
+                          "which does, has Llama's blocks): export refuses",
                           path.c_str()));
     // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
     // the same function, but export writes the checkpoint's tensors alone (interop/README.md).

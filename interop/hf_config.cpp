@@ -42,8 +42,8 @@ double required_number(const Json& config, const char* field, const std::string&
 
 std::string llama_config_json(const HfModelConfig& config) {
     const GPTConfig& model = config.model;
-    const Json json = {{"architectures", {"LlamaForCausalLM"}},
-                       {"model_type", "llama"},
+    Json json = {{"architectures", {hf_architecture(model)}},
+                       {"model_type", model.qk_norm ? "qwen3" : "llama"},
                        {"vocab_size", model.vocab_size},
                        {"hidden_size", model.n_embd},
                        {"intermediate_size", model.mlp_hidden()},
@@ -66,14 +66,21 @@ std::string llama_config_json(const HfModelConfig& config) {
                        {"bos_token_id", config.eos_token_id},
                        {"eos_token_id", config.eos_token_id},
                        {"torch_dtype", "float32"}};
+    if (model.qk_norm) {
+        json.erase("pretraining_tp");
+        json.erase("mlp_bias");
+        json["use_sliding_window"] = false;
+        json["sliding_window"] = nullptr;
+    }
     return json.dump(2) + "\n";
 }
 
-// LlamaForCausalLM's config.json; refuses, in one line, what mixgpt's llama family does not model.
-HfModelConfig parse_llama_config(const Json& config, const std::string& path) {
+// LlamaForCausalLM's (and Qwen3ForCausalLM's) config.json; refuses, in one line, what mixgpt's llama family does not model.
+HfModelConfig parse_llama_config(const Json& config, const std::string& path, bool qwen3) {
     HfModelConfig result;
     GPTConfig& model = result.model;
     model.arch = Arch::llama;
+    model.qk_norm = qwen3;
     model.n_layer = required_int(config, "num_hidden_layers", 1024, path);
     model.n_head = required_int(config, "num_attention_heads", 1024, path);
     model.n_embd = required_int(config, "hidden_size", 65536, path);
@@ -99,7 +106,10 @@ HfModelConfig parse_llama_config(const Json& config, const std::string& path) {
     require_default(config, "mlp_bias", false, path, "mixgpt's llama family has no biases");
     require_default(config, "pretraining_tp", 1, path, "tensor-parallel slicing of the MLP is not modelled");
     require_default(config, "head_dim", model.n_embd / model.n_head, path, "mixgpt's head_dim is hidden_size / heads");
-    require_default(config, "sliding_window", nullptr, path, "mixgpt's attention is full causal");
+    if (qwen3)
+        require_default(config, "use_sliding_window", false, path, "mixgpt's attention is full causal");
+    else
+        require_default(config, "sliding_window", nullptr, path, "mixgpt's attention is full causal");
     if (config.contains("eos_token_id") && config["eos_token_id"].is_number_integer())
         result.eos_token_id = config["eos_token_id"].get<int>();
     try {
@@ -111,6 +121,11 @@ HfModelConfig parse_llama_config(const Json& config, const std::string& path) {
 }
 
 }  // namespace
+
+const char* hf_architecture(const GPTConfig& model) {
+    if (model.arch == Arch::gpt2) return "GPT2LMHeadModel";
+    return model.qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+}
 
 std::string hf_config_json(const HfModelConfig& config) {
     if (config.model.arch == Arch::llama) return llama_config_json(config);
@@ -153,11 +168,14 @@ std::string hf_generation_config_json(const HfModelConfig& config) {
 HfModelConfig parse_hf_config(const std::string& text, const std::string& path) {
     const Json config = Json::parse(text, nullptr, false);
     MIXGPT_REQUIRE(!config.is_discarded() && config.is_object(), path + ": not a JSON object");
-    if (config.contains("model_type") && config["model_type"] == "llama") return parse_llama_config(config, path);
+    for (const char* llama_like : {"llama", "qwen3"})
+        if (config.contains("model_type") && config["model_type"] == llama_like)
+            return parse_llama_config(config, path, config["model_type"] == "qwen3");
     MIXGPT_REQUIRE(
         config.contains("model_type") && config["model_type"] == "gpt2",
         path + ": model_type: " + (config.contains("model_type") ? config["model_type"].dump() : "missing") +
-            ", mixgpt imports \"gpt2\" (GPT2LMHeadModel) and \"llama\" (LlamaForCausalLM)");
+            ", mixgpt imports \"gpt2\" (GPT2LMHeadModel), \"llama\" (LlamaForCausalLM) and \"qwen3\" "
+            "(Qwen3ForCausalLM)");
     HfModelConfig result;
     result.model.n_layer = required_int(config, "n_layer", 1024, path);
     result.model.n_head = required_int(config, "n_head", 1024, path);

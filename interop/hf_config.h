@@ -1,4 +1,5 @@
-// config.json and generation_config.json of a Hugging Face GPT2LMHeadModel or LlamaForCausalLM folder.
+// config.json and generation_config.json of a Hugging Face GPT2LMHeadModel, LlamaForCausalLM or
+// Qwen3ForCausalLM folder.
 #pragma once
 
 #include <string>
@@ -16,8 +17,12 @@ struct HfModelConfig {
 // GELU ("gelu_new"), LayerNorm eps 1e-5, tied embeddings, no dropout (mixgpt trains without).
 // llama: model_type llama, hidden_size, intermediate_size, num_attention_heads,
 // num_key_value_heads, num_hidden_layers, rms_norm_eps, rope_theta (no rope_scaling),
-// max_position_embeddings, tie_word_embeddings, vocab_size, silu, no biases.
+// max_position_embeddings, tie_word_embeddings, vocab_size, silu, no biases. llama under --qk-norm:
+// model_type qwen3 (Llama's fields, head_dim, no sliding window).
 std::string hf_config_json(const HfModelConfig& config);
+// The transformers class of a model's folder: "GPT2LMHeadModel", "LlamaForCausalLM" or
+// "Qwen3ForCausalLM" (the llama family with QK-norm).
+const char* hf_architecture(const GPTConfig& model);
 // generation_config.json: bos/eos/pad = end of text, greedy by default, up to n_positions.
 std::string hf_generation_config_json(const HfModelConfig& config);
 
@@ -25,7 +30,8 @@ std::string hf_generation_config_json(const HfModelConfig& config);
 // field mixgpt cannot represent: another model type; for gpt2 another activation, eps other than
 // 1e-5, untied embeddings, n_inner other than 4 n_embd, layer-scaled attention, cross-attention;
 // for llama rope_scaling, another activation, biases, pretraining_tp, another head_dim, a
-// sliding window.
+// sliding window; qwen3 as llama, read with QK-norm on (its q_norm and k_norm weights must be
+// ones: interop/llama_layout.h).
 HfModelConfig parse_hf_config(const std::string& text, const std::string& path);
 
 }  // namespace mixgpt::interop

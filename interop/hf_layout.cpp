@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "interop/gpt2_layout.h"
 #include "interop/llama_layout.h"
 
@@ -17,6 +18,11 @@ std::vector<HfTensor> hf_tensors(const GPTConfig& config, const ParameterLayout&
 }
 
 std::vector<float> to_hf(const HfTensor& tensor, const float* parameters) {
+    if (tensor.view == nullptr) {
+        int64_t count = 1;
+        for (const int64_t size : tensor.hf_shape) count *= size;
+        return std::vector<float>(static_cast<size_t>(count), tensor.constant);
+    }
     const int64_t width = row_width(tensor);
     const float* source = parameters + tensor.view->offset + tensor.first_row * width;
     if (!tensor.transposed) return std::vector<float>(source, source + tensor.rows * width);
@@ -28,6 +34,7 @@ std::vector<float> to_hf(const HfTensor& tensor, const float* parameters) {
 }
 
 void from_hf(const HfTensor& tensor, const float* values, float* parameters) {
+    MIXGPT_REQUIRE(tensor.view != nullptr, tensor.hf_name + ": no mixgpt tensor holds it");
     const int64_t width = row_width(tensor);
     float* destination = parameters + tensor.view->offset + tensor.first_row * width;
     if (!tensor.transposed) {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "interop/hf_config.h"
 
 namespace mixgpt::interop {
 namespace {
@@ -35,7 +36,8 @@ int64_t field_value(const GPTConfig& config, const std::string& field) {
                                                       {"num_attention_heads", config.n_head},
                                                       {"num_key_value_heads", config.kv_heads()},
                                                       {"n_layer", config.n_layer},
-                                                      {"num_hidden_layers", config.n_layer}};
+                                                      {"num_hidden_layers", config.n_layer},
+                                                      {"head_dim", config.head_dim()}};
     for (const auto& [name, value] : fields)
         if (field == name) return value;
     throw Error("config.json field '" + field + "' decides no shape");
@@ -64,11 +66,11 @@ std::string layers_given(const GPTConfig& config) {
 
 // Why config.json expects `tensor`, after "no tensor <name>".
 std::string why_expected(const GPTConfig& config, const HfTensor& tensor) {
-    if (tensor.view->layer >= 0) return "; " + layers_given(config);
+    if (tensor.view == nullptr || tensor.view->layer >= 0) return "; " + layers_given(config);
     if (tensor.view->role == Role::output_head)
         return "; config.json's tie_word_embeddings false asks for one";
     return std::string(", which every ") +
-           (config.arch == Arch::llama ? "LlamaForCausalLM" : "GPT2LMHeadModel") + " has";
+           hf_architecture(config) + " has";
 }
 
 }  // namespace
@@ -87,7 +89,7 @@ bool is_hf_buffer(const std::string& name) {
 
 void require_hf_tensors(const SafetensorsHeader& header, const std::string& weights_path,
                         const GPTConfig& config, const std::vector<HfTensor>& expected) {
-    const char* architecture = config.arch == Arch::llama ? "LlamaForCausalLM" : "GPT2LMHeadModel";
+    const char* architecture = hf_architecture(config);
     std::set<std::string> used;
     for (const HfTensor& tensor : expected) {
         const SafetensorsTensor* found = find_hf_tensor(header, tensor.hf_name);

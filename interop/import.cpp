@@ -1,5 +1,6 @@
 #include "interop/import.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -97,8 +98,14 @@ void read_parameters(const SafetensorsFile& file, const GPTConfig& config, bool 
                    "imports it anyway)",
                    file.path.c_str(), found->name.c_str(), static_cast<long long>(nonfinite),
                    nonfinite == 1 ? "" : "s", kAllowNonfiniteOption));
-        from_hf(tensor, values.data(), parameters.data());
         used.insert(found->name);
+        if (tensor.view == nullptr) {  // Qwen3's q_norm and k_norm: mixgpt's QK-norm has no weights
+            MIXGPT_REQUIRE(std::all_of(values.begin(), values.end(), [&](float v) { return v == tensor.constant; }),
+                           format("%s: %s is not all %g: mixgpt's QK-norm has no weights, refusing the model",
+                                  file.path.c_str(), found->name.c_str(), static_cast<double>(tensor.constant)));
+            continue;
+        }
+        from_hf(tensor, values.data(), parameters.data());
         if (tensor.view->role == Role::token_embedding) embedding = values;
     }
     for (const SafetensorsTensor& tensor : file.header.tensors) {

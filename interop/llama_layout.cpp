@@ -21,6 +21,16 @@ HfTensor rows_of(const ParameterView& view, std::string name, int64_t first_row,
     return tensor;
 }
 
+// Qwen3's per-head norm weight (head_dim): no mixgpt tensor, ones (mixgpt's QK-norm has no weights).
+HfTensor ones(std::string name, int64_t head_dim) {
+    HfTensor tensor;
+    tensor.decided_by = {"head_dim"};
+    tensor.hf_name = std::move(name);
+    tensor.hf_shape = {head_dim};
+    tensor.constant = 1.f;
+    return tensor;
+}
+
 }  // namespace
 
 std::vector<HfTensor> llama_tensors(const GPTConfig& config, const ParameterLayout& layout) {
@@ -55,6 +65,9 @@ std::vector<HfTensor> llama_tensors(const GPTConfig& config, const ParameterLayo
                 tensors.push_back(rows_of(view, block + "self_attn.k_proj.weight", q_rows, kv_rows, kv));
                 tensors.push_back(
                     rows_of(view, block + "self_attn.v_proj.weight", q_rows + kv_rows, kv_rows, kv));
+                if (config.qk_norm)
+                    for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
+                        tensors.push_back(ones(block + norm, hd));
                 break;
             case Role::attention_output_weight:
                 whole(block + "self_attn.o_proj.weight", width);

@@ -12,6 +12,10 @@
 //   blocks.<l>.mlp.down.weight         model.layers.<l>.mlp.down_proj.weight
 //   final_norm.weight                  model.norm.weight
 //   output_head (untied only)          lm_head.weight                     (vocab_size, C)
+// Under --qk-norm the folder is Qwen3ForCausalLM's, whose blocks are Llama's with the queries and
+// keys RMS-normalised per head before RoPE, with weights: those are written as ones,
+//   (none)                             model.layers.<l>.self_attn.q_norm.weight, k_norm.weight  (hd)
+// and import takes a Qwen3 folder only when they are all ones.
 // RoPE needs no permutation of q_proj and k_proj: mixgpt rotates the pairs (i, i + hd/2) of each
 // head (kernels/ops.h, AttentionParams), which is transformers' rotate_half convention. (Meta's
 // original checkpoints pair (2i, 2i + 1); their converter permutes into this layout.)

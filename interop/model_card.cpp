@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/log.h"
+#include "interop/hf_config.h"
 #include "model/checkpoint_model.h"
 #include "kernels/precision.h"
 
@@ -74,13 +75,14 @@ std::string model_card(const ModelCardFacts& facts) {
     const std::string evaluation = evaluation_line(facts.run_directory, checkpoint.step);
     const bool llama = model.arch == Arch::llama;
     const std::string heads =
-        llama ? format("%d heads (%d key/value), SwiGLU %d", model.n_head, model.kv_heads(), model.mlp_hidden())
+        llama ? format("%d heads (%d key/value)%s, SwiGLU %d", model.n_head, model.kv_heads(),
+                       model.qk_norm ? " with QK-norm" : "", model.mlp_hidden())
               : format("%d heads", model.n_head);
     std::ostringstream card;
     card << "---\nlibrary_name: transformers\npipeline_tag: text-generation\n---\n\n"
          << "# " << (llama ? "Llama" : "GPT-2") << "-architecture model trained with mixgpt\n\n"
          << "| | |\n| --- | --- |\n"
-         << "| architecture | " << (llama ? "LlamaForCausalLM" : "GPT2LMHeadModel") << ": " << model.n_layer
+         << "| architecture | " << hf_architecture(model) << ": " << model.n_layer
          << " layers, " << heads << ", width " << model.n_embd << ", context " << model.max_seq_len << ", vocabulary "
          << model.vocab_size << " (" << format("%.2f", static_cast<double>(model.num_parameters()) / 1e6)
          << " M parameters) |\n"

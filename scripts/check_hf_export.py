@@ -5,14 +5,16 @@ mixgpt code.
 
 1. Parses model.safetensors by the format's specification (8-byte little-endian header length,
    JSON header, data offsets that tile the data area) and checks that it holds exactly the
-   tensors of GPT2LMHeadModel (model_type gpt2) or LlamaForCausalLM (model_type llama) for
+   tensors of GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (model_type llama) or
+   Qwen3ForCausalLM (model_type qwen3: Llama's, and each query and key head RMS-normalised with
+   q_norm / k_norm before RoPE) for
    config.json's shape, with transformers' names, shapes and one float dtype (F32, BF16 or F16).
 2. Tokenizes a text file with the folder's tokenizer (one document: its tokens, then end of text, as
    `mixgpt eval --text` does) or reads a split of a prepared dataset (needs h5py), and computes
    the mean loss over the non-overlapping windows of n_positions + 1 tokens with its own float64
    forward pass: GPT-2's (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
    embeddings) or Llama's (pre-RMSNorm, RoPE in transformers' rotate-half convention, grouped-query
-   attention, SwiGLU, no biases, lm_head or the tied embedding).
+   attention, SwiGLU, no biases, lm_head or the tied embedding; Qwen3's per-head q and k norms).
 3. Compares it with `mixgpt eval --json`'s mean_loss (and token count): exit 0 when the relative
    difference is at most --tolerance (1e-5), 1 otherwise.
 4. With --reference, checks the files of `mixgpt export --reference-out` (what
@@ -88,8 +90,12 @@ def read_safetensors(path):
     return tensors, dtypes.pop(), metadata
 
 
+def llama_like(config):
+    return config.get("model_type") in ("llama", "qwen3")
+
+
 def expected_shapes(config):
-    if config.get("model_type") == "llama":
+    if llama_like(config):
         return llama_shapes(config)
     V, P, C, L = config["vocab_size"], config["n_positions"], config["n_embd"], config["n_layer"]
     shapes = {"transformer.wte.weight": (V, C), "transformer.wpe.weight": (P, C),
@@ -119,16 +125,19 @@ def llama_shapes(config):
                        h + "self_attn.v_proj.weight": (Hkv * hd, C), h + "self_attn.o_proj.weight": (C, H * hd),
                        h + "mlp.gate_proj.weight": (F, C), h + "mlp.up_proj.weight": (F, C),
                        h + "mlp.down_proj.weight": (C, F)})
+        if config.get("model_type") == "qwen3":
+            shapes.update({h + "self_attn.q_norm.weight": (hd,), h + "self_attn.k_norm.weight": (hd,)})
     return shapes
 
 
 def context_length(config):
-    return config["max_position_embeddings"] if config.get("model_type") == "llama" else config["n_positions"]
+    return config["max_position_embeddings"] if llama_like(config) else config["n_positions"]
 
 
 def check_config(config):
-    if config.get("model_type") == "llama":
-        wanted = {"hidden_act": "silu", "rope_scaling": None, "attention_bias": False, "mlp_bias": False}
+    if llama_like(config):
+        wanted = {"hidden_act": "silu", "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+                  "use_sliding_window": False}
         for key, value in wanted.items():
             if config.get(key, value) != value:
                 fail(f"config.json: {key} is {config.get(key)!r}, expected {value!r}")
@@ -166,7 +175,7 @@ def rotate(x, theta):
 
 
 def llama_forward_logits(tensors, config, inputs):
-    """LlamaForCausalLM's logits (B, T, V) of inputs (B, T), float64."""
+    """LlamaForCausalLM's (or Qwen3ForCausalLM's) logits (B, T, V) of inputs (B, T), float64."""
     eps, theta = config["rms_norm_eps"], config.get("rope_theta", 10000.0)
     H, C = config["num_attention_heads"], config["hidden_size"]
     Hkv, hd = config.get("num_key_value_heads") or H, C // H
@@ -177,8 +186,11 @@ def llama_forward_logits(tensors, config, inputs):
         p = lambda name: tensors[f"model.layers.{layer}.{name}"]  # noqa: E731
         a = rms_norm(x, p("input_layernorm.weight"), eps)
         heads = lambda w, n: (a @ w.T).reshape(B, T, n, hd).transpose(0, 2, 1, 3)  # noqa: E731
-        q = rotate(heads(p("self_attn.q_proj.weight"), H), theta)
-        k = np.repeat(rotate(heads(p("self_attn.k_proj.weight"), Hkv), theta), H // Hkv, axis=1)
+        q, k = heads(p("self_attn.q_proj.weight"), H), heads(p("self_attn.k_proj.weight"), Hkv)
+        if config["model_type"] == "qwen3":  # Qwen3: each head RMS-normalised before RoPE
+            q, k = rms_norm(q, p("self_attn.q_norm.weight"), eps), rms_norm(k, p("self_attn.k_norm.weight"), eps)
+        q = rotate(q, theta)
+        k = np.repeat(rotate(k, theta), H // Hkv, axis=1)
         v = np.repeat(heads(p("self_attn.v_proj.weight"), Hkv), H // Hkv, axis=1)
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd) + mask
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -193,7 +205,7 @@ def llama_forward_logits(tensors, config, inputs):
 
 def forward_logits(tensors, config, inputs):
     """Logits (B, T, V) of inputs (B, T), float64."""
-    if config.get("model_type") == "llama":
+    if llama_like(config):
         return llama_forward_logits(tensors, config, inputs)
     eps = config["layer_norm_epsilon"]
     H, C = config["n_head"], config["n_embd"]

@@ -79,9 +79,16 @@ INSTANTIATE_TEST_SUITE_P(
         ExportCase{"embedding_norm", [](ModelOptions& model) { model.embedding_norm = true; },
                    ": --embedding-norm: neither GPT2LMHeadModel nor "
                    "LlamaForCausalLM normalises the embeddings: export refuses"},
-        ExportCase{"qk_norm", [](ModelOptions& model) { model.qk_norm = true; },
-                   ": --qk-norm: neither GPT2LMHeadModel nor LlamaForCausalLM normalises queries and keys: "
-                   "export refuses"}),
+        // Under llama, QK-norm exports as Qwen3ForCausalLM (tests/test_interop_qwen3.cpp).
+        ExportCase{"gpt2_qk_norm",
+                   [](ModelOptions& model) {
+                       model.arch = "gpt2";
+                       model.n_kv_head = 0;
+                       model.tie_embeddings.clear();
+                       model.qk_norm = true;
+                   },
+                   ": --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, which does, "
+                   "has Llama's blocks): export refuses"}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
 
 // --zero-init changes how training starts, not the model: its run exports (the function is one a

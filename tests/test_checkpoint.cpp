@@ -259,42 +259,34 @@ TEST_F(CheckpointTest, ZeroInitRoundTripsAndMismatchesAreRefused) {
     EXPECT_EQ(read_checkpoint(path("zero.h5")).config.zero_init_name(), "none");
 }
 
-// The embedding norm likewise: its tensors (ln_emb) in the checkpoint, the setting read back, a
-// mismatch refused naming --embedding-norm; a checkpoint without the attribute has none.
-TEST_F(CheckpointTest, EmbeddingNormRoundTripsAndMismatchesAreRefused) {
-    GPTConfig normed = make_checkpoint(5).config;
-    normed.embedding_norm = true;
-    const Checkpoint written = make_checkpoint(5, &normed);
-    write_checkpoint(path("normed.h5"), written);
-    const Checkpoint read = read_checkpoint(path("normed.h5"));
-    EXPECT_TRUE(read.config.embedding_norm);
-    EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size() + 2 * 8);  // ln_emb.weight, .bias
-    EXPECT_EQ(
-        error_of(
-            [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
-        "c.h5: refusing checkpoint: embedding_norm is true there, false in this run (--embedding-norm)");
-    write_checkpoint(path("plain.h5"), make_checkpoint(5));
-    remove_root_attribute(path("plain.h5"), "embedding_norm");
-    EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.embedding_norm);
-}
-
-// QK-norm likewise (no tensors of its own): the setting read back, a mismatch refused naming
-// --qk-norm; a checkpoint without the attribute has none.
-TEST_F(CheckpointTest, QkNormRoundTripsAndMismatchesAreRefused) {
-    GPTConfig normed = make_checkpoint(5).config;
-    normed.qk_norm = true;
-    const Checkpoint written = make_checkpoint(5, &normed);
-    write_checkpoint(path("qk.h5"), written);
-    const Checkpoint read = read_checkpoint(path("qk.h5"));
-    EXPECT_TRUE(read.config.qk_norm);
-    EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size());
-    EXPECT_EQ(
-        error_of(
-            [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
-        "c.h5: refusing checkpoint: qk_norm is true there, false in this run (--qk-norm)");
-    write_checkpoint(path("plain.h5"), make_checkpoint(5));
-    remove_root_attribute(path("plain.h5"), "qk_norm");
-    EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.qk_norm);
+// The model switches likewise, each recorded and read back, a mismatch refused naming its option,
+// absent read as off: the embedding norm (with its tensors, ln_emb) and QK-norm (no tensors).
+TEST_F(CheckpointTest, ModelSwitchesRoundTripAndMismatchesAreRefused) {
+    const struct {
+        const char* attribute;
+        const char* option;
+        bool GPTConfig::*setting;
+        size_t extra_parameters;
+    } switches[] = {{"embedding_norm", "--embedding-norm", &GPTConfig::embedding_norm, 2 * 8},  // weight, bias
+                    {"qk_norm", "--qk-norm", &GPTConfig::qk_norm, 0}};
+    for (const auto& on : switches) {
+        SCOPED_TRACE(on.attribute);
+        GPTConfig config = make_checkpoint(5).config;
+        config.*on.setting = true;
+        const Checkpoint written = make_checkpoint(5, &config);
+        write_checkpoint(path("on.h5"), written);
+        const Checkpoint read = read_checkpoint(path("on.h5"));
+        EXPECT_TRUE(read.config.*on.setting);
+        EXPECT_EQ(read.parameters.size(), make_checkpoint(5).parameters.size() + on.extra_parameters);
+        EXPECT_EQ(
+            error_of(
+                [&] { require_compatible(read, "c.h5", make_checkpoint(5).config, written.tokenizer_sha256); }),
+            std::string("c.h5: refusing checkpoint: ") + on.attribute + " is true there, false in this run (" +
+                on.option + ")");
+        write_checkpoint(path("plain.h5"), make_checkpoint(5));
+        remove_root_attribute(path("plain.h5"), on.attribute);
+        EXPECT_FALSE(read_checkpoint(path("plain.h5")).config.*on.setting);
+    }
 }
 
 // --init likewise: recorded, read back, a mismatch refused naming --init; absent reads as gpt2.

@@ -93,6 +93,12 @@ void add_train_command(CLI::App& app) {
         ->capture_default_str()
         ->group("Data");
     command
+        ->add_flag("--align-documents", o.align_documents,
+                   "training windows start at a document's first token (a document longer than T is cut into "
+                   "windows T apart; a window's tail past a short document holds the next ones); default: windows "
+                   "every T tokens of the token stream")
+        ->group("Data");
+    command
         ->add_option("--total-batch-tokens", o.total_batch_tokens,
                      "tokens per optimizer step (a multiple of B*T*ranks; 0: B*T*ranks)")
         ->capture_default_str()

@@ -48,7 +48,7 @@ std::string training_command(const Checkpoint& checkpoint) {
     std::string command = "mixgpt train";
     // The recorded switches: present as "true" when given (options without a value).
     static const std::set<std::string> kSwitches = {"stochastic_rounding", "embedding_norm", "qk_norm",
-                                                    "zero_optimizer"};
+                                                    "zero_optimizer", "align_documents"};
     for (const auto& [name, value] : checkpoint.options) {
         if (value.empty()) continue;
         std::string flag = name;

@@ -317,16 +317,16 @@ struct DataLoader::Impl {
         if (train && datasets.size() > 1) {
             std::vector<double> weights;
             for (size_t k = 0; k < datasets.size(); ++k) {
-                sources.push_back(std::make_unique<SplitWindows>(
-                    std::vector<DatasetInfo>{datasets[k]}, options.split, options.seq_len, vocab_limit));
+                sources.push_back(std::make_unique<SplitWindows>(std::vector<DatasetInfo>{datasets[k]}, options.split,
+                                                                 options.seq_len, vocab_limit, options.align_documents));
                 require_windows({datasets[k]}, sources.back()->windows());
                 weights.push_back(options.mixture[k].weight);
             }
             order = std::make_unique<MixtureOrder>(weights, options.seed);
             consumed_rows.assign(datasets.size(), 0);
         } else {
-            sources.push_back(
-                std::make_unique<SplitWindows>(datasets, options.split, options.seq_len, vocab_limit));
+            sources.push_back(std::make_unique<SplitWindows>(datasets, options.split, options.seq_len, vocab_limit,
+                                                             train && options.align_documents));
             require_windows(datasets, sources.back()->windows());
         }
         for (const auto& source : sources) windows += source->windows();
@@ -388,7 +388,8 @@ struct DataLoader::Impl {
         MIXGPT_REQUIRE(
             state.windows == windows && state.global_batch == global_batch,
             format("%s: the loader state is for %lld windows and global batches of %lld, but this loader "
-                   "has %lld windows and global batches of %lld (another dataset, seq_len or batch size)",
+                   "has %lld windows and global batches of %lld (another dataset, seq_len, batch size or document "
+                   "alignment)",
                    path.c_str(), static_cast<long long>(state.windows),
                    static_cast<long long>(state.global_batch), static_cast<long long>(windows),
                    static_cast<long long>(global_batch)));

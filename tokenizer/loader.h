@@ -48,6 +48,7 @@ struct LoaderOptions {
     std::string expected_tokenizer_sha256;  // empty: not checked
     int vocab_limit = 0;                    // token ids must be < this (0: the dataset's vocab size)
     bool verify_data = false;               // every shard's SHA-256 checked at open (else at its first read)
+    bool align_documents = false;           // train mode: windows start at documents (tokenizer/split_windows.h)
     std::function<Buffer(size_t)>
         allocate_staging;  // host staging memory (pinned on CUDA); null: Buffer::host
 };

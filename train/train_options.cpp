@@ -239,6 +239,7 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         {"mixture", describe_mixture(options.mixture)},
         {"batch_size", integer(options.batch_size)},
         {"seq_len", integer(options.seq_len)},
+        {"align_documents", options.align_documents ? "true" : ""},
         {"total_batch_tokens", integer(options.total_batch_tokens)},
         {"steps", integer(options.steps)},
         {"tokens", integer(options.token_budget)},

@@ -33,6 +33,7 @@ struct TrainOptions {
     std::vector<DatasetSource> mixture;  // two or more datasets with weights (train/README.md), or empty
     int batch_size = 4;                  // B: sequences per micro-step on each rank
     int seq_len = 256;                   // T (also the model's max_seq_len)
+    bool align_documents = false;        // training windows start at documents (tokenizer/split_windows.h)
     int64_t total_batch_tokens = 0;      // tokens per optimizer step over all ranks; 0: B*T*ranks
     int64_t steps = 0;                   // optimizer steps; 0: token_budget / total batch
     int64_t token_budget = 0;

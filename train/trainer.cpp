@@ -351,9 +351,11 @@ void Trainer::require_same_optimizer(const Checkpoint& checkpoint, const std::st
 void Trainer::warn_about_changed_options(const Checkpoint& checkpoint) const {
     for (const auto& [name, value] : describe_options(options_)) {
         for (const auto& [stored_name, stored_value] : checkpoint.options) {
-            if (stored_name == name && stored_value != value && !is_run_mechanics(name))
-                log_warning("option " + name + " is " + value + " now, " + stored_value +
+            if (stored_name == name && stored_value != value && !is_run_mechanics(name)) {
+                const auto shown = [](const std::string& text) { return text.empty() ? "not given" : text; };
+                log_warning("option " + name + " is " + shown(value) + " now, " + shown(stored_value) +
                             " in the checkpoint");
+            }
         }
     }
 }
@@ -414,6 +416,7 @@ LoaderOptions Trainer::loader_options(const char* split, LoaderMode mode) const 
     options.split = split;
     options.batch_size = options_.batch_size;
     options.seq_len = options_.seq_len;
+    options.align_documents = options_.align_documents;  // the loader aligns training windows only
     options.mode = mode;
     options.rank = communicator().rank();
     options.world_size = communicator().world_size();

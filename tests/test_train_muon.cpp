@@ -163,10 +163,6 @@ TEST(TrainMuonOptions, DryRunCountsTheIterates) {
 
 TEST(TrainMuonOptions, RefusesWhatIsNotThereYet) {
     TrainOptions options = muon_options(tiny_train_options("unused"), DType::bf16);
-    options.zero_optimizer = true;
-    EXPECT_NE(error_of([&] { plan_training(options, 256, 2); }).find("zero: not yet with --optimizer muon"),
-              std::string::npos);
-    options.zero_optimizer = false;
     options.precision = Precision::bf16;
     options.stochastic_rounding = true;
     EXPECT_NE(error_of([&] { plan_training(options, 256, 1); }).find("stochastic-rounding: not yet"),

@@ -50,9 +50,9 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
     std::optional<ShardSizes> shard_sizes;
     if (options.zero_optimizer) {
-        const ShardLayout shards = TrainStep::zero_layout(
-            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
-        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
+        shard_sizes = TrainStep::zero_sizes(
+            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))),
+            options.optimizer == OptimizerKind::muon);
     }
     out << format(
         "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "

@@ -231,6 +231,8 @@ void TrainStep::update_muon_groups(const TensorView& masters, const TensorView& 
     }
     MuonHyper muon_hyper = muon_->hyper;
     muon_hyper.learning_rate = static_cast<float>(muon_->hyper.learning_rate * schedule_factor);
+    muon_hyper.stochastic_rounding = hyper.stochastic_rounding;
+    muon_hyper.seed = hyper.seed;
     muon_step_->step(masters, gradients, m, working, muon_hyper, status_pointer());
 }
 

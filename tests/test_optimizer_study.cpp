@@ -109,6 +109,7 @@ TEST(OptimizerStudyTest, ReportOfAdamwAndMuonAgreesWithTheirRuns) {
     EXPECT_NE(text.find("## Steps to adamw's final validation loss"), std::string::npos);
     EXPECT_NE(text.find("| muon (seed 12) |"), std::string::npos) << text;
     EXPECT_NE(text.find("muon: val loss | seconds |"), std::string::npos) << text;
+    EXPECT_NE(text.find("| vs adamw |"), std::string::npos) << text;
 }
 
 TEST(OptimizerStudyTest, RefusesUnknownOrRepeatedOptimizers) {

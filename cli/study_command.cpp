@@ -7,6 +7,7 @@
 #include "cli/model_options.h"
 #include "cli/threads_option.h"
 #include "cli/toml_config.h"
+#include "core/error.h"
 #include "study/precision_study.h"
 
 namespace mixgpt::cli {
@@ -15,6 +16,7 @@ namespace {
 struct StudyArguments {
     StudyOptions options;
     std::string precisions = "fp32,tf32,bf16,fp16,fp16-noscale,bf16-sr,fp8";
+    std::string optimizers;  // empty: a precision study
     std::string lr_schedule = "cosine";
     std::string recompute = "none";
 };
@@ -28,14 +30,25 @@ void add_study_command(CLI::App& app) {
     o.eval_interval = 100;
     CLI::App* command = app.add_subcommand(
         "study",
-        "train the same model once per precision (same seed, data and token budget) and report accuracy, "
-        "speed, memory and loss scaling side by side");
+        "train the same model once per precision, or per optimizer (--optimizers), with the same seed, data "
+        "and token budget, and report accuracy, speed, memory and loss scaling side by side");
     add_config_option(*command);
     command
         ->add_option("--precisions", arguments->precisions,
                      "runs, comma-separated: fp32, tf32, bf16, fp16 (dynamic loss scaling), fp16-noscale, "
                      "bf16-sr (stochastic rounding), fp8 (delayed scaling), fp8-current, fp8-head")
         ->capture_default_str();
+    CLI::Option* optimizers = command->add_option("--optimizers", arguments->optimizers,
+                                                  "compare optimizers instead, comma-separated: adamw (at "
+                                                  "--lr), muon (bf16 Newton-Schulz, at --muon-lr), "
+                                                  "muon-fp32; the first is the one the others must reach; "
+                                                  "all at the one run of --precisions (default fp32)");
+    command->add_option("--muon-lr", o.muon_lr, "--optimizers: peak learning rate of the Muon matrices")
+        ->capture_default_str();
+    command->add_option("--embedding-lr", o.embedding_lr,
+                        "--optimizers: Muon runs' embedding rate (default --lr)");
+    command->add_option("--head-lr", o.head_lr,
+                        "--optimizers: Muon runs' untied output head rate (default --lr)");
     command
         ->add_option("--output-dir,-o", study.output_dir, "study directory: one run directory per precision")
         ->capture_default_str();
@@ -68,9 +81,19 @@ void add_study_command(CLI::App& app) {
     add_device_option(*command, o.device);
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)");
-    command->callback([arguments] {
+    command->callback([arguments, command, optimizers] {
         StudyOptions& options = arguments->options;
-        options.variants = parse_study_variants(arguments->precisions);
+        if (optimizers->count() > 0) {
+            const std::vector<StudyVariant> precision = parse_study_variants(
+                command->get_option("--precisions")->count() > 0 ? arguments->precisions : "fp32");
+            if (precision.size() != 1)
+                throw Error("optimizers: compares optimizers at one precision; --precisions names " +
+                            std::to_string(precision.size()));
+            options.variants = parse_optimizer_variants(arguments->optimizers, precision.front());
+            options.optimizers = true;
+        } else {
+            options.variants = parse_study_variants(arguments->precisions);
+        }
         options.train.lr_decay = parse_lr_decay(arguments->lr_schedule);
         options.train.recompute = parse_recompute(arguments->recompute);
         if (!run_study(options)) std::cout << "study stopped; the same command continues it\n";

@@ -143,8 +143,9 @@ void add_train_command(CLI::App& app) {
         ->check(non_negative())
         ->group("Optimizer");
     command
-        ->add_flag("--stochastic-rounding", o.stochastic_rounding,
-                   "round the bf16 working copy stochastically")
+        ->add_flag(
+            "--stochastic-rounding", o.stochastic_rounding,
+            "round the bf16 working copy stochastically (AdamW's parameters and Muon's matrices alike)")
         ->group("Optimizer");
 
     add_optimizer_options(*command, arguments->optimizer, o);
@@ -281,7 +282,9 @@ void add_train_command(CLI::App& app) {
         ->group("Run");
     command->add_flag("--dry-run", o.dry_run, "print the memory plan for each recompute policy and exit")
         ->group("Run");
-    command->add_flag("--zero", o.zero_optimizer, "ZeRO-1: shard the optimizer state over the ranks")
+    command->add_flag("--zero", o.zero_optimizer,
+                      "ZeRO-1: shard the optimizer state over the ranks (--optimizer muon: whole Muon matrices "
+                      "per rank, round-robin within each shape)")
         ->group("Data parallel (under mpirun or srun)");
     command
         ->add_flag("--overlap-comm,!--no-overlap-comm", o.overlap_comm,

@@ -42,6 +42,12 @@ std::vector<ElementRange> ShardLayout::pieces(int rank) const {
     return result;
 }
 
+RankPieces ShardLayout::rank_pieces() const {
+    std::vector<std::vector<ElementRange>> all;
+    for (int rank = 0; rank < world_size_; ++rank) all.push_back(pieces(rank));
+    return RankPieces(std::move(all), elements_, arena_elements_);
+}
+
 int64_t ShardLayout::shard_count_below(int rank, int64_t position) const {
     int64_t count = 0;
     for (const ElementRange& owned : pieces(rank))
@@ -50,32 +56,11 @@ int64_t ShardLayout::shard_count_below(int rank, int64_t position) const {
 }
 
 std::vector<float> ShardLayout::shard_of(const std::vector<float>& values, int rank) const {
-    MIXGPT_REQUIRE(static_cast<int64_t>(values.size()) == elements_,
-                   "shard layout: values do not match the parameter count");
-    std::vector<float> shard(static_cast<size_t>(shard_elements_), 0.f);
-    auto stored = shard.begin();
-    for (const ElementRange& owned : pieces(rank)) {
-        const int64_t real_end = std::min(owned.end, elements_);
-        if (real_end > owned.begin)
-            std::copy(values.begin() + owned.begin, values.begin() + real_end, stored);
-        stored += owned.count();
-    }
-    return shard;
+    return rank_pieces().shard_of(values, rank);
 }
 
 std::vector<float> ShardLayout::arena_of(const std::vector<float>& shards) const {
-    MIXGPT_REQUIRE(static_cast<int64_t>(shards.size()) == shard_elements_ * world_size_,
-                   "shard layout: shards do not match the shard size");
-    std::vector<float> values(static_cast<size_t>(arena_elements_));
-    for (int rank = 0; rank < world_size_; ++rank) {
-        auto stored = shards.begin() + rank * shard_elements_;
-        for (const ElementRange& owned : pieces(rank)) {
-            std::copy(stored, stored + owned.count(), values.begin() + owned.begin);
-            stored += owned.count();
-        }
-    }
-    values.resize(static_cast<size_t>(elements_));
-    return values;
+    return rank_pieces().arena_of(shards);
 }
 
 int64_t shard_granule(int world_size) { return world_size * ShardLayout::kAlignment; }

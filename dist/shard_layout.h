@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "dist/rank_pieces.h"
 
 namespace mixgpt {
 
@@ -31,6 +32,8 @@ public:
     const std::vector<ElementRange>& units() const { return units_; }  // ascending
     // Rank r's piece of each unit, ascending: its shard's elements in the arena.
     std::vector<ElementRange> pieces(int rank) const;
+    // Every rank's pieces, with the host conversions between shards and arena order.
+    RankPieces rank_pieces() const;
     // How many elements of rank's shard lie before arena position `position`.
     int64_t shard_count_below(int rank, int64_t position) const;
 

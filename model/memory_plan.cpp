@@ -22,7 +22,9 @@ MemoryPlan plan_memory(const GPTConfig& config, int batch_size, int seq_len, Pre
     plan.optimizer_state = 2 * kept * sizeof(float);
     plan.working_copy = act == DType::f32 && shards == nullptr ? 0 : arena * act_bytes;
     plan.activations = ActivationLayout(config, batch_size, seq_len, precision, recompute).total_bytes();
-    if (shards != nullptr) plan.shard_exchange = kept * (sizeof(float) + (act == DType::f32 ? 0 : act_bytes));
+    if (shards != nullptr)
+        plan.shard_exchange = kept * (sizeof(float) + (act == DType::f32 ? 0 : act_bytes)) +
+                              static_cast<size_t>(shards->staging_elements) * sizeof(float);
     return plan;
 }
 

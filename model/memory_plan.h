@@ -20,7 +20,8 @@ struct MemoryPlan {
     size_t optimizer_state = 0;  // AdamW m and v, fp32
     size_t working_copy = 0;     // bf16/fp16 copy of the weights (0 for fp32/tf32: it is the masters)
     size_t activations = 0;      // model/activations.h, the backward scratch included
-    size_t shard_exchange = 0;   // ZeRO-1: the shard's mean gradients (fp32) and new working copy (16-bit)
+    size_t shard_exchange = 0;   // ZeRO-1: the shard's mean gradients (fp32) and new working copy (16-bit),
+                                 // Muon's staging
     // --optimizer muon: the Newton-Schulz iterates, a batch per matrix shape (train/muon_step.h); set
     // by the trainer, 0 from plan_memory
     size_t optimizer_iterates = 0;
@@ -34,8 +35,9 @@ struct MemoryPlan {
 // One rank's ZeRO-1 sizes (dist/shard_layout.h): its shard, whose fp32 masters and AdamW moments
 // it keeps, and the arenas (gradients, working copy), both with their padding.
 struct ShardSizes {
-    int64_t shard_elements = 0;
+    int64_t shard_elements = 0;  // the largest rank's
     int64_t arena_elements = 0;
+    int64_t staging_elements = 0;  // --optimizer muon: its collectives' f32 staging (train/muon_zero_layout.h)
 };
 
 // shards null: every rank keeps every master and moment. Under ZeRO-1 the working copy is an

@@ -44,6 +44,8 @@ TrainOptions run_options(const StudyOptions& options, const StudyVariant& varian
     train.stochastic_rounding = variant.stochastic_rounding;
     train.fp8.scaling.scaling = variant.fp8_scaling;
     train.fp8.head = variant.fp8_head;
+    train.optimizer = variant.optimizer;
+    train.muon_ns_dtype = variant.muon_ns_dtype;
     train.gradient_zero_stats = true;
     train.resume = "if-present";
     if (train.checkpoint_interval == 0) train.checkpoint_interval = train.eval_interval;
@@ -142,6 +144,32 @@ std::vector<StudyVariant> parse_study_variants(const std::string& list) {
     return ordered;
 }
 
+std::vector<StudyVariant> parse_optimizer_variants(const std::string& list, const StudyVariant& precision) {
+    std::vector<StudyVariant> chosen;
+    std::stringstream stream(list);
+    for (std::string name; std::getline(stream, name, ',');) {
+        StudyVariant variant = precision;
+        variant.name = name;
+        if (name == "adamw") {
+            variant.description = "AdamW on every parameter at --lr";
+        } else if (name == "muon" || name == "muon-fp32") {
+            variant.optimizer = OptimizerKind::muon;
+            variant.muon_ns_dtype = name == "muon" ? DType::bf16 : DType::f32;
+            variant.description = std::string("Muon on the blocks' matrices (") +
+                                  (name == "muon" ? "bf16" : "fp32") +
+                                  " Newton-Schulz) at --muon-lr, AdamW on the rest";
+        } else {
+            throw Error("optimizers: unknown run '" + name + "' (choose from adamw, muon, muon-fp32)");
+        }
+        variant.description += " (" + precision.name + ")";
+        for (const StudyVariant& already : chosen)
+            MIXGPT_REQUIRE(already.name != name, "optimizers: '" + name + "' is listed twice");
+        chosen.push_back(variant);
+    }
+    MIXGPT_REQUIRE(!chosen.empty(), "optimizers: name at least one run");
+    return chosen;
+}
+
 std::vector<uint64_t> study_seeds(const StudyOptions& options) {
     std::vector<uint64_t> seeds;
     for (int index = 0; index < options.seeds; ++index) seeds.push_back(options.train.seed + index);
@@ -223,6 +251,7 @@ bool run_study(const StudyOptions& asked) {
     report.seeds = seeds;
     report.data_seed = options.train.data_seed.value_or(options.train.seed);
     report.bytes_per_token = static_cast<double>(dataset.val.bytes) / static_cast<double>(dataset.val.tokens);
+    report.optimizers = options.optimizers;
     for (const StudyVariant& variant : options.variants)
         for (const uint64_t seed : seeds)
             report.runs.push_back(summarize_study_run(options.output_dir,

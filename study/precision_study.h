@@ -1,7 +1,9 @@
-// `mixgpt study`: what each precision does to speed and to accuracy, on one dataset and model.
+// `mixgpt study`: what each precision, or each optimizer (`--optimizers`), does to speed and to
+// accuracy, on one dataset and model.
 //
 // The same training (same seed, data order and token budget: every TrainOptions field but the
-// precision's) runs once per variant, each as an ordinary run directory under the study's:
+// precision's, or the optimizer's) runs once per variant, each as an ordinary run directory under
+// the study's:
 //
 //   <study>/<variant>/metrics.jsonl, checkpoints/   the run (train/trainer.h)
 //   <study>/<variant>/study_run.json                written when the run is complete, with the
@@ -35,6 +37,9 @@ struct StudyVariant {
     // fp8 runs: the scaling and whether the output head is FP8 too (the rest as Fp8Options' defaults)
     Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
     bool fp8_head = false;
+    // An optimizer study's: the run's optimizer, and Muon's Newton-Schulz precision
+    OptimizerKind optimizer = OptimizerKind::adamw;
+    DType muon_ns_dtype = DType::bf16;
 };
 
 // The variants a study knows, in report order: fp32 (the reference), tf32, bf16, fp16 (dynamic
@@ -43,13 +48,20 @@ struct StudyVariant {
 const std::vector<StudyVariant>& study_variants();
 // A comma-separated list of their names; throws Error naming an unknown one.
 std::vector<StudyVariant> parse_study_variants(const std::string& list);
+// `--optimizers`: a comma-separated list of adamw (every parameter at --lr), muon (bf16 Newton-Schulz;
+// the matrices at --muon-lr, the AdamW groups at --embedding-lr, --head-lr and --lr) and muon-fp32
+// (fp32 Newton-Schulz), each run at `precision` (one variant of study_variants()), in the order
+// listed: the first is the one the others are measured against. Throws Error naming an unknown or
+// repeated one.
+std::vector<StudyVariant> parse_optimizer_variants(const std::string& list, const StudyVariant& precision);
 
 struct StudyOptions {
     TrainOptions train;                  // output_dir, precision, loss_scale, resume: set per run
     std::vector<StudyVariant> variants;  // fp32 first when present
     std::string output_dir = "runs/study";
-    int bench_steps = 3;  // timed steps of `mixgpt bench` per precision; 0: no bench figure
-    int seeds = 1;        // runs per variant, initialized from train.seed, train.seed + 1, ...
+    int bench_steps = 3;      // timed steps of `mixgpt bench` per precision; 0: no bench figure
+    int seeds = 1;            // runs per variant, initialized from train.seed, train.seed + 1, ...
+    bool optimizers = false;  // the variants are parse_optimizer_variants'
 };
 
 // The initialization seeds of the study's runs, train.seed first.

@@ -77,7 +77,10 @@ Json run_json(const StudyRunSummary& run) {
     for (const auto& [step, scale] : run.loss_scale_changes) scale_changes.push_back({step, scale});
     Json evaluations = Json::array();
     for (const StudyEvalPoint& point : run.evaluations) {
-        Json entry = {{"step", point.step}, {"val_loss", point.val_loss}, {"gap_to_fp32", point.gap_to_fp32}};
+        Json entry = {{"step", point.step},
+                      {"val_loss", point.val_loss},
+                      {"gap_to_fp32", point.gap_to_fp32},
+                      {"train_seconds", point.train_seconds}};
         if (point.grad_zero_fraction >= 0) entry["grad_zero_fraction"] = point.grad_zero_fraction;
         evaluations.push_back(entry);
     }
@@ -87,6 +90,10 @@ Json run_json(const StudyRunSummary& run) {
             {"precision", precision_name(run.variant.precision)},
             {"loss_scale", run.variant.loss_scale},
             {"stochastic_rounding", run.variant.stochastic_rounding},
+            {"optimizer", optimizer_name(run.variant.optimizer)},
+            {"muon_ns_precision", dtype_name(run.variant.muon_ns_dtype)},
+            {"steps_to_target", run.steps_to_target},
+            {"seconds_to_target", run.seconds_to_target},
             {"directory", run.directory},
             {"steps", run.steps},
             {"tokens", run.tokens},
@@ -121,6 +128,13 @@ std::string mib(size_t bytes) { return format("%.1f MiB", static_cast<double>(by
 const StudyRunSummary* fp32_run(const StudyReport& report, uint64_t seed) {
     for (const StudyRunSummary& run : report.runs)
         if (run.variant.name == "fp32" && run.seed == seed) return &run;
+    return nullptr;
+}
+
+// The run of the study's first variant with `seed`: what an optimizer study measures the others by.
+const StudyRunSummary* first_run(const StudyReport& report, uint64_t seed) {
+    for (const StudyRunSummary& run : report.runs)
+        if (run.variant.name == report.runs.front().variant.name && run.seed == seed) return &run;
     return nullptr;
 }
 
@@ -241,6 +255,69 @@ std::string gap_markdown(const StudyReport& report, const StudyRunSummary& refer
     return text;
 }
 
+// An optimizer study: the steps and training seconds each run needs to reach the first variant's
+// final validation loss (its own seed's), and their ratio to the first variant's whole run.
+std::string target_markdown(const StudyReport& report) {
+    const std::string first = report.runs.front().variant.name;
+    std::string text = "\n## Steps to " + first + "'s final validation loss\n\n";
+    text += "The first evaluation at which each run's validation loss is at most the final one of the " +
+            first +
+            " run of its seed (evaluations every few steps: the step is rounded up to one); its training "
+            "seconds are the run's steps' times summed up to it. Ratios: over " +
+            first +
+            "'s whole run (its steps, its seconds).\n\n"
+            "| run | steps | steps ratio | training seconds | seconds ratio | ms/step |\n"
+            "|---|---|---|---|---|---|\n";
+    for (const StudyRunSummary& run : report.runs) {
+        const StudyRunSummary* reference = first_run(report, run.seed);
+        const double reference_seconds = reference->evaluations.back().train_seconds;
+        const bool reached = run.steps_to_target >= 0;
+        text += format("| %s | %s | %s | %s | %s | %.1f |\n", run_label(report, run).c_str(),
+                       reached ? std::to_string(run.steps_to_target).c_str() : "not reached",
+                       reached ? format("%.2f", static_cast<double>(run.steps_to_target) /
+                                                    static_cast<double>(reference->steps))
+                                     .c_str()
+                               : "—",
+                       reached ? format("%.1f", run.seconds_to_target).c_str() : "—",
+                       reached ? format("%.2f", run.seconds_to_target / reference_seconds).c_str() : "—",
+                       run.train_ms_per_step);
+    }
+    return text;
+}
+
+// An optimizer study: each variant's validation loss and training seconds at every evaluation,
+// means over the seeds.
+std::string curve_markdown(const StudyReport& report) {
+    std::string text =
+        report.seeds.size() > 1
+            ? "\n## Validation loss against steps and training seconds (means over the seeds)\n\n"
+            : "\n## Validation loss against steps and training seconds\n\n";
+    std::string header = "| step |", rule = "|---|";
+    for (const StudySeedSpread& spread : report.spreads) {
+        header += " " + spread.variant.name + ": val loss | seconds |";
+        rule += "---|---|";
+    }
+    text += header + "\n" + rule + "\n";
+    const StudyRunSummary& reference = report.runs.front();
+    for (size_t e = 0; e < reference.evaluations.size(); ++e) {
+        text += format("| %lld |", static_cast<long long>(reference.evaluations[e].step));
+        for (const StudySeedSpread& spread : report.spreads) {
+            double loss = 0, seconds = 0;
+            int count = 0;
+            for (const StudyRunSummary& run : report.runs)
+                if (run.variant.name == spread.variant.name && e < run.evaluations.size()) {
+                    loss += run.evaluations[e].val_loss;
+                    seconds += run.evaluations[e].train_seconds;
+                    ++count;
+                }
+            text +=
+                count > 0 ? format(" %.4f | %.1f |", loss / count, seconds / count) : std::string(" — | — |");
+        }
+        text += "\n";
+    }
+    return text;
+}
+
 }  // namespace
 
 StudyRunSummary summarize_study_run(const std::string& study_directory, const std::string& run_directory,
@@ -278,6 +355,9 @@ StudyRunSummary summarize_study_run(const std::string& study_directory, const st
         point.gap_to_fp32 = kNaN;
         if (record.contains("grad_zero_fraction"))
             point.grad_zero_fraction = record["grad_zero_fraction"].get<double>();
+        for (auto train = metrics.train.begin(); train != metrics.train.end() && train->first <= step;
+             ++train)
+            point.train_seconds += number_or_nan(train->second["ms_per_step"]) / 1e3;
         if (point.val_loss < run.best_val_loss) {
             run.best_val_loss = point.val_loss;
             run.best_step = step;
@@ -292,6 +372,17 @@ StudyRunSummary summarize_study_run(const std::string& study_directory, const st
 }
 
 void compare_runs(StudyReport& report) {
+    for (StudyRunSummary& run : report.runs) {
+        const StudyRunSummary* first = first_run(report, run.seed);
+        run.steps_to_target = -1;
+        run.seconds_to_target = kNaN;
+        for (const StudyEvalPoint& point : run.evaluations)
+            if (point.val_loss <= first->final_val_loss) {
+                run.steps_to_target = point.step;
+                run.seconds_to_target = point.train_seconds;
+                break;
+            }
+    }
     for (StudyRunSummary& run : report.runs) {
         const StudyRunSummary* reference = fp32_run(report, run.seed);
         if (reference == nullptr) continue;
@@ -333,6 +424,7 @@ std::string study_report_json(const StudyReport& report) {
                        {"seeds", report.seeds},
                        {"data_seed", report.data_seed},
                        {"val_bytes_per_token", report.bytes_per_token},
+                       {"compares", report.optimizers ? "optimizers" : "precisions"},
                        {"runs", runs},
                        {"spreads", spreads}};
     return json.dump(2) + "\n";
@@ -347,10 +439,11 @@ std::string study_report_markdown(const StudyReport& report) {
             ? format("initialized from seeds %s, every one with the data order of seed %llu",
                      seed_list(report.seeds).c_str(), static_cast<unsigned long long>(report.data_seed))
             : "every run the same seed (" + seed_list(report.seeds) + ") and data order";
-    std::string text = format(
-        "# Precision study: %s %s (%d layers, %d heads, width %d)\n\n"
+    std::string text = format("# %s study: %s %s (%d layers, %d heads, width %d)\n\n",
+                              report.optimizers ? "Optimizer" : "Precision", report.model.c_str(),
+                              report.arch.c_str(), report.n_layer, report.n_head, report.n_embd);
+    text += format(
         "Dataset `%s`; %s; every run the same budget: %lld steps, %lld tokens, B=%d, T=%d. Device: %s.\n",
-        report.model.c_str(), report.arch.c_str(), report.n_layer, report.n_head, report.n_embd,
         report.dataset.c_str(), seeds.c_str(), static_cast<long long>(report.steps),
         static_cast<long long>(report.tokens_per_run), report.batch_size, report.seq_len,
         report.runs.empty() ? "none" : report.runs.front().bench.device.c_str());
@@ -360,21 +453,30 @@ std::string study_report_markdown(const StudyReport& report) {
             "accuracy is what the precision gives, their speed says nothing about hardware with native "
             "support. Every speed figure of an emulated run says so.\n";
     if (several_seeds) text += spread_markdown(report);
+    if (report.optimizers) text += target_markdown(report) + curve_markdown(report);
 
     text += several_seeds ? "\n## Accuracy and speed of each run\n\n" : "\n## Accuracy and speed\n\n";
+    // An optimizer study measures every run by its seed's run of the first optimizer.
+    const std::string reference_name = report.optimizers ? report.runs.front().variant.name : "fp32";
     text +=
-        "| run | final val loss | vs fp32 | best val loss (step) | perplexity | bits/byte | tokens/s "
-        "(training) | ms/step | tokens/s (bench) | peak memory "
-        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+        "| run | final val loss | vs " + reference_name +
+        " | best val loss (step) | perplexity | bits/byte | tokens/s (training) | ms/step | tokens/s (bench) "
+        "| peak memory |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const StudyRunSummary& run : report.runs)
-        text += format("| %s | %.4f | %s | %.4f (%lld) | %.2f | %.4f | %s | %s | %s | %s |\n",
-                       run_label(report, run).c_str(), run.final_val_loss,
-                       relative_gap(run, fp32_run(report, run.seed)).c_str(), run.best_val_loss,
-                       static_cast<long long>(run.best_step), run.final_perplexity, run.final_bits_per_byte,
-                       speed(run.train_tokens_per_second, "%.0f", run.bench.emulated).c_str(),
-                       speed(run.train_ms_per_step, "%.1f", run.bench.emulated).c_str(),
-                       speed(run.bench.tokens_per_second, "%.0f", run.bench.emulated).c_str(),
-                       mib(run.peak_memory_bytes).c_str());
+        text += format(
+            "| %s | %.4f | %s | %.4f (%lld) | %.2f | %.4f | %s | %s | %s | %s |\n",
+            run_label(report, run).c_str(), run.final_val_loss,
+            relative_gap(run, report.optimizers ? first_run(report, run.seed) : fp32_run(report, run.seed))
+                .c_str(),
+            run.best_val_loss, static_cast<long long>(run.best_step), run.final_perplexity,
+            run.final_bits_per_byte, speed(run.train_tokens_per_second, "%.0f", run.bench.emulated).c_str(),
+            speed(run.train_ms_per_step, "%.1f", run.bench.emulated).c_str(),
+            speed(run.bench.tokens_per_second, "%.0f", run.bench.emulated).c_str(),
+            mib(run.peak_memory_bytes).c_str());
+    if (report.optimizers)
+        text +=
+            "\nThe bench column is `mixgpt bench` of the precision, which trains with AdamW: the training "
+            "columns are each optimizer's own.\n";
     text += "\nRuns: ";
     for (size_t i = 0; i < report.spreads.size(); ++i)
         text += (i ? "; " : "") + format("`%s`: %s", report.spreads[i].variant.name.c_str(),

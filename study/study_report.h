@@ -19,6 +19,7 @@ struct StudyEvalPoint {
     double val_loss = 0;
     double gap_to_fp32 = 0;  // val_loss - the same seed's fp32 run's at the same step; NaN without one
     double grad_zero_fraction = -1;  // < 0: not measured
+    double train_seconds = 0;        // the run's training steps up to this one (their ms_per_step summed)
 };
 
 // What `mixgpt bench` measured for the run's precision, stored in study_run.json.
@@ -44,6 +45,10 @@ struct StudyRunSummary {
     double final_loss_scale = 1;
     StudyBench bench;
     std::vector<StudyEvalPoint> evaluations;
+    // The first evaluation whose loss is at most the target, the final validation loss of the
+    // study's first variant of the same seed: its step (-1: none) and training seconds (NaN: none).
+    int64_t steps_to_target = -1;
+    double seconds_to_target = 0;
 };
 
 // One variant's final validation loss over its seeds.
@@ -64,14 +69,15 @@ struct StudyReport {
     double bytes_per_token = 0;            // of the validation split: turns nats into bits per byte
     std::vector<StudyRunSummary> runs;     // variant by variant, each in seeds' order
     std::vector<StudySeedSpread> spreads;  // one per variant, in runs' order
+    bool optimizers = false;               // an optimizer study (StudyOptions::optimizers)
 };
 
 // Reads one complete run from <study_directory>/<run_directory> (throws Error naming the file
 // when its metrics or study_run.json are missing or malformed).
 StudyRunSummary summarize_study_run(const std::string& study_directory, const std::string& run_directory,
                                     const StudyVariant& variant, uint64_t seed, double bytes_per_token);
-// Fills each run's gap to the fp32 run of its seed, when there is one, and each variant's spread
-// over seeds.
+// Fills each run's gap to the fp32 run of its seed, when there is one, its steps and seconds to the
+// first variant's final loss of its seed, and each variant's spread over seeds.
 void compare_runs(StudyReport& report);
 
 std::string study_report_json(const StudyReport& report);

@@ -85,8 +85,6 @@ std::vector<BadInput> option_cases() {
         {"train --muon-ns-precision fp16",
          train_with({"--optimizer", "muon", "--muon-ns-precision", "fp16"}, "{D}/run_ns_fp16"), 1,
          {"--muon-ns-precision: 'fp16' is not one of bf16, fp32"}},
-        {"train --optimizer muon --zero", train_with({"--optimizer", "muon", "--zero"}, "{D}/run_muon_zero"), 1,
-         {"zero: not yet with --optimizer muon (#37); drop --zero"}},
         // 0 meant "all" here and was refused by eval --limit.
         {"train --task-eval-limit 0",
          train_with({"--task-eval", "mc:{D}/task.jsonl", "--task-eval-limit", "0"}, "{D}/run_limit"),

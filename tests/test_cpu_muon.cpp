@@ -279,7 +279,7 @@ TEST(CpuMuon, SkippedStepChangesNothing) {
     status.skip = 1;
     backend->muon_momentum(slot, momentum.view(), grads.view(), 0.95f, true, &status);
     backend->muon_newton_schulz(x.view(), 5, &status);
-    backend->muon_update(params.view(), working.view(), slot, 0.02f, 1.f, 0.1f, &status);
+    backend->muon_update(params.view(), working.view(), slot, 0.02f, 1.f, 0.1f, false, 0, &status);
     EXPECT_EQ(momentum.values(), momentum0);
     EXPECT_EQ(x.values(), x0);
     EXPECT_EQ(params.values(), p0);
@@ -292,7 +292,7 @@ TEST(CpuMuon, UpdateWritesTheWorkingCopyRoundedToNearest) {
     const std::vector<double> x0 = test::rounded(test::random_normal(16 * 8, 331, 0.1), DType::bf16);
     HostTensor params(p0, DType::f32, {16, 8}), working(DType::bf16, {16, 8}), x(x0, DType::bf16, {16, 8});
     StepStatus status;
-    backend->muon_update(params.view(), working.view(), x.view(), 0.02f, 2.f, 0.1f, &status);
+    backend->muon_update(params.view(), working.view(), x.view(), 0.02f, 2.f, 0.1f, false, 0, &status);
     const std::vector<double> p = params.values();
     for (size_t i = 0; i < p.size(); ++i) {
         const double expected = p0[i] - 0.02 * (2 * x0[i] + 0.1 * p0[i]);
@@ -300,6 +300,48 @@ TEST(CpuMuon, UpdateWritesTheWorkingCopyRoundedToNearest) {
             << i;  // fp32 of the terms
     }
     EXPECT_EQ(working.values(), test::rounded(p, DType::bf16));
+}
+
+// --stochastic-rounding: with learning rate 0 every master stays a quarter ulp above 1 in bf16,
+// so each working element is 1 or its upper neighbour, up with probability 1/4 (within 4 standard
+// deviations over 100000 elements); the bits are those adamw_step's rounding draws for the same
+// seed and index (one hash for both optimizers); to nearest (all 1) when not asked.
+TEST(CpuMuon, UpdateRoundsTheWorkingCopyStochasticallyWhenAsked) {
+    auto backend = make_backend({"cpu", 0, Precision::bf16, 0});
+    const int64_t rows = 250, cols = 400, n = rows * cols;
+    const double master = 1.0 + std::ldexp(1.0, -9);  // bf16's ulp at 1 is 2^-7
+    HostTensor params(std::vector<double>(static_cast<size_t>(n), master), DType::f32, {rows, cols});
+    HostTensor x(test::random_normal(n, 340), DType::f32, {rows, cols});
+    HostTensor working(DType::bf16, {rows, cols});
+    StepStatus status;
+    backend->muon_update(params.view(), working.view(), x.view(), 0.f, 1.f, 0.f, true, 77, &status);
+    const std::vector<double> rounded = working.values();
+    int64_t up = 0;
+    for (double value : rounded) {
+        ASSERT_TRUE(value == 1.0 || value == 1.0 + std::ldexp(1.0, -7)) << value;
+        up += value > 1.0 ? 1 : 0;
+    }
+    const double sigma = std::sqrt(0.25 * 0.75 / static_cast<double>(n));
+    EXPECT_NEAR(static_cast<double>(up) / static_cast<double>(n), 0.25, 4 * sigma);
+
+    HostTensor flat_params(std::vector<double>(static_cast<size_t>(n), master), DType::f32, {n});
+    HostTensor grads(std::vector<double>(static_cast<size_t>(n), 0.0), DType::f32, {n});
+    HostTensor m(std::vector<double>(static_cast<size_t>(n), 0.0), DType::f32, {n});
+    HostTensor v(std::vector<double>(static_cast<size_t>(n), 0.0), DType::f32, {n});
+    HostTensor adamw_working(DType::bf16, {n});
+    AdamWHyper hyper;
+    hyper.learning_rate = 0.f;
+    hyper.stochastic_rounding = true;
+    hyper.seed = 77;
+    StepStatus adamw_status;
+    backend->adamw_step(flat_params.view(), grads.view(), m.view(), v.view(), adamw_working.view(), 0, hyper,
+                        &adamw_status);
+    EXPECT_EQ(adamw_working.values(), rounded);
+
+    backend->muon_update(params.view(), working.view(), x.view(), 0.f, 1.f, 0.f, true, 78, &status);
+    EXPECT_NE(working.values(), rounded);  // another seed, other bits
+    backend->muon_update(params.view(), working.view(), x.view(), 0.f, 1.f, 0.f, false, 77, &status);
+    EXPECT_EQ(working.values(), std::vector<double>(static_cast<size_t>(n), 1.0));
 }
 
 // q, k and v separately (grouped: k and v of n_kv_head heads), SwiGLU's gate and up separately;

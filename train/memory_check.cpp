@@ -50,9 +50,9 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
     std::optional<ShardSizes> shard_sizes;
     if (options.zero_optimizer) {
-        const ShardLayout shards = TrainStep::zero_layout(
-            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))));
-        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
+        shard_sizes = TrainStep::zero_sizes(
+            config, ranks, std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20))),
+            options.optimizer == OptimizerKind::muon);
     }
     out << format(
         "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
@@ -61,13 +61,17 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
         options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
         static_cast<double>(config.num_parameters()) / 1e6);
-    out << format(
-        "micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n", options.batch_size,
-        options.seq_len, precision_name(options.precision), accumulation_steps, ranks, ranks == 1 ? "" : "s",
-        options.zero_optimizer ? " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, "
-                                 "the arenas padded to equal pieces)"
-                               : "");
-    if (options.optimizer == OptimizerKind::muon)
+    const bool muon = options.optimizer == OptimizerKind::muon;
+    out << format("micro-batch B=%d, T=%d, precision %s, %d accumulation steps, %d rank%s%s\n",
+                  options.batch_size, options.seq_len, precision_name(options.precision), accumulation_steps,
+                  ranks, ranks == 1 ? "" : "s",
+                  !options.zero_optimizer ? ""
+                  : muon ? " with ZeRO-1 (per rank: the fp32 masters and optimizer state of its whole Muon "
+                           "matrices and its block of the rest, the largest rank's counted; Muon's staging "
+                           "in the shard exchange)"
+                         : " with ZeRO-1 (per rank: its shard's fp32 masters and optimizer state, the arenas "
+                           "padded to equal pieces)");
+    if (muon)
         out << format(
             "optimizer muon: AdamW state on every parameter (Muon's momentum in its first moment), "
             "the Newton-Schulz iterates in %s\n",
@@ -76,8 +80,7 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
         MemoryPlan plan = plan_memory(config, options.batch_size, options.seq_len, options.precision,
                                       recompute, shard_sizes ? &*shard_sizes : nullptr);
-        if (options.optimizer == OptimizerKind::muon)
-            plan.optimizer_iterates = muon_iterate_bytes(config, options.muon_ns_dtype);
+        if (muon) plan.optimizer_iterates = muon_iterate_bytes(config, options.muon_ns_dtype);
         out << format_memory_plan(plan);
     }
 }

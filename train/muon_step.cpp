@@ -68,10 +68,11 @@ void MuonStep::step(const TensorView& masters, const TensorView& gradients, cons
         backend_.muon_newton_schulz(iterate, hyper.ns_steps, status);
         for (size_t index = 0; index < batch.members.size(); ++index) {
             const MuonMatrix& matrix = matrices_[batch.members[index]];
-            backend_.muon_update(matrix_view(masters, matrix),
-                                 working.valid() ? matrix_view(working, matrix) : TensorView(), slot(index),
-                                 hyper.learning_rate, muon_scale(matrix.rows, matrix.cols),
-                                 hyper.weight_decay, status);
+            backend_.muon_update(
+                matrix_view(masters, matrix), working.valid() ? matrix_view(working, matrix) : TensorView(),
+                slot(index), hyper.learning_rate, muon_scale(matrix.rows, matrix.cols), hyper.weight_decay,
+                hyper.stochastic_rounding,
+                hyper.seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(matrix.offset + 1)), status);
         }
     }
 }

@@ -25,6 +25,10 @@ struct MuonHyper {
     int ns_steps = 5;
     DType ns_dtype = DType::bf16;  // of the Newton-Schulz iterate: bf16 or f32 (fp32 sums either way)
     float weight_decay = 0.f;      // decoupled: params -= learning_rate * weight_decay * params
+    // A bf16 working copy rounded stochastically (--stochastic-rounding), element i of a matrix at
+    // offset o of the masters by the hash of (seed mixed with o, i); else to nearest.
+    bool stochastic_rounding = false;
+    uint64_t seed = 0;  // vary per step
 };
 
 class MuonStep {

@@ -33,10 +33,6 @@ MuonPlan plan_muon(const TrainOptions& options) {
                    "muon-weight-decay: must not be negative");
     if (options.embedding_lr) require_positive(*options.embedding_lr, "embedding-lr");
     if (options.head_lr) require_positive(*options.head_lr, "head-lr");
-    MIXGPT_REQUIRE(!options.zero_optimizer, "zero: not yet with --optimizer muon (#37); drop --zero");
-    MIXGPT_REQUIRE(
-        !options.stochastic_rounding,
-        "stochastic-rounding: not yet with --optimizer muon (#37; Muon's matrices round to nearest)");
     MuonPlan plan;
     plan.hyper.learning_rate = static_cast<float>(options.muon_lr);
     plan.hyper.momentum = static_cast<float>(options.muon_momentum);

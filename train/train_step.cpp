@@ -41,17 +41,26 @@ uint64_t step_seed(uint64_t seed, int64_t step) {
     return z ^ (z >> 31);
 }
 
-ShardLayout TrainStep::zero_layout(const GPTConfig& config, int world_size, size_t bucket_bytes) {
+RankPieces TrainStep::zero_pieces(const GPTConfig& config, int world_size, size_t bucket_bytes, bool muon) {
+    if (muon) return MuonZeroLayout(config, world_size).pieces();
     const ParameterLayout layout(config);
     return layout_of_buckets(plan_model_buckets(layout, config.n_layer, world_size, true, bucket_bytes),
-                             layout.total(), world_size);
+                             layout.total(), world_size)
+        .rank_pieces();
+}
+
+ShardSizes TrainStep::zero_sizes(const GPTConfig& config, int world_size, size_t bucket_bytes, bool muon) {
+    const RankPieces pieces = zero_pieces(config, world_size, bucket_bytes, muon);
+    const std::vector<int64_t> sizes = pieces.shard_sizes();
+    return {*std::max_element(sizes.begin(), sizes.end()), pieces.arena_elements(),
+            muon ? MuonZeroLayout(config, world_size).staging_elements() : 0};
 }
 
 ParameterSharding TrainStep::sharding(const GPTConfig& config, const Communicator& communicator,
-                                      const DataParallelConfig& parallel) {
+                                      const DataParallelConfig& parallel, bool muon) {
     if (!parallel.shard_optimizer) return {};
-    const ShardLayout shards = zero_layout(config, communicator.world_size(), parallel.bucket_bytes);
-    return {shards.arena_elements(), shards.pieces(communicator.rank())};
+    const RankPieces pieces = zero_pieces(config, communicator.world_size(), parallel.bucket_bytes, muon);
+    return {pieces.arena_elements(), pieces.pieces(communicator.rank())};
 }
 
 TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_steps,
@@ -69,15 +78,23 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     const int64_t n = model.layout().total();
     const int n_layer = model.config().n_layer;
     last_stage_ = n_layer + 1;
-    gradient_buckets_ = plan_model_buckets(model.layout(), n_layer, communicator.world_size(), sharded(),
-                                           parallel.bucket_bytes);
+    const int rank = communicator.rank(), world_size = communicator.world_size();
+    if (sharded() && muon_) {
+        // Muon's matrices whole on their owners, exchanged after the backward pass (muon_zero_exchange.h).
+        muon_zero_ = std::make_unique<MuonZeroExchange>(backend_, communicator,
+                                                        MuonZeroLayout(model.config(), world_size));
+        shards_.emplace(muon_zero_->layout().pieces());
+    } else {
+        gradient_buckets_ =
+            plan_model_buckets(model.layout(), n_layer, world_size, sharded(), parallel.bucket_bytes);
+        if (sharded()) shards_.emplace(layout_of_buckets(gradient_buckets_, n, world_size).rank_pieces());
+    }
     if (sharded()) {
-        shards_.emplace(layout_of_buckets(gradient_buckets_, n, communicator.world_size()));
-        pieces_ = shards_->pieces(communicator.rank());
+        pieces_ = shards_->pieces(rank);
         MIXGPT_REQUIRE(
             model.master_pieces() == pieces_ && model.arena_elements() == shards_->arena_elements(),
             "train step: ZeRO-1 needs a model made with TrainStep::sharding for this rank");
-        kept_elements_ = shards_->shard_elements();
+        kept_elements_ = shards_->shard_elements(rank);
         for (const ElementRange& piece : pieces_)
             if (piece.begin < n) owned_.push_back({piece.begin, std::min(piece.end, n)});
         shard_gradients_ = backend_.allocate(static_cast<size_t>(kept_elements_) * sizeof(float));
@@ -97,8 +114,10 @@ TrainStep::TrainStep(GPT& model, Communicator& communicator, int accumulation_st
     backend_.fill_zero(m_.data(), m_.bytes());
     backend_.fill_zero(v_.data(), v_.bytes());
     if (muon_) {
-        MIXGPT_REQUIRE(!sharded(), "zero: not yet with --optimizer muon (#37)");
-        groups_ = muon_parameter_groups(model.config(), model.layout());
+        groups_ = muon_zero_ ? muon_zero_->layout().shard_groups(rank)
+                             : muon_parameter_groups(model.config(), model.layout());
+        MIXGPT_REQUIRE(!groups_.adamw.empty(),
+                       "zero: too many ranks for this model's AdamW parameters under --optimizer muon");
         muon_step_ = std::make_unique<MuonStep>(backend_, groups_.muon, muon_->hyper.ns_dtype);
     }
     status_ = backend_.allocate(sizeof(StepStatus));
@@ -128,10 +147,14 @@ void TrainStep::micro_step(const int32_t* windows) {
                                                           model_.seq_len() * accumulation_steps_);
     const bool last = next_micro_step_ + 1 == accumulation_steps_;
     GradientsReady ready;
-    if (last && parallel_.overlap) ready = [this](int stage) { exchange_ready_buckets(stage); };
+    if (last && parallel_.overlap && !muon_zero_)
+        ready = [this](int stage) { exchange_ready_buckets(stage); };
     const TensorView losses = model_.forward_backward(batch.inputs(), batch.targets(), gradient_scale,
                                                       status_pointer(), ready);  // (B, T) f32
-    if (last) exchange_ready_buckets(last_stage_);
+    if (last && muon_zero_)
+        muon_zero_->reduce_gradients(model_.gradient_arena());
+    else if (last)
+        exchange_ready_buckets(last_stage_);
     char* slot =
         static_cast<char*>(step_losses_.data()) + static_cast<size_t>(next_micro_step_) * losses.bytes();
     backend_.copy_within(slot, losses.data, losses.bytes());
@@ -165,12 +188,14 @@ StepResult TrainStep::gradient_result() {
 
 void TrainStep::apply_update(const AdamWHyper& hyper, double schedule_factor) {
     if (sharded()) {
-        update_shard(hyper);
+        update_shard(hyper, schedule_factor);
         return;
     }
     const TensorView gradients = model_.gradients();  // (n) f32
     if (muon_) {
-        update_muon_groups(hyper, schedule_factor);
+        const TensorView working =
+            model_.working_parameters().dtype != DType::f32 ? model_.working_parameters() : TensorView();
+        update_muon_groups(model_.master_parameters(), gradients, working, hyper, schedule_factor);
         backend_.update_loss_scale(status_pointer(), loss_scale_);
         update_fp8_scaling();
         return;
@@ -186,12 +211,10 @@ void TrainStep::apply_update(const AdamWHyper& hyper, double schedule_factor) {
 
 void TrainStep::hold_update() { update_fp8_scaling(); }
 
-void TrainStep::update_muon_groups(const AdamWHyper& hyper, double schedule_factor) {
-    const TensorView masters = model_.master_parameters();  // (n) f32
-    const TensorView gradients = model_.gradients();        // (n) f32
+void TrainStep::update_muon_groups(const TensorView& masters, const TensorView& gradients,
+                                   const TensorView& working, const AdamWHyper& hyper,
+                                   double schedule_factor) {
     const TensorView m = kept_view(m_, DType::f32), v = kept_view(v_, DType::f32);
-    const TensorView working =
-        model_.working_parameters().dtype != DType::f32 ? model_.working_parameters() : TensorView();
     for (size_t k = 0; k < groups_.adamw.size(); ++k) {
         const AdamWGroup& group = groups_.adamw[k];
         const ElementRange range{group.begin, group.end};
@@ -208,6 +231,8 @@ void TrainStep::update_muon_groups(const AdamWHyper& hyper, double schedule_fact
     }
     MuonHyper muon_hyper = muon_->hyper;
     muon_hyper.learning_rate = static_cast<float>(muon_->hyper.learning_rate * schedule_factor);
+    muon_hyper.stochastic_rounding = hyper.stochastic_rounding;
+    muon_hyper.seed = hyper.seed;
     muon_step_->step(masters, gradients, m, working, muon_hyper, status_pointer());
 }
 
@@ -247,9 +272,9 @@ void TrainStep::shard_gradient_norm() {
     make_norm_global();
 }
 
-void TrainStep::update_shard(const AdamWHyper& hyper) {
+void TrainStep::update_shard(const AdamWHyper& hyper, double schedule_factor) {
     const TensorView gradients = kept_view(shard_gradients_, DType::f32);  // (shard) f32
-    const TensorView masters = model_.master_parameters();  // (shard) f32
+    const TensorView masters = model_.master_parameters();                 // (shard) f32
     const DType act = model_.working_parameters().dtype;
     // A skipped update leaves the working copy as it is: start from the pieces' current one.
     const TensorView working = act == DType::f32 ? TensorView() : kept_view(shard_working_, act);
@@ -258,9 +283,12 @@ void TrainStep::update_shard(const AdamWHyper& hyper) {
     AdamWHyper shard_hyper = hyper;
     // Stochastic rounding draws from (seed, index within the shard): another stream per shard.
     shard_hyper.seed ^= static_cast<uint64_t>(rank * kept_elements_) * 0x9e3779b97f4a7c15ull;
-    backend_.adamw_step(masters, gradients, kept_view(m_, DType::f32), kept_view(v_, DType::f32), working,
-                        shards_->shard_count_below(rank, model_.layout().decay_count()), shard_hyper,
-                        status_pointer());
+    if (muon_)
+        update_muon_groups(masters, gradients, working, shard_hyper, schedule_factor);
+    else
+        backend_.adamw_step(masters, gradients, kept_view(m_, DType::f32), kept_view(v_, DType::f32), working,
+                            shards_->shard_count_below(rank, model_.layout().decay_count()), shard_hyper,
+                            status_pointer());
     backend_.update_loss_scale(status_pointer(), loss_scale_);
     update_fp8_scaling();
     gather_working_copy(working.valid() ? working : masters);
@@ -291,6 +319,7 @@ void TrainStep::copy_pieces(const TensorView& shard, const TensorView& arena, bo
 void TrainStep::gather_working_copy(const TensorView& shard_working) {
     const TensorView arena = model_.working_arena();  // (arena) act
     copy_pieces(shard_working, arena, false);
+    if (muon_zero_) muon_zero_->gather_working(arena);
     for (const GradientBucket& bucket : gradient_buckets_)
         for (const ElementRange& range : bucket.ranges)
             communicator_.all_gather(slice_elements(arena, range));
@@ -347,10 +376,10 @@ std::vector<float> TrainStep::gather_kept(const TensorView& kept, int root) {
     std::vector<float> part(static_cast<size_t>(kept_elements_));
     backend_.copy_to_host(part.data(), kept.data, part.size() * sizeof(float));
     if (!sharded()) return part;
-    const int ranks = communicator_.world_size();
-    std::vector<float> shards(is_root ? part.size() * static_cast<size_t>(ranks) : 0);
-    communicator_.gather_host(part.data(), shards.data(),
-                              std::vector<int64_t>(static_cast<size_t>(ranks), kept_elements_), root);
+    int64_t total = 0;
+    for (int64_t size : shards_->shard_sizes()) total += size;
+    std::vector<float> shards(is_root ? static_cast<size_t>(total) : 0);
+    communicator_.gather_host(part.data(), shards.data(), shards_->shard_sizes(), root);
     return is_root ? shards_->arena_of(shards) : std::vector<float>();
 }
 

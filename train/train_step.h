@@ -10,9 +10,12 @@
 //   adamw_step (skipped on the backend when StepStatus.skip), working copy refreshed
 //   update_loss_scale
 //
-// With Muon (MuonPlan, replicated optimizer only): adamw_step once per AdamW group of
-// train/parameter_groups.h at its own rate (the last call counts the step), then MuonStep on the
-// hidden matrices, whose momentum lives in m at their elements (train/muon_step.h).
+// With Muon (MuonPlan): adamw_step once per AdamW group of train/parameter_groups.h at its own rate
+// (the last call counts the step), then MuonStep on the hidden matrices, whose momentum lives in m
+// at their elements (train/muon_step.h). Under ZeRO-1 the rank keeps whole Muon matrices and a
+// block of the AdamW elements (train/muon_zero_layout.h): the gradients reach their owners and the
+// new working copy every rank through staged collectives after the backward pass
+// (train/muon_zero_exchange.h), and the same updates run on the rank's shard.
 //
 // Data parallelism (W ranks, each with its own micro-batches):
 // - replicated optimizer (default): the gradient arena is all-reduced (mean, fp32) in buckets
@@ -45,11 +48,14 @@
 #include "core/memory.h"
 #include "dist/communicator.h"
 #include "dist/gradient_buckets.h"
+#include "dist/rank_pieces.h"
 #include "dist/shard_layout.h"
 #include "kernels/ops.h"
 #include "model/gpt.h"
+#include "model/memory_plan.h"
 #include "model/token_batch.h"
 #include "train/muon_step.h"
+#include "train/muon_zero_exchange.h"
 #include "train/parameter_groups.h"
 
 namespace mixgpt {
@@ -82,12 +88,15 @@ public:
               const LossScaleConfig& loss_scale, const StepStatus& initial_status,
               const DataParallelConfig& parallel = {}, const std::optional<MuonPlan>& muon = std::nullopt);
 
-    // How the model must lay out its parameters on this rank: ZeRO-1's padded arena and pieces, or
-    // the default.
+    // How the model must lay out its parameters on this rank: ZeRO-1's padded arena and pieces (muon:
+    // those of train/muon_zero_layout.h), or the default.
     static ParameterSharding sharding(const GPTConfig& config, const Communicator& communicator,
-                                      const DataParallelConfig& parallel);
-    // ZeRO-1's layout of a model's arena between world_size ranks, for buckets of bucket_bytes.
-    static ShardLayout zero_layout(const GPTConfig& config, int world_size, size_t bucket_bytes);
+                                      const DataParallelConfig& parallel, bool muon = false);
+    // ZeRO-1's pieces of a model's arena between world_size ranks, for buckets of bucket_bytes (not
+    // read under muon).
+    static RankPieces zero_pieces(const GPTConfig& config, int world_size, size_t bucket_bytes, bool muon);
+    // The memory plan's sizes of the same: the largest shard, the arena, Muon's staging.
+    static ShardSizes zero_sizes(const GPTConfig& config, int world_size, size_t bucket_bytes, bool muon);
 
     int accumulation_steps() const { return accumulation_steps_; }
     bool sharded() const { return parallel_.shard_optimizer; }
@@ -134,10 +143,12 @@ private:
     // Starts the collectives of the buckets not yet started whose gradients are final after `stage`.
     void exchange_ready_buckets(int stage);
     void shard_gradient_norm();  // ZeRO-1: the pieces' mean gradients into the shard, the global norm
-    void update_shard(const AdamWHyper& hyper);
+    void update_shard(const AdamWHyper& hyper, double schedule_factor);
     void read_losses();  // the step's mean loss and z-loss term over every rank (a collective)
-    // Muon: AdamW on its groups, then Muon on the hidden matrices.
-    void update_muon_groups(const AdamWHyper& hyper, double schedule_factor);
+    // Muon: AdamW on its groups, then Muon on the hidden matrices; masters, gradients (kept) f32 and
+    // working (kept) act or invalid (fp32: the masters), in the coordinates of groups_.
+    void update_muon_groups(const TensorView& masters, const TensorView& gradients, const TensorView& working,
+                            const AdamWHyper& hyper, double schedule_factor);
     void make_norm_global();
     void update_fp8_scaling();
     // This rank's pieces of arena (arena_elements) to shard (kept_elements_), or back.
@@ -156,7 +167,7 @@ private:
     std::vector<GradientBucket> gradient_buckets_;  // of the f32 gradient arena, in completion order
     size_t buckets_started_ = 0;                    // in this step
     int last_stage_ = 0;                            // of the backward pass
-    std::optional<ShardLayout> shards_;             // ZeRO-1's
+    std::optional<RankPieces> shards_;              // ZeRO-1's
     std::vector<ElementRange> pieces_;              // ZeRO-1: this rank's, padding included
     std::vector<ElementRange> owned_;
     int64_t kept_elements_ = 0;  // optimizer state per rank: the shard, or n
@@ -173,8 +184,9 @@ private:
     int next_micro_step_ = 0;
 
     std::optional<MuonPlan> muon_;
-    ParameterGroups groups_;               // Muon's and AdamW's (muon_ only)
+    ParameterGroups groups_;               // Muon's and AdamW's (muon_ only), in the arena or the shard
     std::unique_ptr<MuonStep> muon_step_;  // muon_ only
+    std::unique_ptr<MuonZeroExchange> muon_zero_;  // muon_ under ZeRO-1 only
 };
 
 }  // namespace mixgpt

@@ -139,16 +139,15 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     parallel.bucket_bytes = std::max<size_t>(1, static_cast<size_t>(options.bucket_mb * (1 << 20)));
     std::optional<ShardSizes> shard_sizes;
     if (parallel.shard_optimizer) {
-        const ShardLayout shards =
-            TrainStep::zero_layout(plan_.model, communicator().world_size(), parallel.bucket_bytes);
-        shard_sizes = ShardSizes{shards.shard_elements(), shards.arena_elements()};
+        shard_sizes = TrainStep::zero_sizes(plan_.model, communicator().world_size(), parallel.bucket_bytes,
+                                            plan_.muon.has_value());
     }
     require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
                         shard_sizes ? &*shard_sizes : nullptr,
                         plan_.muon ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype) : 0);
-    model_ =
-        std::make_unique<GPT>(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
-                              TrainStep::sharding(plan_.model, communicator(), parallel), options.fp8);
+    model_ = std::make_unique<GPT>(
+        *backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
+        TrainStep::sharding(plan_.model, communicator(), parallel, plan_.muon.has_value()), options.fp8);
     model_->set_z_loss(plan_.z_loss);
     LoaderOptions loader_options = this->loader_options("train", LoaderMode::train);
     loader_options.seed = options.data_seed.value_or(options.seed);

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cpu/tensor_checks.h"
 #include "kernels/cpu/tiled_gemm.h"
 
@@ -119,7 +120,8 @@ void CpuBackend::muon_newton_schulz(TensorView x, int steps, const StepStatus* s
 }
 
 void CpuBackend::muon_update(TensorView params, TensorView working, TensorView x, float learning_rate,
-                             float scale, float weight_decay, const StepStatus* status) {
+                             float scale, float weight_decay, bool stochastic_rounding, uint64_t seed,
+                             const StepStatus* status) {
     const char* op = "muon_update";
     require(status != nullptr, op, "status is null");
     require_rank(params, DType::f32, 2, op, "params");
@@ -135,14 +137,19 @@ void CpuBackend::muon_update(TensorView params, TensorView working, TensorView x
     float* p = params.as<float>();
     const DType working_dtype = act();
     const size_t working_element = dtype_size(working_dtype);
+    const bool stochastic = separate_working && stochastic_rounding && working_dtype == DType::bf16;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
         const int64_t begin = chunk * kChunk, end = std::min(n, begin + kChunk);
         for (int64_t i = begin; i < end; ++i) p[i] -= learning_rate * (scale * u[i] + weight_decay * p[i]);
-        if (separate_working)
+        if (stochastic) {
+            for (int64_t i = begin; i < end; ++i)
+                working.as<uint16_t>()[i] = stochastic_bf16_bits(p[i], seed, i);
+        } else if (separate_working) {
             convert_from_float(p + begin, working.as<char>() + static_cast<size_t>(begin) * working_element,
                                working_dtype, static_cast<size_t>(end - begin));
+        }
     }
 }
 

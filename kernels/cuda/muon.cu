@@ -6,6 +6,7 @@
 // update with the working copy. Every kernel reads StepStatus.skip on the device; the iteration's
 // products run on a skipped step too (on whatever x holds), since the host never reads skip.
 #include <algorithm>
+#include <type_traits>
 
 #include "core/cuda_check.h"
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/op_checks.h"
+#include "kernels/cuda/stochastic_rounding.cuh"
 
 namespace mixgpt::cuda {
 namespace {
@@ -70,17 +72,23 @@ __global__ void muon_normalize_kernel(X* x, const float* momentum, const float* 
         x[i] = from_float<X>(muon_blend(grads[i] * factor, momentum[i], mu, nesterov) * scale);
 }
 
-// params (n) -= learning_rate (scale x + weight_decay params); working (n) W the new params (null: none).
+// params (n) -= learning_rate (scale x + weight_decay params); working (n) W the new params (null: none),
+// a bf16 one rounded stochastically by (seed, i) when `stochastic`.
 template <typename W, typename X>
 __global__ void muon_update_kernel(float* params, W* working, const X* x, int64_t n, float learning_rate,
-                                   float scale, float weight_decay, const StepStatus* status) {
+                                   float scale, float weight_decay, bool stochastic, uint64_t seed,
+                                   const StepStatus* status) {
     declare_launch_limits<kThreads>();
     if (status->skip != 0) return;
     for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
          i += int64_t{gridDim.x} * blockDim.x) {
         const float p = params[i] - learning_rate * (scale * to_float(x[i]) + weight_decay * params[i]);
         params[i] = p;
-        if (working != nullptr) working[i] = from_float<W>(p);
+        if (working == nullptr) continue;
+        if constexpr (std::is_same_v<W, __nv_bfloat16>)
+            working[i] = stochastic ? stochastic_bf16(p, seed, i) : from_float<W>(p);
+        else
+            working[i] = from_float<W>(p);
     }
 }
 
@@ -208,7 +216,8 @@ void CudaBackend::muon_newton_schulz(TensorView x, int steps, const StepStatus* 
 }
 
 void CudaBackend::muon_update(TensorView params, TensorView working, TensorView x, float learning_rate,
-                              float scale, float weight_decay, const StepStatus* status) {
+                              float scale, float weight_decay, bool stochastic_rounding, uint64_t seed,
+                              const StepStatus* status) {
     const char* op = "muon_update";
     MIXGPT_REQUIRE(status != nullptr, "cuda muon_update: status is missing (null)");
     expect_rank(op, "params", params, 2);
@@ -228,13 +237,14 @@ void CudaBackend::muon_update(TensorView params, TensorView working, TensorView 
         if (!separate_working) {
             launch_kernel(muon_update_kernel<float, X>, blocks, kThreads, 0, stream_, params.as<float>(),
                           static_cast<float*>(nullptr), x.as<const X>(), n, learning_rate, scale,
-                          weight_decay, status);
+                          weight_decay, false, seed, status);
             return;
         }
         dispatch_dtype(act, [&](auto w_tag) {
             using W = decltype(w_tag);
             launch_kernel(muon_update_kernel<W, X>, blocks, kThreads, 0, stream_, params.as<float>(),
-                          working.as<W>(), x.as<const X>(), n, learning_rate, scale, weight_decay, status);
+                          working.as<W>(), x.as<const X>(), n, learning_rate, scale, weight_decay,
+                          stochastic_rounding, seed, status);
         });
     });
 }

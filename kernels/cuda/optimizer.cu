@@ -9,6 +9,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/op_checks.h"
+#include "kernels/cuda/stochastic_rounding.cuh"
 
 namespace mixgpt::cuda {
 namespace {
@@ -61,24 +62,6 @@ __global__ void finish_norm_kernel(StepStatus* status, const double* partials, i
         status->grad_norm_squared = total;
         status->skip = isfinite(total) ? 0 : 1;
     }
-}
-
-__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-// bf16 of value rounded up with probability equal to the discarded fraction: 16 random
-// bits from hash(seed, index) are added below the kept bits before truncation. The same
-// hash as the CPU backend's, so both round every element the same way.
-__device__ __forceinline__ __nv_bfloat16 stochastic_bf16(float value, uint64_t seed, int64_t index) {
-    const uint32_t bits = __float_as_uint(value);
-    if ((bits & 0x7f800000u) == 0x7f800000u) return __float2bfloat16_rn(value);
-    const auto noise =
-        static_cast<uint32_t>(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(index))) & 0xffffu);
-    return __ushort_as_bfloat16(static_cast<unsigned short>((bits + noise) >> 16));
 }
 
 template <typename W>

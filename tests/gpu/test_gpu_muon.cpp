@@ -1,7 +1,8 @@
 // Muon's CUDA ops (kernels/cuda/muon.cu) through MuonStep against the CPU backend's by the GPU
 // tests' rule (gpu_test_support.h: bf16 within twice the CPU's error against the float64 step of
 // tests/reference_f64_muon.h, fp32 within 1e-5 of the CPU), a skipped step, and training with
-// --optimizer muon on the device: bit-exact resume.
+// --optimizer muon on the device: bit-exact resume (also with --stochastic-rounding), and the
+// stochastically rounded working copy bit for bit the CPU's.
 #include <gtest/gtest.h>
 
 #include "kernels/ops.h"
@@ -115,6 +116,31 @@ TEST(GpuMuon, SkippedStepChangesNeitherParamsNorMomentum) {
     EXPECT_EQ(momentum.gpu_values(), m0);
 }
 
+// --stochastic-rounding: the device rounds the bf16 working copy with the CPU's bits (one hash of
+// seed and index), masters equal within fp32 (the same products in another order).
+TEST(GpuMuon, StochasticRoundingDrawsTheCpusBits) {
+    MIXGPT_GPU_OR_SKIP();
+    SCOPED_TRACE(gpu_test::seed_note());
+    const auto cpu = make_backend({"cpu", 0, Precision::bf16, 0});
+    const auto gpu = make_backend({"cuda", 0, Precision::bf16, 0});
+    const int64_t rows = 48, cols = 40, n = rows * cols;
+    const std::vector<double> p0 = test::rounded(test::random_normal(n, 44, 0.02), DType::f32);
+    const TwinTensor params(*cpu, *gpu, p0, DType::f32, {rows, cols});
+    const TwinTensor x(*cpu, *gpu, test::random_normal(n, gpu_test::run_seed()), DType::bf16, {rows, cols});
+    const TwinTensor working = TwinTensor::poisoned(*cpu, *gpu, DType::bf16, {rows, cols});
+    StepStatus cpu_status;
+    Buffer gpu_status = gpu->allocate(sizeof(StepStatus));
+    gpu->copy_to_backend(gpu_status.data(), &cpu_status, sizeof(StepStatus));
+    cpu->muon_update(params.cpu(), working.cpu(), x.cpu(), 0.5f, 1.f, 0.1f, true, gpu_test::run_seed(),
+                     &cpu_status);
+    gpu->muon_update(params.gpu(), working.gpu(), x.gpu(), 0.5f, 1.f, 0.1f, true, gpu_test::run_seed(),
+                     gpu_status.as<StepStatus>());
+    gpu->synchronize();
+    EXPECT_EQ(params.gpu_values(), params.cpu_values());
+    EXPECT_EQ(working.gpu_values(), working.cpu_values());
+    EXPECT_NE(working.cpu_values(), test::rounded(params.cpu_values(), DType::bf16));  // not to nearest
+}
+
 // tests/train_equivalence.h on the device: 8 steps straight equal 4, a SIGTERM and 4 resumed.
 TEST(GpuMuon, TrainingResumesBitExactly) {
     MIXGPT_GPU_OR_SKIP();
@@ -127,6 +153,12 @@ TEST(GpuMuon, TrainingResumesBitExactly) {
         testing_support::expect_resume_equals_straight_run(
             options, std::string("mixgpt_gpu_muon_resume_") + precision_name(precision));
     }
+    TrainOptions stochastic = testing_support::tiny_train_options("");
+    stochastic.device = "cuda";
+    stochastic.precision = Precision::bf16;
+    stochastic.stochastic_rounding = true;
+    stochastic.optimizer = OptimizerKind::muon;
+    testing_support::expect_resume_equals_straight_run(stochastic, "mixgpt_gpu_muon_resume_stochastic");
 }
 
 }  // namespace

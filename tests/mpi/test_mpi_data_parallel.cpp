@@ -41,7 +41,9 @@ struct ParallelCase {
     bool overlap;                // buckets exchanged during the last backward pass, or after it
     const char* device = "cpu";  // "cuda": device `rank`, gradients exchanged by NCCL
     bool llama = false;          // the Llama-style family (unaligned_tiny_llama_config) instead of GPT-2
-    bool muon = false;           // --optimizer muon (fp32 Newton-Schulz), replicated: after the all-reduce
+    // --optimizer muon (fp32 Newton-Schulz): replicated, after the all-reduce; or under ZeRO-1, whole
+    // matrices on their owners (train/muon_zero_layout.h)
+    bool muon = false;
     // The Llama-style family with issue 38's model options: ReLU², parameter-free norms, the
     // embedding norm, zero-initialised projections, the logits soft-capped at 2.
     bool recipe = false;
@@ -92,7 +94,7 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     parallel.overlap = c.overlap;
     parallel.bucket_bytes = 4096;
     GPT ranked(*backend, config, kBatch, kSeqLen, Recompute::none,
-               TrainStep::sharding(config, *communicator, parallel));
+               TrainStep::sharding(config, *communicator, parallel, c.muon));
     GPT whole(*backend, config, kRanks * kBatch, kSeqLen, Recompute::none);
     load_initial_parameters(ranked, 5);
     load_initial_parameters(whole, 5);
@@ -174,6 +176,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"muon_replicated_accumulation", false, 3, true, "cpu", false, true},
                       ParallelCase{"llama_muon_replicated", false, 1, true, "cpu", true, true},
                       ParallelCase{"cuda_muon_replicated_accumulation", false, 3, true, "cuda", false, true},
+                      ParallelCase{"muon_zero1_accumulation", true, 3, true, "cpu", false, true},
+                      ParallelCase{"llama_muon_zero1", true, 1, true, "cpu", true, true},
+                      ParallelCase{"cuda_muon_zero1_accumulation", true, 3, true, "cuda", false, true},
                       ParallelCase{"recipe_zero1_accumulation", true, 3, true, "cpu", false, false, true},
                       ParallelCase{"cuda_recipe_zero1_accumulation", true, 3, true, "cuda", false, false, true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });

@@ -24,6 +24,7 @@ struct BenchArguments {
     std::string recompute = "none";
     std::string attention = "flash";
     std::string exchange = "none";
+    std::string optimizer = "adamw";
     bool json = false;
     std::string json_out;
 };
@@ -75,6 +76,12 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     add_threads_option(*command, o.threads, "CPU threads (0: OpenMP's default)");
     command->add_option("--seed", o.seed, "seed of the weights and tokens")->capture_default_str();
+    command
+        ->add_option("--optimizer", arguments->optimizer,
+                     "adamw, or muon (Muon with its defaults on the blocks' matrices, AdamW on the rest): the "
+                     "step time each costs")
+        ->check(CLI::IsMember({"adamw", "muon"}))
+        ->capture_default_str();
     command->add_flag("--profile", o.profile,
                       "also print where each precision's step goes, per op (on CUDA every op is "
                       "synchronized, so the profiled step is slower)");
@@ -87,6 +94,7 @@ void add_bench_command(CLI::App& app) {
         options.recompute = parse_recompute(arguments->recompute);
         options.flash_attention = arguments->attention == "flash";
         options.exchange = parse_gradient_exchange(arguments->exchange);
+        options.optimizer = parse_optimizer(arguments->optimizer);
         options.device = resolve_device(options.device, options.device_index);
         std::optional<OutputFile> json_out;  // opened first: a path that cannot be written fails at once
         if (!arguments->json_out.empty())

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -53,7 +54,13 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
         profiler = wrapped.get();
         backend = std::move(wrapped);
     }
-    require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, nullptr);
+    std::optional<MuonPlan> muon;
+    if (options.optimizer == OptimizerKind::muon) {
+        muon.emplace();
+        muon->base_lr = muon->embedding_lr = muon->head_lr = 1e-4f;  // AdamW's groups, as below
+    }
+    require_memory_fits(*backend, config, options.batch_size, options.seq_len, options.recompute, nullptr,
+                        muon ? muon_iterate_bytes(config, muon->hyper.ns_dtype) : 0);
     GPT model(*backend, config, options.batch_size, options.seq_len, options.recompute);
     const std::vector<float> initial = init_parameters(config, model.layout(), options.seed);
     model.load_master_parameters(initial.data(), static_cast<int64_t>(initial.size()));
@@ -65,7 +72,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
         parallel.overlap = options.exchange == GradientExchange::overlapped;
         parallel.bucket_bytes = static_cast<size_t>(options.bucket_mb * (1 << 20));
     }
-    TrainStep step(model, *communicator, 1, loss_scale.config(), loss_scale.initial_status(), parallel);
+    TrainStep step(model, *communicator, 1, loss_scale.config(), loss_scale.initial_status(), parallel, muon);
     AdamWHyper hyper;
     hyper.learning_rate = 1e-4f;
 
@@ -171,9 +178,10 @@ std::vector<BenchResult> run_benchmark(const BenchOptions& options) {
 std::string bench_table(const BenchOptions& options, const std::vector<BenchResult>& results) {
     const GPTConfig config = bench_config(options);
     std::string text =
-        format("model %s %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %.3g model GFLOP per token\n",
-               options.model.preset.c_str(), arch_name(config.arch), static_cast<double>(config.num_parameters()) / 1e6, options.batch_size,
-               options.seq_len, recompute_name(options.recompute), attention_description(options),
+        format("model %s %s (%.2fM parameters), B=%d, T=%d, recompute %s, %s, %s, %.3g model GFLOP per token\n",
+               options.model.preset.c_str(), arch_name(config.arch),
+               static_cast<double>(config.num_parameters()) / 1e6, options.batch_size, options.seq_len,
+               recompute_name(options.recompute), attention_description(options), optimizer_name(options.optimizer),
                training_flops_per_token(config, options.seq_len) / 1e9);
     if (options.exchange != GradientExchange::none)
         text += format("gradient exchange: 1-rank NCCL, %.4g MiB buckets, %s\n", options.bucket_mb,
@@ -229,6 +237,7 @@ std::string bench_json(const BenchOptions& options, const std::vector<BenchResul
     const nlohmann::ordered_json json = {
         {"model", options.model.preset},
         {"arch", arch_name(config.arch)},
+        {"optimizer", optimizer_name(options.optimizer)},
         {"n_layer", config.n_layer},
         {"n_head", config.n_head},
         {"n_kv_head", config.kv_heads()},

@@ -15,6 +15,7 @@
 #include "kernels/precision.h"
 #include "model/config.h"
 #include "model/model_options.h"
+#include "train/train_options.h"
 
 namespace mixgpt {
 
@@ -46,6 +47,9 @@ struct BenchOptions {
     int threads = 0;
     uint64_t seed = 1;
     bool profile = false;  // time every op of the timed steps (kernels/op_profiler.h)
+    // The step's optimizer: AdamW on every parameter, or Muon on the hidden matrices with its
+    // defaults (train/muon_step.h) and AdamW on the rest.
+    OptimizerKind optimizer = OptimizerKind::adamw;
 };
 
 struct BenchResult {

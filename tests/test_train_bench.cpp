@@ -130,6 +130,39 @@ TEST(TrainBenchTest, ProfileCountsEachOpOfAStep) {
     EXPECT_NE(table.find("outside the ops"), std::string::npos) << table;
 }
 
+// --optimizer muon: the timed steps run Muon's ops on the hidden matrices beside AdamW on the rest,
+// and the table and JSON name the optimizer; AdamW's steps run none of them.
+TEST(TrainBenchTest, MuonStepsRunMuonsOpsAndAreNamed) {
+    BenchOptions options;
+    options.model.preset = "d2";
+    options.model.n_embd = 32;
+    options.vocab_size = 100;
+    options.batch_size = 2;
+    options.seq_len = 16;
+    options.precisions = {Precision::bf16};
+    options.warmup_steps = 1;
+    options.steps = 2;
+    options.threads = 1;
+    options.profile = true;
+    for (OptimizerKind optimizer : {OptimizerKind::adamw, OptimizerKind::muon}) {
+        SCOPED_TRACE(optimizer_name(optimizer));
+        options.optimizer = optimizer;
+        const BenchResult result = run_benchmark(options)[0];
+        std::map<std::string, double> calls;
+        for (const OpTime& time : result.profile) calls[time.op] = static_cast<double>(time.calls) / options.steps;
+        const bool muon = optimizer == OptimizerKind::muon;
+        EXPECT_EQ(calls["muon_momentum"] > 0, muon);
+        EXPECT_EQ(calls["muon_newton_schulz"] > 0, muon);
+        EXPECT_EQ(calls["muon_update"] > 0, muon);
+        EXPECT_GE(calls["adamw_step"], 1);
+        EXPECT_TRUE(std::isfinite(result.last_loss));
+        EXPECT_NE(bench_table(options, {result}).find(std::string(", ") + optimizer_name(optimizer) + ", "),
+                  std::string::npos);
+        EXPECT_NE(bench_json(options, {result}).find(std::string("\"optimizer\": \"") + optimizer_name(optimizer)),
+                  std::string::npos);
+    }
+}
+
 TEST(TrainBenchTest, GradientExchangeIsNamedAndNeedsCuda) {
     for (GradientExchange exchange :
          {GradientExchange::none, GradientExchange::overlapped, GradientExchange::after_backward})

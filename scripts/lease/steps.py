@@ -240,6 +240,7 @@ def plan():
               needs=("device", "cublaslt", "nccl")),
         bench("bench-simple", "bf16", "--attention", "simple", extra=True),
         bench("bench-recipe", "bf16", "--recipe", "nanochat", extra=True),
+        bench("bench-muon", "bf16", "--optimizer", "muon", extra=True),
     ]
 
 

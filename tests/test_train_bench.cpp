@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "model/parameters.h"
@@ -50,17 +51,23 @@ TEST(TrainBenchTest, PeakThroughputByDeviceName) {
     EXPECT_EQ(peak_tflops("cpu (2 threads)", Precision::fp32), 0);
 }
 
-TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
+// d2 narrowed to width 32, vocabulary 100, B=2, T=16: one warm-up and two timed steps on one thread.
+BenchOptions tiny_bench_options(std::vector<Precision> precisions) {
     BenchOptions options;
     options.model.preset = "d2";
     options.model.n_embd = 32;
     options.vocab_size = 100;
     options.batch_size = 2;
     options.seq_len = 16;
-    options.precisions = {Precision::fp32, Precision::bf16};
+    options.precisions = std::move(precisions);
     options.warmup_steps = 1;
     options.steps = 2;
     options.threads = 1;
+    return options;
+}
+
+TEST(TrainBenchTest, RunsEachPrecisionAndReportsMfuOnlyWithAPeak) {
+    BenchOptions options = tiny_bench_options({Precision::fp32, Precision::bf16});
     std::vector<BenchResult> results = run_benchmark(options);
     ASSERT_EQ(results.size(), 2u);
     EXPECT_FALSE(results[0].emulated);
@@ -133,16 +140,7 @@ TEST(TrainBenchTest, ProfileCountsEachOpOfAStep) {
 // --optimizer muon: the timed steps run Muon's ops on the hidden matrices beside AdamW on the rest,
 // and the table and JSON name the optimizer; AdamW's steps run none of them.
 TEST(TrainBenchTest, MuonStepsRunMuonsOpsAndAreNamed) {
-    BenchOptions options;
-    options.model.preset = "d2";
-    options.model.n_embd = 32;
-    options.vocab_size = 100;
-    options.batch_size = 2;
-    options.seq_len = 16;
-    options.precisions = {Precision::bf16};
-    options.warmup_steps = 1;
-    options.steps = 2;
-    options.threads = 1;
+    BenchOptions options = tiny_bench_options({Precision::bf16});
     options.profile = true;
     for (OptimizerKind optimizer : {OptimizerKind::adamw, OptimizerKind::muon}) {
         SCOPED_TRACE(optimizer_name(optimizer));

@@ -122,15 +122,16 @@ endif
 # that includes it (its validators are objects defined in the header, compiled again in each unit):
 # the 20 sources took 120 CPU-s as 20 units, 18 as one. tests/test_bad_inputs*, tests/test_train_*:
 # their support headers (bad_inputs_support.h 4 CPU-s, test_train_support.h 3 CPU-s), 75 CPU-s as
-# 10 units and 60 as 18, about 20 each as one; tests/sim/, tests/test_cpu_*: likewise.
+# 10 units and 60 as 18, about 20 each as one; tests/sim/, tests/test_cpu_*, tests/mpi/test_*: likewise.
 # The sources of a unit share one scope: their file-local names (anonymous namespaces) must differ.
-UNITS := cli tests_bad_inputs tests_train tests_sim tests_cpu
+UNITS := cli tests_bad_inputs tests_train tests_sim tests_cpu tests_mpi
 UNIT_SRCS_cli := $(filter-out cli/main.cpp,$(wildcard cli/*.cpp))
 UNIT_SRCS_tests_bad_inputs := $(wildcard tests/test_bad_inputs*.cpp)
 UNIT_SRCS_tests_train := $(wildcard tests/test_train_*.cpp)
 UNIT_SRCS_tests_sim := $(wildcard tests/sim/*.cpp)
 # test_cpu_support.cpp is not in the unit: the simulator's tests link it without the CPU tests.
 UNIT_SRCS_tests_cpu := $(filter-out %_support.cpp,$(wildcard tests/test_cpu_*.cpp))
+UNIT_SRCS_tests_mpi := $(wildcard tests/mpi/test_*.cpp)
 UNIT_SRCS := $(foreach unit,$(UNITS),$(UNIT_SRCS_$(unit)))
 unit_object = $(BUILD)/obj/units/$(1).cpp.o
 # A unit's object stands for its sources: a list of sources holds all of a unit's or none.

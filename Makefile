@@ -116,7 +116,27 @@ else
   LIB_SRCS += $(NO_CUDA_SRCS)
 endif
 
-object_of = $(patsubst %,$(BUILD)/obj/%.o,$(1))
+# Units: groups of sources compiled as one translation unit, $(BUILD)/generated/units/NAME.cpp, which
+# includes them (make test's build on 2 cores: each of these sources spends most of its compile time
+# on the headers the group shares). cli/: CLI11 2.1's header alone costs 6 CPU-s at -O3 in every unit
+# that includes it (its validators are objects defined in the header, compiled again in each unit):
+# the 20 sources took 120 CPU-s as 20 units, 18 as one. tests/test_bad_inputs*, tests/test_train_*:
+# their support headers (bad_inputs_support.h 4 CPU-s, test_train_support.h 3 CPU-s), 75 CPU-s as
+# 10 units and 60 as 18, about 20 each as one; tests/sim/, tests/test_cpu_*, tests/mpi/test_*: likewise.
+# The sources of a unit share one scope: their file-local names (anonymous namespaces) must differ.
+UNITS := cli tests_bad_inputs tests_train tests_sim tests_cpu tests_mpi
+UNIT_SRCS_cli := $(filter-out cli/main.cpp,$(wildcard cli/*.cpp))
+UNIT_SRCS_tests_bad_inputs := $(wildcard tests/test_bad_inputs*.cpp)
+UNIT_SRCS_tests_train := $(wildcard tests/test_train_*.cpp)
+UNIT_SRCS_tests_sim := $(wildcard tests/sim/*.cpp)
+# test_cpu_support.cpp is not in the unit: the simulator's tests link it without the CPU tests.
+UNIT_SRCS_tests_cpu := $(filter-out %_support.cpp,$(wildcard tests/test_cpu_*.cpp))
+UNIT_SRCS_tests_mpi := $(wildcard tests/mpi/test_*.cpp)
+UNIT_SRCS := $(foreach unit,$(UNITS),$(UNIT_SRCS_$(unit)))
+unit_object = $(BUILD)/obj/units/$(1).cpp.o
+# A unit's object stands for its sources: a list of sources holds all of a unit's or none.
+object_of = $(patsubst %,$(BUILD)/obj/%.o,$(filter-out $(UNIT_SRCS),$(1))) \
+            $(foreach unit,$(UNITS),$(if $(filter $(UNIT_SRCS_$(unit)),$(1)),$(call unit_object,$(unit))))
 LIB_OBJS := $(call object_of,$(LIB_SRCS))
 MAIN_OBJ := $(call object_of,cli/main.cpp)
 TEST_OBJS := $(call object_of,$(TEST_SRCS))
@@ -134,7 +154,7 @@ SIM_OBJS := $(SIM_LIB_OBJS) $(call object_of,$(SIM_TEST_SRCS)) $(SIM_KERNEL_LAB_
 # Test sources compile at -O1 (a quarter less compile time for CI): the work they time is the
 # library's, kept at -O3, except the float64 reference models', which stay at -O3 too.
 LIGHT_TEST_OBJS := $(filter-out $(call object_of,tests/reference_f64%.cpp),$(TEST_OBJS) $(MPI_TEST_OBJS) \
-  $(SIM_MPI_TEST_OBJS))
+  $(SIM_MPI_TEST_OBJS) $(call object_of,$(UNIT_SRCS_tests_sim)))
 CONFIG_STAMP := $(BUILD)/config.stamp
 # Expanded in recipes, where MAKEFLAGS names a jobserver if make was started with -j.
 SUBMAKE = $(MAKE) --no-print-directory $(if $(findstring jobserver,$(MAKEFLAGS)),,-j$(JOBS))
@@ -164,7 +184,9 @@ FUZZ_SECONDS ?= 60
 TEST_FUZZ_SECONDS ?= 4
 # -fno-sanitize=unreachable: toml++ 3.3 (Debian's) reaches a TOML_UNREACHABLE on non-ASCII
 # characters outside strings (fuzz/README.md, "Findings"); our sources use no unreachable marker.
-FUZZ_CXXFLAGS := -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
+# -gline-tables-only: a finding's report needs file and line only, and full debug information made
+# the objects' compile (most of make test's fuzz stage) 10 to 20% slower.
+FUZZ_CXXFLAGS := -std=c++17 -O1 -gline-tables-only -fsanitize=fuzzer,address,undefined -fno-sanitize=unreachable \
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. $(EXTERNAL_INCLUDES)
 FUZZ_LDLIBS := $(HDF5_LIBS) -lsentencepiece -lsentencepiece_train -lcrypto -lz -lzstd -llzma -lpthread
 
@@ -234,6 +256,18 @@ comma := ,
 $(BUILD)/obj/%.cpp.o: %.cpp $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "CXX  $<"
+	$(QUIET)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# A unit's source is rewritten only when its list of sources changes; -MMD tracks what it includes.
+UNIT_FILES := $(patsubst %,$(BUILD)/generated/units/%.cpp,$(UNITS))
+$(UNIT_FILES): $(BUILD)/generated/units/%.cpp: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#include "%s"\n' $(sort $(UNIT_SRCS_$*)) > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+$(foreach unit,$(UNITS),$(call unit_object,$(unit))): $(BUILD)/obj/units/%.cpp.o: $(BUILD)/generated/units/%.cpp $(CONFIG_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "CXX  $< ($(words $(UNIT_SRCS_$*)) sources)"
 	$(QUIET)$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # Each .cu object comes with ptxas' report of its kernels (--resource-usage: registers, spills,

@@ -23,22 +23,10 @@ timings=""
 stage_start=$SECONDS
 end_stage() { timings+="$(printf '%6d s  %s' $((SECONDS - stage_start)) "$1")"$'\n'; stage_start=$SECONDS; }
 
-"$build/mixgpt_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
-unit_status=${PIPESTATUS[0]}
-end_stage "unit tests"
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
-mpi_status=${PIPESTATUS[0]}
-end_stage "2-rank tests"
-
-# The backward schedule (races that the forward one hides) reruns every op-level test and the
-# block checks; the training and bench runs, which add no kernel, run once. The 2-rank run
-# gives each rank a simulated device.
-sim_status=0
-# The simulator runs a launch's blocks one after another on one core, so its tests run as one
-# GoogleTest shard per processor (GTEST_TOTAL_SHARDS); each shard's output joins the log whole,
-# in shard order. Every test seeds its inputs itself, so sharding changes no input.
+# The unit tests use one core on average (much of their time they wait on the mixgpt processes
+# they start), and the simulator runs a launch's blocks one after another on one core, so both run
+# as one GoogleTest shard per processor (GTEST_TOTAL_SHARDS); each shard's output joins the log
+# whole, in shard order. Every test seeds its inputs itself, so sharding changes no input.
 shards=$(nproc 2>/dev/null || echo 1)
 run_sharded() {
   local outputs=() pids=() status=0 index
@@ -54,6 +42,21 @@ run_sharded() {
   done
   return "$status"
 }
+
+echo "unit tests ($shards shards)"
+run_sharded "$build/mixgpt_tests" --gtest_brief=1 --gtest_color=no
+unit_status=$?
+end_stage "unit tests"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun -np 2 --bind-to none "$build/mixgpt_mpi_tests" --gtest_brief=1 --gtest_color=no 2>&1 | tee -a "$log"
+mpi_status=${PIPESTATUS[0]}
+end_stage "2-rank tests"
+
+# The backward schedule (races that the forward one hides) reruns every op-level test and the
+# block checks; the training and bench runs, which add no kernel, run once. The 2-rank run
+# gives each rank a simulated device.
+sim_status=0
 # The GPU tests draw their inputs from MIXGPT_TEST_SEED, else from the clock. Here it is fixed, so
 # that a run is reproducible: with the 2x rule, a few seeds push one error ratio just past 2 (flash
 # dk in fp16 at hd 128 with large logits: 2.13x at seed 3623631288), which must not make CI flaky.

@@ -39,6 +39,7 @@ inline TrainOptions spike_guard_options(const std::string& device, const std::st
     options.max_spike_skips = 3;
     options.checkpoint_interval = 1;
     options.keep_checkpoints = 100;
+    options.eval_batches = 1;  // no check reads the validation loss: one batch, not the whole split
     return options;
 }
 

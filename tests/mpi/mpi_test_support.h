@@ -14,6 +14,7 @@
 namespace mixgpt::testing_support {
 
 constexpr double kTestCollectiveTimeout = 60;  // seconds
+constexpr int kRanks = 2;                      // scripts/run_tests.sh runs them under mpirun -np 2
 
 inline int world_rank() {
     int rank = 0;

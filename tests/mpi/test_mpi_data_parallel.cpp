@@ -32,7 +32,7 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kRanks = 2, kBatch = 2, kSeqLen = 16;
+constexpr int kBatch = 2, kSeqLen = 16;
 
 struct ParallelCase {
     const char* name;

@@ -20,8 +20,6 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kRanks = 2;
-
 bool on_simulator() {
     const CudaDiscovery found = discover_cuda();
     return !found.devices.empty() && found.devices[0].name.rfind("mixgpt CUDA simulator", 0) == 0;

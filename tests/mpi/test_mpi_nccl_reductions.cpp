@@ -15,7 +15,7 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kRanks = 2, kCount = 300;
+constexpr int kCount = 300;
 
 float value_of(int rank, int i) { return (i + rank) % 2 == 0 ? 1000.f + static_cast<float>(i) : 0.5f - i; }
 

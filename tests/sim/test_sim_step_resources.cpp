@@ -73,6 +73,8 @@ TEST_P(SimStepResources, AWarmStepAllocatesNothingPlansNothingAndWaitsOnlyAtItsE
     options.optimizer = step_case.optimizer;
     options.total_batch_tokens = int64_t{options.batch_size} * options.seq_len * step_case.accumulation_steps;
     options.steps = 5;
+    // The final evaluation, after the steps counted, reads one batch: the whole split was most of the run.
+    options.eval_batches = 1;
     std::vector<RuntimeCounters> readings;  // after each step's metrics are known
     const TrainResult result =
         run_training(options, [&](const TrainMetrics&) { readings.push_back(cuda_sim::runtime_counters()); });
@@ -101,6 +103,7 @@ TEST(SimSpikeGuardStepResources, AGuardedStepWaitsTwiceAndAllocatesNothing) {
     options.skip_spikes = 3;
     options.spike_window = 2;
     options.steps = 5;
+    options.eval_batches = 1;
     std::vector<RuntimeCounters> readings;
     const TrainResult result =
         run_training(options, [&](const TrainMetrics&) { readings.push_back(cuda_sim::runtime_counters()); });

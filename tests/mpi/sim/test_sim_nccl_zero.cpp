@@ -21,7 +21,7 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kRanks = 2, kBatch = 2, kSeqLen = 16;
+constexpr int kBatch = 2, kSeqLen = 16;
 
 TEST(cudaSimNcclZero, StepUsesReduceScatterAndAllGatherOnEqualPieces) {
     ASSERT_GE(cuda_device_count(), kRanks) << "run with MIXGPT_CUDA_SIM_DEVICES=2";

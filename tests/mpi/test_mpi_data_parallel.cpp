@@ -32,8 +32,6 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kBatch = 2, kSeqLen = 16;
-
 struct ParallelCase {
     const char* name;
     bool shard_optimizer;

@@ -28,8 +28,6 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kBatch = 2, kSeqLen = 16;
-
 GPTConfig three_layer_config() {
     GPTConfig config = unaligned_tiny_config();
     config.n_layer = 3;  // 3 matrices of each MLP shape: chunks of 2 with one missing slot
@@ -137,8 +135,6 @@ TEST(MuonZeroTest, ANonFiniteGradientOnOneRankSkipsEveryRank) {
     EXPECT_EQ(read_floats(*backend, model.master_parameters()), before);
 }
 
-constexpr int kSteps = 4, kSaveStep = 2;
-
 TrainOptions muon_run_options(const std::string& output_dir, int batch_size, bool zero) {
     TrainOptions options = tiny_train_options(output_dir);
     options.dataset = shared_tiny_dataset_path();
@@ -152,21 +148,6 @@ TrainOptions muon_run_options(const std::string& output_dir, int batch_size, boo
     options.muon_ns_dtype = DType::f32;
     options.collective_timeout = kTestCollectiveTimeout;
     return options;
-}
-
-void on_rank0_alone(const std::function<void()>& run) {
-    if (world_rank() == 0) run();
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
-void seed_run_directory(const std::string& source_dir, const std::string& run_dir) {
-    if (world_rank() == 0) {
-        const std::string directory = checkpoint_directory(run_dir);
-        std::filesystem::create_directories(directory);
-        std::filesystem::copy_file(checkpoint_path(checkpoint_directory(source_dir), kSaveStep),
-                                   checkpoint_path(directory, kSaveStep));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 Checkpoint final_checkpoint(const std::string& run_dir) {

@@ -27,8 +27,6 @@ namespace {
 
 using namespace testing_support;
 
-constexpr int kSteps = 4, kSaveStep = 2;
-
 TrainOptions run_options(const std::string& output_dir, int batch_size, bool zero) {
     TrainOptions options = tiny_train_options(output_dir);
     options.dataset = shared_tiny_dataset_path();
@@ -40,23 +38,6 @@ TrainOptions run_options(const std::string& output_dir, int batch_size, bool zer
     options.bucket_mb = 1.0 / 256;  // 4 KiB
     options.collective_timeout = kTestCollectiveTimeout;
     return options;
-}
-
-// Runs on rank 0 alone; the other ranks wait for it.
-void on_rank0_alone(const std::function<void()>& run) {
-    if (world_rank() == 0) run();
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
-// A run directory holding only `source`'s checkpoint of step kSaveStep (on rank 0's side).
-void seed_run_directory(const std::string& source_dir, const std::string& run_dir) {
-    if (world_rank() == 0) {
-        const std::string directory = checkpoint_directory(run_dir);
-        std::filesystem::create_directories(directory);
-        std::filesystem::copy_file(checkpoint_path(checkpoint_directory(source_dir), kSaveStep),
-                                   checkpoint_path(directory, kSaveStep));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Losses of steps after kSaveStep: those of `resumed` against those of `straight`.

@@ -10,7 +10,9 @@ DIR/loss_steps.png, DIR/loss_cpu_seconds.png (validation loss against steps and 
 CPU-seconds, mean over seeds). DIR defaults to the runs folder.
 
 Steps to a target: the first evaluation at or below it, linearly interpolated from the one before
-(evaluations every 25 steps); "not reached" when the run never gets there. CPU-seconds: the run's
+(evaluations every 25 steps); "not reached" when the run never gets there. The ratio divides a
+configuration's mean by the baseline's budget (its steps), which by definition it needs to reach its
+own final loss. CPU-seconds: the run's
 user+sys time (GNU time), evaluations included, spread evenly over its steps.
 """
 import argparse
@@ -80,22 +82,30 @@ def sweep_table(root):
 
 
 def main_table(root, target):
-    lines = ["| configuration | final val loss | CPU s/step | steps to the baseline's final loss | vs baseline |",
-             "|---|---|---|---|---|"]
-    baseline_steps = None
+    """Each configuration against the baseline's mean final loss. The baseline needs its whole budget to
+    reach its own final loss, so its step count is the ratio's denominator."""
+    lines = ["| configuration | final val loss | CPU s/step | steps to the baseline's final loss | vs baseline "
+             "| CPU-s to it |", "|---|---|---|---|---|---|"]
+    baseline_runs = load_config(root, "baseline")
+    budget = baseline_runs[0]["steps"] if baseline_runs else None
     for name in MAIN:
         runs = load_config(root, name)
         if not runs:
             continue
         reached = [steps_to(r, target) for r in runs]
         hit = [s for s in reached if s is not None]
-        mean_steps = statistics.mean(hit) if len(hit) == len(reached) else None
+        missed = len(reached) - len(hit)
+        per_step = [r["cpu"] / r["steps"] for r in runs]
         if name == "baseline":
-            baseline_steps = mean_steps
-        ratio = f"{mean_steps / baseline_steps:.2f}x" if mean_steps and baseline_steps else "-"
-        to_target = spread(hit, 0) if len(hit) == len(reached) else f"not reached by {len(reached) - len(hit)} seeds"
-        lines.append(f"| {LABELS[name]} | {spread(final_losses(runs))} | "
-                     f"{spread([r['cpu'] / r['steps'] for r in runs], 3)} | {to_target} | {ratio} |")
+            to_target, ratio = f"{budget} (its budget; {spread(hit, 0)} to the mean)", "1.00x"
+            seconds = spread([r["cpu"] for r in runs], 0)
+        elif missed:
+            to_target, ratio, seconds = f"not reached by {missed} of {len(reached)} seeds", "-", "-"
+        else:
+            to_target, ratio = spread(hit, 0), f"{statistics.mean(hit) / budget:.2f}x"
+            seconds = spread([steps * cost for steps, cost in zip(hit, per_step)], 0)
+        lines.append(f"| {LABELS[name]} | {spread(final_losses(runs))} | {spread(per_step, 3)} | {to_target} | "
+                     f"{ratio} | {seconds} |")
     return lines
 
 

@@ -14,11 +14,11 @@
 #include "core/sha256.h"
 #include "eval/run_eval.h"
 #include "eval/run_sample.h"
-#include "interop/export.h"
 #include "interop/import.h"
 #include "model/checkpoint.h"
 #include "tests/test_gpt2_support.h"
 #include "tests/test_process_support.h"
+#include "tests/test_interop_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tests/test_train_support.h"
@@ -87,11 +87,7 @@ protected:
         train.dataset = prepared_->dataset_path;
         train.steps = 2;
         train.warmup_steps = 1;
-        run_training(train);
-        interop::ExportOptions export_options;
-        export_options.source = directory_->file("run");
-        export_options.output = directory_->file("hf");
-        interop::export_hf(export_options);
+        test::train_and_export(train, directory_->file("hf"));
     }
     static void TearDownTestSuite() {
         delete prepared_;

@@ -121,11 +121,7 @@ protected:
         directory_ = new TempDirectory("mixgpt_interop_test");
         TrainOptions options = tiny_train_options(directory_->file("run"));
         options.steps = 6;
-        run_training(options);
-        interop::ExportOptions export_options;
-        export_options.source = directory_->file("run");
-        export_options.output = directory_->file("hf");
-        interop::export_hf(export_options);
+        test::train_and_export(options, directory_->file("hf"));
     }
     static void TearDownTestSuite() {
         delete directory_;

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/run_eval.h"
-#include "interop/export.h"
 #include "interop/import.h"
 #include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
@@ -46,11 +45,7 @@ protected:
             options.model.tie_embeddings = tie;
             options.model.rope_theta = 500;  // far from the default, so a lost setting shows
             options.steps = 6;
-            run_training(options);
-            interop::ExportOptions export_options;
-            export_options.source = options.output_dir;
-            export_options.output = directory_->file(std::string("hf_tied_") + tie);
-            interop::export_hf(export_options);
+            test::train_and_export(options, directory_->file(std::string("hf_tied_") + tie));
         }
     }
     static void TearDownTestSuite() {

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/run_eval.h"
-#include "interop/export.h"
 #include "interop/import.h"
 #include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
@@ -43,11 +42,7 @@ protected:
         options.model.qk_norm = true;
         options.model.rope_theta = 500;
         options.steps = 6;
-        run_training(options);
-        interop::ExportOptions export_options;
-        export_options.source = options.output_dir;
-        export_options.output = directory_->file("hf");
-        interop::export_hf(export_options);
+        test::train_and_export(options, directory_->file("hf"));
     }
     static void TearDownTestSuite() {
         delete directory_;

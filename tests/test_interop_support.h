@@ -1,5 +1,6 @@
-// What the Hugging Face interop tests of both families share: a refused import's message (checked
-// to be one line that left no output folder) and a single-threaded evaluation of a checkpoint.
+// What the Hugging Face interop tests of both families share: a training run exported to a folder,
+// a refused import's message (checked to be one line that left no output folder) and a
+// single-threaded evaluation of a checkpoint.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,10 +9,21 @@
 #include <string>
 
 #include "eval/run_eval.h"
+#include "interop/export.h"
 #include "interop/import.h"
 #include "tests/test_support.h"
+#include "train/trainer.h"
 
 namespace mixgpt::test {
+
+// Trains with `options` and exports the run's last checkpoint to `hf_folder`.
+inline void train_and_export(const TrainOptions& options, const std::string& hf_folder) {
+    run_training(options);
+    interop::ExportOptions export_options;
+    export_options.source = options.output_dir;
+    export_options.output = hf_folder;
+    interop::export_hf(export_options);
+}
 
 // Imports `folder` into `scratch`, expecting a refusal; returns its message.
 inline std::string refused_import_message(const TempDirectory& scratch, const std::string& folder) {

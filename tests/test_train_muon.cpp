@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "interop/export.h"
 #include "interop/import.h"
 #include "model/checkpoint.h"
+#include "tests/test_interop_support.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
 #include "tests/train_equivalence.h"
@@ -124,11 +124,7 @@ TEST(TrainMuonResume, ImportedCheckpointStartsMuonAtZero) {
     TempDirectory directory("mixgpt_muon_import");
     TrainOptions options = tiny_train_options(directory.file("run"));
     options.steps = 3;
-    run_training(options);
-    interop::ExportOptions export_options;
-    export_options.source = directory.file("run");
-    export_options.output = directory.file("hf");
-    interop::export_hf(export_options);
+    test::train_and_export(options, directory.file("hf"));
     interop::import_hf({directory.file("hf"), directory.file("imported"), false});
 
     TrainOptions resumed = muon_options(tiny_train_options(directory.file("imported")), DType::bf16);

@@ -176,6 +176,12 @@ TEST(TrainMuonOptions, DryRunCountsTheIterates) {
     const GPTConfig config = model_config(options.model, 256, options.seq_len);
     EXPECT_EQ(muon_iterate_bytes(config, DType::bf16), size_t{2} * 2 * 12 * 32 * 32);
     EXPECT_EQ(muon_iterate_bytes(config, DType::f32), size_t{4} * 2 * 12 * 32 * 32);
+    // Under ZeRO-1 a rank keeps the first of every W matrices of a shape: of the 8 C x C matrices
+    // (q, k, v, output; 2 layers) and 2 each of 4C x C and C x 4C, rank 0 keeps 4 + 1 + 1 under 2
+    // ranks, 2 + 1 + 1 under 4 and 1 + 1 + 1 under 8 (in C^2: 4 + 4 + 4, 2 + 4 + 4, 1 + 4 + 4).
+    EXPECT_EQ(muon_iterate_bytes(config, DType::bf16, 2), size_t{2} * (4 + 4 + 4) * 32 * 32);
+    EXPECT_EQ(muon_iterate_bytes(config, DType::bf16, 4), size_t{2} * (2 + 4 + 4) * 32 * 32);
+    EXPECT_EQ(muon_iterate_bytes(config, DType::bf16, 8), size_t{2} * (1 + 4 + 4) * 32 * 32);
     std::ostringstream plans;
     print_memory_plans(options, plans);
     EXPECT_NE(plans.str().find("Muon iterates"), std::string::npos) << plans.str();

@@ -80,7 +80,9 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         out << "\nrecompute " << recompute_name(recompute) << ":\n";
         MemoryPlan plan = plan_memory(config, options.batch_size, options.seq_len, options.precision,
                                       recompute, shard_sizes ? &*shard_sizes : nullptr);
-        if (muon) plan.optimizer_iterates = muon_iterate_bytes(config, options.muon_ns_dtype);
+        if (muon)
+            plan.optimizer_iterates =
+                muon_iterate_bytes(config, options.muon_ns_dtype, options.zero_optimizer ? ranks : 1);
         out << format_memory_plan(plan);
     }
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "core/error.h"
 
@@ -16,10 +18,14 @@ TensorView matrix_view(const TensorView& arena, const MuonMatrix& matrix) {  // 
 
 }  // namespace
 
-size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype) {
-    size_t elements = 0;
+size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype, int owners) {
+    MIXGPT_REQUIRE(owners >= 1, "muon_iterate_bytes: owners must be at least 1");
+    std::map<std::pair<int64_t, int64_t>, int64_t> matrices_per_shape;  // (rows, cols) -> count
     for (const MuonMatrix& matrix : muon_parameter_groups(config, ParameterLayout(config)).muon)
-        elements += static_cast<size_t>(matrix.rows * matrix.cols);
+        ++matrices_per_shape[{matrix.rows, matrix.cols}];
+    size_t elements = 0;
+    for (const auto& [shape, count] : matrices_per_shape)  // rank 0 keeps the first of every W
+        elements += static_cast<size_t>((count + owners - 1) / owners * shape.first * shape.second);
     return elements * dtype_size(ns_dtype);
 }
 

@@ -62,8 +62,10 @@ struct MuonPlan {
     float base_lr = 6e-4f, embedding_lr = 6e-4f, head_lr = 6e-4f;
 };
 
-// Bytes of MuonStep's iterates for a model's hidden matrices (train/parameter_groups.h) in ns_dtype.
-size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype);
+// Bytes of MuonStep's iterates for a model's hidden matrices (train/parameter_groups.h) in ns_dtype,
+// on the rank that keeps the most of them when `owners` ranks share them out under ZeRO-1 (each
+// shape's matrices round-robin, train/muon_zero_layout.h; 1: every rank runs every matrix).
+size_t muon_iterate_bytes(const GPTConfig& config, DType ns_dtype, int owners = 1);
 
 // max(1, rows / cols)^(1/2): Muon's scale of a matrix's orthogonalised update.
 float muon_scale(int64_t rows, int64_t cols);

@@ -144,7 +144,10 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     }
     require_memory_fits(*backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
                         shard_sizes ? &*shard_sizes : nullptr,
-                        plan_.muon ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype) : 0);
+                        plan_.muon
+                            ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype,
+                                                 parallel.shard_optimizer ? communicator().world_size() : 1)
+                            : 0);
     model_ = std::make_unique<GPT>(
         *backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
         TrainStep::sharding(plan_.model, communicator(), parallel, plan_.muon.has_value()), options.fp8);

@@ -7,9 +7,9 @@
 #   scripts/kjv_speedrun.sh [BUILD] [OUT]      (defaults: build, runs/kjv_speedrun)
 #   STAGES="sweep main precision ablation"     the stages to run, in this order (default: all)
 #
-# Every run is `mixgpt train` on one thread, its user+sys time recorded by GNU time in
-# cpu_seconds; a run whose metrics.jsonl has its final evaluation is not run again, so the script
-# resumes where it stopped. scripts/plot_speedrun.py turns OUT into the tables and figures.
+# Every run is `mixgpt train` on one thread (scripts/kjv_runs.sh: its CPU time recorded, run once
+# with the same options, so the script resumes where it stopped and a run whose swept rate changed
+# runs again). scripts/plot_speedrun.py turns OUT into the tables and figures.
 set -euo pipefail
 build="${1:-build}"
 out="${2:-runs/kjv_speedrun}"
@@ -29,23 +29,17 @@ recipe_options=(--arch llama --tie-embeddings false --mlp relu2 --norm-weights f
 # nanochat's AdamW rates of the embeddings and the head beside Muon, scaled by (768 / width)^0.5.
 muon_groups=(--optimizer muon --embedding-lr 0.49 --head-lr 0.0098)
 sweep_baseline=(1e-3 3e-3 1e-2)
-sweep_recipe=(1e-3 3e-3 1e-2)
+sweep_recipe=(1e-3 3e-3 1e-2 3e-2)
 sweep_muon=(0.01 0.02 0.04)
 
-# run NAME SEED OPTION...: one training run into OUT/NAME/seedSEED, unless it already finished.
+source "$(dirname "$0")/kjv_runs.sh"
+
+# run NAME SEED OPTION...: one training run into OUT/NAME/seedSEED (kjv_runs.sh).
 run() {
   local name=$1 seed=$2
   shift 2
-  local dir="$out/$name/seed$seed"
-  if [[ -f "$dir/metrics.jsonl" ]] && grep -q "\"type\":\"eval\",\"step\":$steps," "$dir/metrics.jsonl"; then
-    return
-  fi
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  echo "kjv_speedrun: $name seed $seed"
-  printf '%s\n' "$*" > "$dir/options.txt"
-  /usr/bin/time -f "%U %S" -o "$dir/cpu_seconds" "$mixgpt" train "${common[@]}" --seed "$seed" "$@" -o "$dir" \
-    > "$dir/train.log" 2>&1
+  kjv_common=("${common[@]}" --seed "$seed")
+  kjv_run "$out/$name/seed$seed" "$steps" "$@"
 }
 
 # The learning rate of the configuration's best one-seed run (lowest final validation loss).

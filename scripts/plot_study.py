@@ -74,7 +74,8 @@ def plot_losses(report, directory, output):
                   label=f"{run['name']} val" if labelled else None)
     axis.set_xlabel("step")
     axis.set_ylabel("loss (nats/token)")
-    axis.set_title(f"Precision study: {report['model']['preset']}, {report['tokens_per_run']:,} tokens per run")
+    kind = "Optimizer" if report.get("compares") == "optimizers" else "Precision"
+    axis.set_title(f"{kind} study: {report['model']['preset']}, {report['tokens_per_run']:,} tokens per run")
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()

@@ -1,5 +1,6 @@
 #include "tests/test_model_support.h"
 
+#include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -96,6 +97,28 @@ std::vector<std::pair<std::string, double>> gradient_errors_per_tensor(const Par
         for (int64_t i = count; i < view.numel; ++i)
             EXPECT_EQ(gradients[static_cast<size_t>(view.offset + i)], 0.f) << view.name << " padding";
     }
+    return errors;
+}
+
+ReferenceErrors errors_against(const PassResult& result, const F64Gpt::Pass& reference,
+                               const ParameterLayout& layout) {
+    ReferenceErrors errors;
+    double loss = 0, reference_loss = 0;
+    for (size_t i = 0; i < result.losses.size(); ++i) {
+        loss += result.losses[i];
+        reference_loss += reference.losses[i];
+    }
+    errors.mean_loss = std::abs(loss - reference_loss) / reference_loss;
+    errors.losses = relative_norm_error(std::vector<double>(result.losses.begin(), result.losses.end()),
+                                        reference.losses);
+    errors.gradients = relative_norm_error(
+        std::vector<double>(result.gradients.begin(), result.gradients.end()), reference.gradients);
+    for (const auto& [name, error] :
+         gradient_errors_per_tensor(layout, result.gradients, reference.gradients))
+        if (error >= errors.worst_tensor) {
+            errors.worst_tensor = error;
+            errors.worst_name = name;
+        }
     return errors;
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "model/gpt.h"
+#include "tests/reference_f64_gpt.h"
 
 namespace mixgpt::test {
 
@@ -41,5 +42,17 @@ PassResult training_pass(GPT& model, const std::vector<int32_t>& tokens, const s
 std::vector<std::pair<std::string, double>> gradient_errors_per_tensor(const ParameterLayout& layout,
                                                                        const std::vector<float>& gradients,
                                                                        const std::vector<double>& reference);
+
+// A training pass (training_pass) against the float64 model's (F64Gpt::forward_backward) on the
+// same parameters, tokens and targets.
+struct ReferenceErrors {
+    double mean_loss = 0;     // |sum - reference sum| / reference sum of the per-position losses
+    double losses = 0;        // relative norm error of the per-position losses
+    double gradients = 0;     // of the whole gradient arena
+    double worst_tensor = 0;  // the largest of any one tensor's gradient error
+    std::string worst_name;   // its tensor
+};
+ReferenceErrors errors_against(const PassResult& result, const F64Gpt::Pass& reference,
+                               const ParameterLayout& layout);
 
 }  // namespace mixgpt::test

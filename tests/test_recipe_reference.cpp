@@ -49,17 +49,9 @@ GPTConfig family_config(Arch arch) {
     return arch == Arch::llama ? test::tiny_llama_config() : test::tiny_config();
 }
 
-struct Errors {
-    double mean_loss = 0;     // |mean - reference mean| / reference mean
-    double losses = 0;        // relative norm error of the per-position losses
-    double gradients = 0;     // of the whole gradient arena
-    double worst_tensor = 0;  // the largest of any one tensor's gradient
-    std::string worst_name;   // its tensor
-};
-
 // One training pass of a CPU model of `config` in `precision` against F64Gpt on the same
 // parameters and tokens.
-Errors measure(const GPTConfig& config, Precision precision, uint32_t seed = 7) {
+test::ReferenceErrors measure(const GPTConfig& config, Precision precision, uint32_t seed = 7) {
     auto backend = make_backend({"cpu", 0, precision, 1});
     GPT model(*backend, config, kBatch, kLength, Recompute::none);
     const ParameterLayout& layout = model.layout();
@@ -68,25 +60,8 @@ Errors measure(const GPTConfig& config, Precision precision, uint32_t seed = 7) 
     const std::vector<int32_t> tokens = test::random_tokens(kBatch * kLength, config.vocab_size, seed + 4);
     const std::vector<int32_t> targets = test::random_tokens(kBatch * kLength, config.vocab_size, seed + 5);
     const test::PassResult result = test::training_pass(model, tokens, targets, kBatch, kLength);
-    const F64Gpt::Pass reference = F64Gpt(config, values).forward_backward(tokens, targets, kBatch, kLength);
-    Errors errors;
-    double loss = 0, reference_loss = 0;
-    for (size_t i = 0; i < result.losses.size(); ++i) {
-        loss += result.losses[i];
-        reference_loss += reference.losses[i];
-    }
-    errors.mean_loss = std::abs(loss - reference_loss) / reference_loss;
-    errors.losses = relative_norm_error(std::vector<double>(result.losses.begin(), result.losses.end()),
-                                        reference.losses);
-    errors.gradients = relative_norm_error(
-        std::vector<double>(result.gradients.begin(), result.gradients.end()), reference.gradients);
-    for (const auto& [name, error] :
-         test::gradient_errors_per_tensor(layout, result.gradients, reference.gradients))
-        if (error >= errors.worst_tensor) {
-            errors.worst_tensor = error;
-            errors.worst_name = name;
-        }
-    return errors;
+    return test::errors_against(
+        result, F64Gpt(config, values).forward_backward(tokens, targets, kBatch, kLength), layout);
 }
 
 struct Case {
@@ -114,7 +89,7 @@ protected:
 };
 
 TEST_P(RecipeReference, Fp32CpuMatchesFloat64) {
-    const Errors e = measure(config(), Precision::fp32);
+    const test::ReferenceErrors e = measure(config(), Precision::fp32);
     EXPECT_LE(e.mean_loss, 1e-6);
     EXPECT_LE(e.losses, test::kFp32Tolerance);
     EXPECT_LE(e.worst_tensor, test::kFp32Tolerance) << e.worst_name;
@@ -127,10 +102,10 @@ TEST_P(RecipeReference, Fp32CpuMatchesFloat64) {
 // whose error is typical. Both sides are therefore the root mean square over kSeeds draws.
 constexpr uint32_t kSeeds = 5;
 
-Errors rms_over_seeds(const GPTConfig& config, Precision precision) {
-    Errors rms;
+test::ReferenceErrors rms_over_seeds(const GPTConfig& config, Precision precision) {
+    test::ReferenceErrors rms;
     for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
-        const Errors e = measure(config, precision, seed);
+        const test::ReferenceErrors e = measure(config, precision, seed);
         rms.losses += e.losses * e.losses / kSeeds;
         rms.gradients += e.gradients * e.gradients / kSeeds;
     }
@@ -142,8 +117,8 @@ Errors rms_over_seeds(const GPTConfig& config, Precision precision) {
 TEST_P(RecipeReference, LowPrecisionWithinTwiceTheFamilysOwnError) {
     for (Precision precision : {Precision::bf16, Precision::fp16}) {
         SCOPED_TRACE(precision_name(precision));
-        const Errors plain = rms_over_seeds(family_config(GetParam().arch), precision);
-        const Errors option = rms_over_seeds(config(), precision);
+        const test::ReferenceErrors plain = rms_over_seeds(family_config(GetParam().arch), precision);
+        const test::ReferenceErrors option = rms_over_seeds(config(), precision);
         EXPECT_LE(option.losses, 2 * plain.losses);
         EXPECT_LE(option.gradients, 2 * plain.gradients);
         RecordProperty(std::string(precision_name(precision)) + "_ratios",

@@ -29,13 +29,9 @@ GPTConfig family_config(Arch arch, float softcap) {
     return config;
 }
 
-struct Errors {
-    double mean_loss = 0;     // |mean - reference mean| / reference mean
-    double losses = 0;        // relative norm error of the per-position losses
-    double z_losses = 0;      // of the z-loss terms (0 without a z-loss)
-    double gradients = 0;     // of the whole gradient arena
-    double worst_tensor = 0;  // the largest of any one tensor's gradient
-    double cap_effect = 0;    // how far the reference's losses move without the cap and the z-loss
+struct Errors : test::ReferenceErrors {
+    double z_losses = 0;    // of the z-loss terms (0 without a z-loss)
+    double cap_effect = 0;  // how far the reference's losses move without the cap and the z-loss
 };
 
 // One training pass of a CPU model in `precision` against F64Gpt on the same parameters and tokens.
@@ -54,14 +50,7 @@ Errors measure(Arch arch, Precision precision, float softcap, float z_loss) {
     const F64Gpt reference_model(config, values);
     const F64Gpt::Pass reference = reference_model.forward_backward(tokens, targets, kBatch, kLength, z_loss);
     Errors errors;
-    double loss = 0, reference_loss = 0;
-    for (size_t i = 0; i < result.losses.size(); ++i) {
-        loss += result.losses[i];
-        reference_loss += reference.losses[i];
-    }
-    errors.mean_loss = std::abs(loss - reference_loss) / reference_loss;
-    errors.losses = relative_norm_error(std::vector<double>(result.losses.begin(), result.losses.end()),
-                                        reference.losses);
+    static_cast<test::ReferenceErrors&>(errors) = test::errors_against(result, reference, layout);
     if (z_loss > 0) {
         const TensorView terms = model.z_losses();  // (b, t) f32
         std::vector<float> got(static_cast<size_t>(terms.numel()));
@@ -69,10 +58,6 @@ Errors measure(Arch arch, Precision precision, float softcap, float z_loss) {
         errors.z_losses =
             relative_norm_error(std::vector<double>(got.begin(), got.end()), reference.z_losses);
     }
-    errors.gradients = relative_norm_error(
-        std::vector<double>(result.gradients.begin(), result.gradients.end()), reference.gradients);
-    for (const auto& [name, error] : test::gradient_errors_per_tensor(layout, result.gradients, reference.gradients))
-        errors.worst_tensor = std::max(errors.worst_tensor, error);
     const F64Gpt plain(family_config(arch, 0.f), values);
     errors.cap_effect = relative_norm_error(
         plain.forward_backward(tokens, targets, kBatch, kLength).gradients, reference.gradients);

@@ -2,12 +2,15 @@
 // benchmark, fp32: RMSNorm against LayerNorm (N = 4096 rows of C = 768), SwiGLU (M = 4096, F = 2048:
 // 8.4 M outputs from a 16.8 M product) against GELU (4096 x 3072: 12.6 M), and attention with 12
 // query heads on 4 key/value heads and RoPE against 12 heads without (B = 8, T = 256, hd 64),
-// forward and forward + backward. Reports ms per call (wall time, median of 5 repetitions) and
-// outputs per second, 2 threads.
+// forward and forward + backward; and attention forward + backward under the document mask against
+// T (one sequence, 12 heads, hd 64; documents of 128 and 512 tokens, or none: causal), whose cost
+// should follow the sum of the documents' squared lengths. Reports ms per call (wall time, median of
+// 5 repetitions) and outputs per second, 2 threads (the document-mask rows: 1).
 #include <benchmark/benchmark.h>
 
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/memory.h"
@@ -37,9 +40,9 @@ private:
     Buffer buffer_;
 };
 
-// Times `op` (one call per iteration) on a 2-thread fp32 CPU backend; `outputs` per call.
-void run(benchmark::State& state, const std::function<void(Backend&)>& op, int64_t outputs) {
-    const std::unique_ptr<Backend> backend = make_backend({"cpu", 0, Precision::fp32, 2});
+// Times `op` (one call per iteration) on a fp32 CPU backend of `threads`; `outputs` per call.
+void run(benchmark::State& state, const std::function<void(Backend&)>& op, int64_t outputs, int threads = 2) {
+    const std::unique_ptr<Backend> backend = make_backend({"cpu", 0, Precision::fp32, threads});
     op(*backend);  // warm-up: scratch and RoPE tables allocated
     for (auto _ : state) op(*backend);
     state.SetItemsProcessed(state.iterations() * outputs);
@@ -138,6 +141,36 @@ void BM_Attention(benchmark::State& state) {
                    (backward ? ", forward + backward" : ", forward"));
 }
 
+// Attention forward + backward of one sequence of state.range(0) tokens, 12 heads of 64, under the
+// document mask with documents of state.range(1) tokens (the last one shorter), or causal (0).
+void BM_AttentionDocuments(benchmark::State& state) {
+    const int T = static_cast<int>(state.range(0)), document_length = static_cast<int>(state.range(1));
+    const int width = 3 * kHeads * kHeadDim;
+    const Tensor qkv({1, T, width}, 1.5f), dqkv({1, T, width});
+    const Tensor out({1, T, kHeads * kHeadDim}), dout({1, T, kHeads * kHeadDim}), lse({1, kHeads, T});
+    Buffer bounds = Buffer::host(3 * static_cast<size_t>(T) * sizeof(int32_t));
+    auto* tokens = static_cast<int32_t*>(bounds.data());
+    for (int t = 0; t < T; ++t)
+        tokens[t] = document_length > 0 && t % document_length == document_length - 1 ? 1 : 0;
+    AttentionParams params = multi_head_attention(kHeads);
+    if (document_length > 0) {
+        params.document_starts = TensorView(tokens + T, DType::i32, {1, T});
+        params.document_ends = TensorView(tokens + 2 * T, DType::i32, {1, T});
+    }
+    run(
+        state,
+        [&](Backend& b) {
+            if (document_length > 0)
+                b.document_bounds(params.document_starts, params.document_ends,
+                                  TensorView(tokens, DType::i32, {1, T}), 1);
+            b.attention_forward(out.view(), lse.view(), qkv.view(), params);
+            b.attention_backward(dqkv.view(), dout.view(), qkv.view(), lse.view(), params);
+        },
+        int64_t{T} * kHeads * kHeadDim, 1);
+    state.SetLabel(document_length > 0 ? "documents of " + std::to_string(document_length)
+                                       : std::string("causal"));
+}
+
 // Median of 5 repetitions of at least 0.3 s each.
 #define MIXGPT_CPU_OP_BENCHMARK(name)   \
     BENCHMARK(name)                     \
@@ -155,6 +188,7 @@ MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluForward);
 MIXGPT_CPU_OP_BENCHMARK(BM_GeluBackward);
 MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluBackward);
 MIXGPT_CPU_OP_BENCHMARK(BM_Attention)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1});
+MIXGPT_CPU_OP_BENCHMARK(BM_AttentionDocuments)->ArgsProduct({{512, 1024, 2048, 4096}, {0, 512, 128}});
 
 }  // namespace
 }  // namespace mixgpt

@@ -53,6 +53,12 @@ void add_export_command(CLI::App& app) {
                             result.checkpoint.c_str(), static_cast<long long>(result.step),
                             options->output.c_str(), result.tensors,
                             static_cast<double>(result.safetensors_bytes) / 1e6, options->dtype.c_str());
+        if (result.document_separator >= 0)
+            std::cout << format(
+                "note: the run trained with --attention-mask document (documents end at token %d); "
+                "the exported model attends across documents, as Hugging Face's causal models "
+                "do: give it one document at a time\n",
+                result.document_separator);
         if (!reference->output.empty()) {
             reference->source = result.checkpoint;
             reference->force = options->force;

@@ -71,6 +71,16 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
                   "a norm of the family's kind right after the embeddings (nanochat); recorded in checkpoints")
         ->group(group);
     command
+        .add_option(
+            "--attention-mask", options.attention_mask,
+            "causal (default) or document: each position attends only to the positions before it in "
+            "its own document (documents end at the dataset's end-of-text token, which belongs to the "
+            "document it ends), in training, evaluation and sampling; the flash kernels skip the tiles "
+            "it masks; recorded in checkpoints, left out of exports (a training choice, not part of "
+            "the model)")
+        ->check(CLI::IsMember({"causal", "document"}))
+        ->group(group);
+    command
         .add_flag("--qk-norm", options.qk_norm,
                   "RMS-normalise each query and key head before attention and RoPE (parameter-free; epsilon "
                   "--rms-norm-eps, 1e-5 under gpt2; the speedrun's, nanochat's, Qwen3's); recorded in checkpoints")

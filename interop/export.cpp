@@ -138,6 +138,7 @@ ExportResult export_hf(const ExportOptions& options) {
     write_whole_file((folder / "README.md").string(), model_card(facts));
 
     ExportResult result;
+    result.document_separator = checkpoint.config.document_separator;
     result.checkpoint = loaded.path;
     result.step = checkpoint.step;
     result.tensors = static_cast<int>(tensors.size());

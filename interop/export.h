@@ -31,6 +31,9 @@ struct ExportResult {
     int64_t step = 0;
     int tensors = 0;
     uint64_t safetensors_bytes = 0;
+    // The run's --attention-mask document separator (-1: causal): a training choice no exported
+    // class represents, left out of the export (the exported model attends across documents).
+    int32_t document_separator = -1;
 };
 
 ExportResult export_hf(const ExportOptions& options);

@@ -95,6 +95,9 @@ struct ClassifierParams {
 
 // The heads and positions of attention (Backend::attention_*, shapes in kernels/ops.def).
 struct AttentionParams {
+    constexpr AttentionParams(int heads = 0, int kv_heads = 0, float theta = 0.f)
+        : n_head(heads), n_kv_head(kv_heads), rope_theta(theta) {}
+
     int n_head = 0;     // H: query heads
     int n_kv_head = 0;  // Hkv: key/value heads; divides H (H: multi-head, 1: multi-query attention)
     // Rotary position embedding (RoPE), Hugging Face's rotate-half convention: for i in [0, hd/2),
@@ -103,6 +106,13 @@ struct AttentionParams {
     // with cos a and sin a computed in double and rounded to fp32, the rest in fp32 (hd even).
     // 0: no rotation (GPT-2).
     float rope_theta = 0.f;
+    // Document masking (--attention-mask document), (B,T) i32 in backend memory from document_bounds:
+    // per position t of each sequence, the first position of t's document (document_starts) and one
+    // past its last (document_ends). Query t sees keys [starts[t], t]; key u is seen by queries
+    // [u, ends[u]). Both nondecreasing along t, which lets the kernels skip whole tiles. Invalid
+    // views: the causal mask alone. attention_forward_cached reads document_starts only: (B,Tn) for
+    // its new positions, in cache positions (document_starts_decoding).
+    TensorView document_starts, document_ends;
 };
 
 // One tensor's slot in an FP8 scaling state held in backend memory (kernels/fp8_scaling.h; the

@@ -201,6 +201,9 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     file.set_attribute("/", "vocab_size", static_cast<int64_t>(config.vocab_size));
     file.set_attribute("/", "max_seq_len", static_cast<int64_t>(config.max_seq_len));
     write_family_settings(file, config);
+    // Under --attention-mask document only (absent: the causal mask alone).
+    if (config.document_separator >= 0)
+        file.set_attribute("/", "document_separator", static_cast<int64_t>(config.document_separator));
     file.set_attribute("/", "tokenizer_path", checkpoint.tokenizer_path);
     file.set_attribute("/", "tokenizer_sha256", checkpoint.tokenizer_sha256);
     file.set_attribute("/", "precision", std::string(precision_name(checkpoint.precision)));
@@ -327,6 +330,8 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     checkpoint.config.n_embd = attribute_int32(file, "n_embd");
     checkpoint.config.vocab_size = attribute_int32(file, "vocab_size");
     checkpoint.config.max_seq_len = attribute_int32(file, "max_seq_len");
+    if (file.has_attribute("/", "document_separator"))
+        checkpoint.config.document_separator = attribute_int32(file, "document_separator");
     checkpoint.config.validate();
     checkpoint.tokenizer_path = file.attribute_string("/", "tokenizer_path");
     checkpoint.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
@@ -473,6 +478,14 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
     MIXGPT_REQUIRE(saved.init == config.init,
                    format("%s: refusing checkpoint: init is %s there, %s in this run (--init)", checkpoint_path.c_str(),
                           init_scheme_name(saved.init), init_scheme_name(config.init)));
+    const auto mask = [](int32_t separator) {
+        return separator >= 0 ? format("document (separator %d)", separator) : std::string("causal");
+    };
+    MIXGPT_REQUIRE(
+        saved.document_separator == config.document_separator,
+        format("%s: refusing checkpoint: attention_mask is %s there, %s in this run (--attention-mask)",
+               checkpoint_path.c_str(), mask(saved.document_separator).c_str(),
+               mask(config.document_separator).c_str()));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

@@ -86,6 +86,9 @@ void GPTConfig::validate() const {
     require_positive("n_embd", n_embd);
     require_positive("vocab_size", vocab_size);
     require_positive("max_seq_len", max_seq_len);
+    MIXGPT_REQUIRE(document_separator >= -1 && document_separator < vocab_size,
+                   format("model config: document_separator %d is not a token of the %d (-1: none)",
+                          document_separator, vocab_size));
     MIXGPT_REQUIRE(n_embd % n_head == 0,
                    format("model config: n_embd %d is not a multiple of n_head %d", n_embd, n_head));
     MIXGPT_REQUIRE(vocab_size <= (1 << 30), format("model config: vocab_size %d is too large", vocab_size));

@@ -47,6 +47,11 @@ struct GPTConfig {
     // and up taken apart, N(0, 1/in · min(1, out/in)); the embeddings N(0, 1), with an untied head
     // only); --zero-init applies after either [gpt2]. Read by every family.
     InitScheme init = InitScheme::gpt2;
+    // --attention-mask document: the token that ends a document (the dataset's end-of-text, which
+    // belongs to the document it ends); a position then attends only to the positions before it in
+    // its own document, in training, evaluation and sampling alike (kernels/ops.h, AttentionParams).
+    // -1: the causal mask alone. Not part of the model's function outside mixgpt: export leaves it out.
+    int32_t document_separator = -1;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }

@@ -52,6 +52,11 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
     weights_ = ModelTensors(layout_, config_.n_layer, working_parameters().data, act_);
     grads_ = ModelTensors(layout_, config_.n_layer, gradients_.data(), DType::f32);
     if (backend_.precision() == Precision::fp8) fp8_ = std::make_unique<Fp8Linears>(backend_, fp8, config_.n_layer);
+    if (config_.document_separator >= 0) {
+        const auto rows = static_cast<size_t>(batch_size) * static_cast<size_t>(seq_len);
+        documents_ = backend_.allocate((3 * rows + static_cast<size_t>(batch_size)) * sizeof(int32_t));
+        backend_.fill_zero(documents_.data(), documents_.bytes());
+    }
 }
 
 TensorView GPT::master_parameters() { return TensorView(masters_.data(), DType::f32, {masters_count_}); }
@@ -191,9 +196,34 @@ GPT::NormViews GPT::embedding_norm_views(int64_t N) const {
             activation(Activation::embedding_norm_rstd, 0, {N})};
 }
 
-AttentionParams GPT::attention_params() const {
-    return {config_.n_head, config_.kv_heads(),
-            family_.positions == PositionKind::rotary ? config_.rope_theta : 0.f};
+AttentionParams GPT::attention_params(int64_t b, int64_t t, bool decoding) const {
+    AttentionParams params{config_.n_head, config_.kv_heads(),
+                           family_.positions == PositionKind::rotary ? config_.rope_theta : 0.f};
+    if (documents_.empty()) return params;
+    auto* bounds = static_cast<int32_t*>(documents_.data());
+    const int64_t rows = int64_t{batch_size_} * seq_len_;
+    if (decoding) {
+        params.document_starts = TensorView(bounds + 2 * rows, DType::i32, {b, t});
+    } else {
+        params.document_starts = TensorView(bounds, DType::i32, {b, t});
+        params.document_ends = TensorView(bounds + rows, DType::i32, {b, t});
+    }
+    return params;
+}
+
+void GPT::find_documents(TensorView tokens, int cache_position) {
+    if (documents_.empty()) return;
+    const int64_t b = tokens.dim(0), t = tokens.dim(1), rows = int64_t{batch_size_} * seq_len_;
+    auto* bounds = static_cast<int32_t*>(documents_.data());
+    if (cache_position < 0) {
+        const AttentionParams params = attention_params(b, t, false);
+        backend_.document_bounds(params.document_starts, params.document_ends, tokens,
+                                 config_.document_separator);
+    } else {
+        backend_.document_starts_decoding(attention_params(b, t, true).document_starts,
+                                          TensorView(bounds + 3 * rows, DType::i32, {b}), tokens,
+                                          cache_position, config_.document_separator);
+    }
 }
 
 void GPT::check_batch(const TensorView& tokens, const char* what) const {

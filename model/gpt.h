@@ -124,7 +124,12 @@ private:
     // The embedding norm's output (residual x_0) and statistics, for N rows (--embedding-norm).
     NormViews embedding_norm_views(int64_t N) const;
     void check_batch(const TensorView& tokens, const char* what) const;
-    AttentionParams attention_params() const;
+    // The attention's parameters for a batch of (b, t): under the document mask with the bounds
+    // forward_blocks computed from its tokens (decoding: the new positions' document starts).
+    AttentionParams attention_params(int64_t b, int64_t t, bool decoding) const;
+    // Under the document mask: the bounds of tokens (b, t) for attention_params (decoding: the
+    // starts of new tokens at cache_position, continuing each row's document).
+    void find_documents(TensorView tokens, int cache_position);
 
     // The family's norm (LayerNorm or RMSNorm) forward, fused residual forward and backward.
     void norm_forward(const NormViews& out, TensorView inp, TensorView weight, TensorView bias);
@@ -180,6 +185,9 @@ private:
     Buffer cache_;
     TensorView k_cache_, v_cache_, last_norm_, cached_logits_;
     std::unique_ptr<Fp8Linears> fp8_;  // Precision::fp8 only
+    // Under the document mask (config().document_separator >= 0): i32 document starts and ends of
+    // the last batch (B*T each), the decoding starts (B*T) and each row's open document (B).
+    Buffer documents_;
 };
 
 }  // namespace mixgpt

@@ -39,7 +39,7 @@ ModelOptions with_recipe(const ModelOptions& options) {
     return filled;
 }
 
-GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len) {
+GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len, int32_t end_of_text) {
     const ModelOptions options = with_recipe(given);
     GPTConfig config = GPTConfig::preset(options.preset, vocab_size, seq_len, parse_arch(options.arch));
     if (options.n_layer > 0) config.n_layer = options.n_layer;
@@ -109,6 +109,15 @@ GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len) {
                               "false); --arch %s's head is the token embedding, which would start at zero",
                               family.name));
     }
+    MIXGPT_REQUIRE(options.attention_mask.empty() || options.attention_mask == "causal" ||
+                       options.attention_mask == "document",
+                   "attention-mask: '" + options.attention_mask + "', expected causal or document");
+    if (options.attention_mask == "document") {
+        MIXGPT_REQUIRE(
+            end_of_text >= 0 && end_of_text < vocab_size,
+            "attention-mask: document needs the documents of a prepared dataset (its end-of-text token)");
+        config.document_separator = end_of_text;
+    }
     config.validate();
     return config;
 }
@@ -139,6 +148,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"embedding_norm", options.embedding_norm ? "true" : ""},
         {"qk_norm", options.qk_norm ? "true" : ""},
         {"init", options.init},
+        {"attention_mask", options.attention_mask},
     };
 }
 

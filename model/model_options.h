@@ -31,6 +31,7 @@ struct ModelOptions {
     bool embedding_norm = false;  // every family: a norm right after the embeddings
     bool qk_norm = false;         // every family: RMS-normalised query and key heads
     std::string init;             // every family: gpt2 | fan-in; "": gpt2
+    std::string attention_mask;   // every family: causal | document (GPTConfig::document_separator); "": causal
     // A named set of the options above (kRecipes in model_options.cpp): "nanochat", or "" for none.
     // It sets the family and every option left at its "not given" value; values given beside it win.
     std::string recipe;
@@ -40,9 +41,11 @@ struct ModelOptions {
 // unknown recipe.
 ModelOptions with_recipe(const ModelOptions& options);
 
-// The configuration of a model with these options (the recipe's filled in), the dataset's vocabulary and context T;
-// throws Error naming the option at fault (an option the family does not read, a bad value).
-GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len);
+// The configuration of a model with these options (the recipe's filled in), the dataset's vocabulary,
+// context T and end-of-text token (the document separator of attention_mask document; -1: unknown,
+// which that mask refuses); throws Error naming the option at fault (an option the family does not
+// read, a bad value).
+GPTConfig model_config(const ModelOptions& options, int vocab_size, int seq_len, int32_t end_of_text = -1);
 
 // The options as (name, value) text pairs (recorded in checkpoints with the training options), a
 // recipe as the options it fills in.

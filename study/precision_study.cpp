@@ -200,8 +200,8 @@ bool run_study(const StudyOptions& asked) {
     options.train.dataset = std::filesystem::absolute(asked.train.dataset).lexically_normal().string();
     const DatasetInfo dataset = read_checked_dataset_info(resolve_dataset_path(options.train.dataset));
     const std::vector<uint64_t> seeds = study_seeds(options);
-    const TrainPlan plan =
-        plan_training(run_options(options, options.variants.front(), seeds.front()), dataset.vocab_size, 1);
+    const TrainPlan plan = plan_training(run_options(options, options.variants.front(), seeds.front()),
+                                         dataset.vocab_size, 1, dataset.eot_id);
     const std::string identity = dataset_identity(dataset.path);
     for (const StudyVariant& variant : options.variants)
         for (const uint64_t seed : seeds)

@@ -324,7 +324,14 @@ struct HeadProbabilities {
 };
 
 // Query head h against key head g of batch b (rows already rotated, where RoPE applies).
-HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, int T, const Heads& heads) {
+// documents: each position's document number (B*T), or empty: one document per sequence; query t
+// sees the keys s <= t of its own document, the others get probability 0.
+HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, int T, const Heads& heads,
+                                     const std::vector<int>& documents) {
+    const auto visible = [&](int t, int s) {
+        return documents.empty() ||
+               documents[index(int64_t{b} * T + s)] == documents[index(int64_t{b} * T + t)];
+    };
     const double scale = 1.0 / std::sqrt(static_cast<double>(heads.hd));
     HeadProbabilities result{F64Vector(index(int64_t{T} * T)), F64Vector(index(T))};
     for (int t = 0; t < T; ++t) {
@@ -332,6 +339,7 @@ HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, 
         double* row = result.p.data() + int64_t{t} * T;
         double max_score = -INFINITY;
         for (int s = 0; s <= t; ++s) {
+            if (!visible(t, s)) continue;
             const double* k = qkv.data() + (int64_t{b} * T + s) * heads.row() + heads.k(g);
             double dot = 0.0;
             for (int d = 0; d < heads.hd; ++d) dot += q[d] * k[d];
@@ -339,9 +347,10 @@ HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, 
             max_score = std::max(max_score, row[s]);
         }
         double sum = 0.0;
-        for (int s = 0; s <= t; ++s) sum += std::exp(row[s] - max_score);
+        for (int s = 0; s <= t; ++s)
+            if (visible(t, s)) sum += std::exp(row[s] - max_score);
         const double lse = max_score + std::log(sum);
-        for (int s = 0; s <= t; ++s) row[s] = std::exp(row[s] - lse);
+        for (int s = 0; s <= t; ++s) row[s] = visible(t, s) ? std::exp(row[s] - lse) : 0.0;
         result.lse[index(t)] = lse;
     }
     return result;
@@ -372,8 +381,21 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
     return f64_attention_backward(dout, qkv, B, T, C / n_head, multi_head_attention(n_head));
 }
 
+std::vector<int> f64_document_numbers(const std::vector<int32_t>& tokens, int B, int T, int32_t separator) {
+    std::vector<int> numbers(tokens.size());
+    for (int b = 0; b < B; ++b) {
+        int number = 0;
+        for (int t = 0; t < T; ++t) {
+            numbers[index(int64_t{b} * T + t)] = number;
+            if (tokens[index(int64_t{b} * T + t)] == separator) ++number;
+        }
+    }
+    return numbers;
+}
+
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
-                                          const AttentionParams& params, int first_position) {
+                                          const AttentionParams& params, int first_position,
+                                          const std::vector<int>& documents) {
     const Heads heads = heads_of(params, head_dim);
     const F64Vector rows = params.rope_theta > 0.f ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta,
                                                                          first_position, false)
@@ -385,7 +407,7 @@ F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, in
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h) {
             const int g = h / group;
-            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads);
+            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads, documents);
             for (int t = 0; t < T; ++t) {
                 result.lse[index((int64_t{b} * H + h) * T + t)] = probabilities.lse[index(t)];
                 double* out = result.out.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
@@ -400,7 +422,7 @@ F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, in
 }
 
 F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
-                                 const AttentionParams& params) {
+                                 const AttentionParams& params, const std::vector<int>& documents) {
     const Heads heads = heads_of(params, head_dim);
     const bool rope = params.rope_theta > 0.f;
     const F64Vector rows = rope ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta, 0, false) : qkv;
@@ -412,7 +434,7 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h) {
             const int g = h / group;
-            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads);
+            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads, documents);
             for (int t = 0; t < T; ++t) {
                 const double* dy = dout.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
                 const double* p = probabilities.p.data() + int64_t{t} * T;

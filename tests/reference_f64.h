@@ -132,13 +132,19 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
 // heads, then Hkv key heads, then Hkv value heads; query head h attends with key/value head
 // h / (H/Hkv); with params.rope_theta > 0 the q and k heads of position `first_position` + t are
 // rotated (rotate-half pairs (i, i + hd/2) by (first_position + t) · theta^(-2i/hd), in float64)
-// before the scores. out (B,T,H·hd), lse (B,H,T).
+// before the scores. out (B,T,H·hd), lse (B,H,T). The document mask: `documents` numbers each
+// position's document (B*T, f64_document_numbers), a query seeing only the keys of its own; empty:
+// causal only. (params' own document bounds are backend memory and ignored here.)
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
-                                          const AttentionParams& params, int first_position = 0);
+                                          const AttentionParams& params, int first_position = 0,
+                                          const std::vector<int>& documents = {});
 // dqkv (B,T,(H+2Hkv)·hd) from dout (B,T,H·hd): the gradients of the unrotated q, k and v, a key/value
 // head's summed over its query heads.
 F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
-                                 const AttentionParams& params);
+                                 const AttentionParams& params, const std::vector<int>& documents = {});
+// Each position's document number (B*T) in token rows (B,T): the separators before it in its row
+// (a separator belongs to the document it ends).
+std::vector<int> f64_document_numbers(const std::vector<int32_t>& tokens, int B, int T, int32_t separator);
 // The RoPE rotation alone: the q and k heads of packed rows qkv (B,T,(H+2Hkv)·hd) rotated at
 // positions first_position + t (inverse: rotated back, which takes the gradients of rotated values
 // to those of the originals), the v heads as they are.

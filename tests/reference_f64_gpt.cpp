@@ -113,6 +113,10 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     F64Vector positions = parameter(Role::position_embedding);
     if (positions.empty()) positions.assign(static_cast<size_t>(config_.max_seq_len) * C, 0.0);
     F64Vector x = f64_embedding_forward(tokens, parameter(Role::token_embedding), positions, B, T, C);  // (N, C)
+    // The document mask (config.document_separator), as document numbers: empty under the causal one.
+    const std::vector<int> documents = config_.document_separator >= 0
+                                           ? f64_document_numbers(tokens, B, T, config_.document_separator)
+                                           : std::vector<int>();
     const F64Vector embedded = x;  // the embedding norm's input
     if (config_.embedding_norm) x = norm_forward(embedded, Role::embedding_norm_weight, -1, N).out;
     std::vector<BlockState> blocks(static_cast<size_t>(config_.n_layer));
@@ -127,7 +131,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
                                                       config_.norm_epsilon)
                                       .qkv
                                 : s.qkv_product;
-        s.attention = f64_attention_forward(s.qkv, B, T, hd, attention).out;
+        s.attention = f64_attention_forward(s.qkv, B, T, hd, attention, 0, documents).out;
         s.x_mid = add(x, f64_matmul_forward(s.attention, parameter(Role::attention_output_weight, l),
                                             parameter(Role::attention_output_bias, l), N, C, C, false)
                              .out);
@@ -178,7 +182,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         weight_gradients(Role::attention_output_weight, Role::attention_output_bias, dx, s.attention, C, C);
         const F64Vector dattention =
             f64_matmul_backward_input(dx, parameter(Role::attention_output_weight, l), N, C, C);
-        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, attention);
+        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, attention, documents);
         if (config_.qk_norm)
             dqkv = f64_qk_norm_backward(dqkv, s.qkv_product, N, config_.n_head, config_.kv_heads(), hd,
                                         config_.norm_epsilon);

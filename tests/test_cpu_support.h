@@ -57,11 +57,14 @@ double tolerance_for(const std::vector<double>& reference, DType dtype);
 // stored in `dtype`: under RoPE, q and k are rotated in float64 and then rounded to `dtype`, as the
 // backends store the rotated values (kernels/ops.def); the backward treats that rounding as the
 // identity. Without RoPE these are f64_attention_forward and f64_attention_backward.
+// documents: f64_attention_forward's document numbers (empty: causal only).
 F64AttentionForward stored_rope_attention_forward(const std::vector<double>& qkv, int B, int T, int head_dim,
                                                   const AttentionParams& params, DType dtype,
-                                                  int first_position = 0);
+                                                  int first_position = 0,
+                                                  const std::vector<int>& documents = {});
 std::vector<double> stored_rope_attention_backward(const std::vector<double>& dout,
                                                    const std::vector<double>& qkv, int B, int T, int head_dim,
-                                                   const AttentionParams& params, DType dtype);
+                                                   const AttentionParams& params, DType dtype,
+                                                   const std::vector<int>& documents = {});
 
 }  // namespace mixgpt::test

@@ -205,8 +205,8 @@ TEST(GradcheckF64, CausalAttention) {
 // with and without RoPE: dk and dv sum over the group, and dq, dk are rotated back.
 TEST(GradcheckF64, GroupedQueryAttentionWithRope) {
     const int B = 2, T = 4, hd = 4;
-    for (const AttentionParams params : {AttentionParams{4, 2, 0.f}, AttentionParams{4, 2, 10.f},
-                                         AttentionParams{3, 1, 10.f}, AttentionParams{2, 2, 10.f}}) {
+    for (const AttentionParams& params : {AttentionParams{4, 2, 0.f}, AttentionParams{4, 2, 10.f},
+                                          AttentionParams{3, 1, 10.f}, AttentionParams{2, 2, 10.f}}) {
         SCOPED_TRACE("H " + std::to_string(params.n_head) + ", Hkv " + std::to_string(params.n_kv_head) +
                      ", theta " + std::to_string(params.rope_theta));
         const int width = (params.n_head + 2 * params.n_kv_head) * hd;

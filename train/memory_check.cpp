@@ -41,10 +41,11 @@ void require_memory_fits(const Backend& backend, const GPTConfig& config, int ba
 }
 
 void print_memory_plans(const TrainOptions& options, std::ostream& out) {
-    const int vocab_size = options.dataset.empty()
-                               ? 50257
-                               : read_checked_dataset_info(resolve_dataset_path(options.dataset)).vocab_size;
-    const GPTConfig config = model_config(options.model, vocab_size, options.seq_len);
+    DatasetInfo dataset;  // GPT-2's vocabulary without a dataset
+    dataset.vocab_size = 50257;
+    dataset.eot_id = 50256;
+    if (!options.dataset.empty()) dataset = read_checked_dataset_info(resolve_dataset_path(options.dataset));
+    const GPTConfig config = model_config(options.model, dataset.vocab_size, options.seq_len, dataset.eot_id);
     const int ranks = launcher_world_size();
     const int accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, ranks);
@@ -58,7 +59,7 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         "model %s %s: %d layers, %d heads (%d key/value), width %d, MLP %d, vocabulary %d%s, %.2fM "
         "parameters\n",
         options.model.preset.c_str(), arch_name(config.arch), config.n_layer, config.n_head,
-        config.kv_heads(), config.n_embd, config.mlp_hidden(), vocab_size,
+        config.kv_heads(), config.n_embd, config.mlp_hidden(), dataset.vocab_size,
         options.dataset.empty() ? " (GPT-2's; no --dataset given)" : "",
         static_cast<double>(config.num_parameters()) / 1e6);
     const bool muon = options.optimizer == OptimizerKind::muon;

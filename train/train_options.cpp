@@ -86,7 +86,7 @@ int accumulation_steps_for(int64_t total_batch_tokens, int batch_size, int seq_l
     return static_cast<int>(steps);
 }
 
-TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size) {
+TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size, int32_t end_of_text) {
     MIXGPT_REQUIRE(options.batch_size >= 1, "batch-size: must be at least 1");
     MIXGPT_REQUIRE(options.seq_len >= 1, "seq-len: must be at least 1");
     MIXGPT_REQUIRE(options.steps >= 0 && options.token_budget >= 0, "steps, tokens: must not be negative");
@@ -124,7 +124,7 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
                    "collective-timeout: must be a number of seconds >= 0 (0: no timeout)");
 
     TrainPlan plan;
-    plan.model = model_config(options.model, vocab_size, options.seq_len);
+    plan.model = model_config(options.model, vocab_size, options.seq_len, end_of_text);
     if (options.precision == Precision::fp8) check_fp8_options(options.fp8, plan.model.n_layer);
     plan.accumulation_steps =
         accumulation_steps_for(options.total_batch_tokens, options.batch_size, options.seq_len, world_size);

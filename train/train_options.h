@@ -128,8 +128,10 @@ struct TrainPlan {
     float z_loss = 0.f;  // the z-loss weight (GPT::set_z_loss)
 };
 
-// Validates every option (throws Error naming the option) and derives the plan.
-TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size);
+// Validates every option (throws Error naming the option) and derives the plan; end_of_text is the
+// dataset's end-of-text token (--attention-mask document).
+TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_size,
+                        int32_t end_of_text = -1);
 
 // Micro-steps per optimizer step: total / (B * T * ranks). A total that is not a multiple is an
 // error listing the nearest totals that work and the micro-batch sizes that divide it.

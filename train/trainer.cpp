@@ -119,7 +119,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     std::vector<std::string> datasets = {options.dataset};
     for (const DatasetSource& source : options.mixture) datasets.push_back(source.path);
     require_run_apart_from(options.output_dir, options.tensorboard_dir, datasets);
-    plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size());
+    plan_ = plan_training(options, dataset_.vocab_size, communicator().world_size(), dataset_.eot_id);
     if (is_root()) require_metrics_writable(options);
     if (is_root()) run_directory_ = std::make_unique<RunDirectory>(options.output_dir);
 

@@ -17,18 +17,38 @@ namespace {
 constexpr int kTokens = 16384;
 constexpr int kHeads = 12;
 
+constexpr int32_t kSeparator = 1;  // the token that ends a document in the document-mask shapes
+
+// Half the sum of the squared document lengths of a sequence: its causal half, T²/2, without
+// the document mask.
+double visible_pairs(const AttentionShape& s) {
+    if (s.document_length == 0) return static_cast<double>(s.length) * s.length / 2;
+    const int whole = s.length / s.document_length, rest = s.length % s.document_length;
+    return (static_cast<double>(whole) * s.document_length * s.document_length +
+            static_cast<double>(rest) * rest) /
+           2;
+}
+
 double forward_flops(const AttentionShape& s) {
-    return 4.0 * s.batch * s.heads * static_cast<double>(s.length) * s.length * s.head_dim / 2;
+    return 4.0 * s.batch * s.heads * visible_pairs(s) * s.head_dim;
 }
 
 std::string shape_text(const AttentionShape& s) {
+    const std::string documents = s.document_length > 0 ? format(" documents=%d", s.document_length) : "";
     if (s.kv_heads == s.heads && s.rope_theta == 0.f)
-        return format("B=%d T=%d H=%d hd=%d", s.batch, s.length, s.heads, s.head_dim);
+        return format("B=%d T=%d H=%d hd=%d", s.batch, s.length, s.heads, s.head_dim) + documents;
     return format("B=%d T=%d H=%d Hkv=%d hd=%d theta=%g", s.batch, s.length, s.heads, s.kv_heads, s.head_dim,
-                  static_cast<double>(s.rope_theta));
+                  static_cast<double>(s.rope_theta)) +
+           documents;
 }
 
 bool grouped(const AttentionShape& s) { return s.kv_heads != s.heads || s.rope_theta != 0.f; }
+
+// The rows' name suffix of a shape's variant.
+std::string variant_name(const AttentionShape& s) {
+    if (s.document_length > 0) return format(" (documents %d)", s.document_length);
+    return grouped(s) ? " (GQA+RoPE)" : "";
+}
 
 // One attention problem's tensors in backend memory.
 struct AttentionTensors {
@@ -43,6 +63,18 @@ struct AttentionTensors {
         dqkv = make(backend, act, {B, T, width});
         lse = make(backend, DType::f32, {B, H, T});
         delta = make(backend, DType::f32, {B, H, T});
+        params = s.params();
+        if (s.document_length > 0) {  // each row: documents of document_length tokens, ended by kSeparator
+            std::vector<int32_t> tokens(static_cast<size_t>(B * T), 0);
+            for (int64_t i = 0; i < B * T; ++i)
+                if ((i % T) % s.document_length == s.document_length - 1)
+                    tokens[static_cast<size_t>(i)] = kSeparator;
+            const TensorView token_view = make(backend, DType::i32, {B, T});
+            backend.copy_to_backend(token_view.data, tokens.data(), token_view.bytes());
+            params.document_starts = make(backend, DType::i32, {B, T});
+            params.document_ends = make(backend, DType::i32, {B, T});
+            backend.document_bounds(params.document_starts, params.document_ends, token_view, kSeparator);
+        }
         if (!rope || s.rope_theta == 0.f) return;
         const std::vector<float> table = rope_table(s.rope_theta, s.head_dim, T);
         rope_cos_sin = make(backend, DType::f32, {T, s.head_dim});
@@ -59,6 +91,7 @@ struct AttentionTensors {
 
     TensorView qkv, out, dout, dqkv, lse, delta;
     TensorView rope_cos_sin;  // (T, hd) f32 under RoPE, else invalid
+    AttentionParams params;   // the shape's, with the document bounds (B,T) i32 under the document mask
 
 private:
     TensorView make(Backend& backend, DType dtype, std::initializer_list<int64_t> shape) {
@@ -70,12 +103,12 @@ private:
     std::vector<Buffer> buffers_;
 };
 
-void flash_forward(const AttentionTensors& t, const AttentionParams& params, cudaStream_t stream) {
-    cuda::flash_attention_forward(t.out, t.lse, t.qkv, params, t.rope_cos_sin, stream);
+void flash_forward(const AttentionTensors& t, cudaStream_t stream) {
+    cuda::flash_attention_forward(t.out, t.lse, t.qkv, t.params, t.rope_cos_sin, stream);
 }
 
-void flash_backward(const AttentionTensors& t, const AttentionParams& params, cudaStream_t stream) {
-    cuda::flash_attention_backward(t.dqkv, t.dout, t.qkv, t.lse, t.delta, params, t.rope_cos_sin, stream);
+void flash_backward(const AttentionTensors& t, cudaStream_t stream) {
+    cuda::flash_attention_backward(t.dqkv, t.dout, t.qkv, t.lse, t.delta, t.params, t.rope_cos_sin, stream);
 }
 
 // Columns [begin, end) of each row of a (rows, width) tensor: the q, k or v heads of qkv.
@@ -99,8 +132,8 @@ AttentionResults run_cpu(Precision precision, const AttentionShape& s, const std
     const AttentionTensors t(*cpu, s, activation_dtype(precision), false);
     write_floats(*cpu, t.qkv, qkv);
     write_floats(*cpu, t.dout, dout);
-    cpu->attention_forward(t.out, t.lse, t.qkv, s.params());
-    cpu->attention_backward(t.dqkv, t.dout, t.qkv, t.lse, s.params());
+    cpu->attention_forward(t.out, t.lse, t.qkv, t.params);
+    cpu->attention_backward(t.dqkv, t.dout, t.qkv, t.lse, t.params);
     return {read_floats(*cpu, t.out), read_floats(*cpu, t.lse), read_floats(*cpu, t.dqkv)};
 }
 
@@ -131,8 +164,9 @@ AttentionChecks validate(const LabContext& context, const AttentionShape& timed)
     const AttentionTensors t(context.gpu, s, act, true);
     write_floats(context.gpu, t.qkv, qkv);
     write_floats(context.gpu, t.dout, dout);
-    flash_forward(t, s.params(), context.stream);
-    flash_backward(t, s.params(), context.stream);
+    context.gpu.synchronize();  // the document bounds, on the backend's stream
+    flash_forward(t, context.stream);
+    flash_backward(t, context.stream);
     CUDA_CHECK(cudaStreamSynchronize(context.stream));
     const AttentionResults gpu{read_floats(context.gpu, t.out), read_floats(context.gpu, t.lse),
                                read_floats(context.gpu, t.dqkv)};
@@ -154,11 +188,16 @@ AttentionChecks validate(const LabContext& context, const AttentionShape& timed)
 std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<int>& lengths) {
     constexpr float kTheta = 10000.f;  // Llama's
     const bool smoke = sizes == LabSizes::smoke;
-    const std::vector<int> all = smoke ? std::vector<int>{64, 150} : std::vector<int>{512, 1024, 2048, 4096};
+    const std::vector<int> all =
+        smoke ? std::vector<int>{64, 150} : std::vector<int>{512, 1024, 2048, 4096, 8192};
     for (const int length : lengths)
-        MIXGPT_REQUIRE(std::find(all.begin(), all.end(), length) != all.end(),
-                       format("kernel lab: attention at T=%d: the %s sizes have T in %s", length,
-                              smoke ? "smoke" : "production", smoke ? "{64, 150}" : "{512, 1024, 2048, 4096}"));
+        MIXGPT_REQUIRE(
+            std::find(all.begin(), all.end(), length) != all.end(),
+            format("kernel lab: attention at T=%d: the %s sizes have T in %s", length,
+                   smoke ? "smoke" : "production", smoke ? "{64, 150}" : "{512, 1024, 2048, 4096, 8192}"));
+    const auto wanted = [&](int length) {
+        return lengths.empty() || std::find(lengths.begin(), lengths.end(), length) != lengths.end();
+    };
     const int grouped_length = smoke ? 150 : 2048;
     const bool with_grouped =
         lengths.empty() || std::find(lengths.begin(), lengths.end(), grouped_length) != lengths.end();
@@ -170,12 +209,21 @@ std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<i
             else
                 shapes.push_back({kTokens / length, length, kHeads, head_dim, kHeads});
         }
-        if (!with_grouped) continue;
-        if (smoke)
-            shapes.push_back({1, grouped_length, 4, head_dim, 2, kTheta});
-        else
-            shapes.push_back({kTokens / grouped_length, grouped_length, kHeads, head_dim, kHeads / 3, kTheta});
+        if (with_grouped) {
+            if (smoke)
+                shapes.push_back({1, grouped_length, 4, head_dim, 2, kTheta});
+            else
+                shapes.push_back(
+                    {kTokens / grouped_length, grouped_length, kHeads, head_dim, kHeads / 3, kTheta});
         }
+        if (smoke && wanted(150)) shapes.push_back({2, 150, 2, head_dim, 2, 0.f, 40});
+        if (smoke) continue;
+        for (const int document_length : {512, 128})
+            for (const int length : {1024, 4096, 8192})
+                if (wanted(length))
+                    shapes.push_back(
+                        {kTokens / length, length, kHeads, head_dim, kHeads, 0.f, document_length});
+    }
     return shapes;
 }
 
@@ -185,15 +233,20 @@ std::vector<Row> attention_rows(const LabContext& context) {
         cuda::flash_attention_supported(act, 64),
         format("kernel lab: flash attention needs bf16 or fp16, not %s", precision_name(context.precision)));
     std::vector<Row> rows;
+    const std::vector<AttentionShape> all = attention_shapes(context.sizes, context.attention_lengths);
     for (const int head_dim : {64, 128}) {
-        for (const bool with_groups : {false, true}) {
+        std::vector<std::string> variants;  // in the order of the shapes
+        for (const AttentionShape& s : all)
+            if (s.head_dim == head_dim &&
+                std::find(variants.begin(), variants.end(), variant_name(s)) == variants.end())
+                variants.push_back(variant_name(s));
+        for (const std::string& variant : variants) {
             std::vector<AttentionShape> shapes;
-            for (const AttentionShape& s : attention_shapes(context.sizes, context.attention_lengths))
-                if (s.head_dim == head_dim && grouped(s) == with_groups) shapes.push_back(s);
-            if (shapes.empty()) continue;
+            for (const AttentionShape& s : all)
+                if (s.head_dim == head_dim && variant_name(s) == variant) shapes.push_back(s);
+            const bool with_groups = grouped(shapes.front());
             const AttentionChecks checks = validate(context, shapes.front());
-            const char* variant = with_groups ? " (GQA+RoPE)" : "";
-            log_info(format("flash attention%s hd %d: forward %s; backward %s", variant, head_dim,
+            log_info(format("flash attention%s hd %d: forward %s; backward %s", variant.c_str(), head_dim,
                             summarize(checks.forward).c_str(), summarize(checks.backward).c_str()));
             for (const AttentionShape& s : shapes) {
                 const int sets = rotation_sets(AttentionTensors::forward_bytes(s, act), context.l2_bytes);
@@ -206,16 +259,16 @@ std::vector<Row> attention_rows(const LabContext& context) {
                                 context.stream);
                     fill_random(t.dout.data, act, t.dout.numel(), context.seed + 2 * i + 1, 1.f, 0.f,
                                 context.stream);
-                    flash_forward(t, s.params(), context.stream);  // the backward's out and lse
+                    flash_forward(t, context.stream);  // the backward's out and lse
                 }
                 const auto set = [&](int run) -> const AttentionTensors& {
                     return tensors[static_cast<size_t>(run % sets)];
                 };
                 const double forward_ms = time_with_events(
-                    context.stream, [&](int run) { flash_forward(set(run), s.params(), context.stream); },
+                    context.stream, [&](int run) { flash_forward(set(run), context.stream); },
                     context.timing);
                 const double backward_ms = time_with_events(
-                    context.stream, [&](int run) { flash_backward(set(run), s.params(), context.stream); },
+                    context.stream, [&](int run) { flash_backward(set(run), context.stream); },
                     context.timing);
                 std::vector<std::pair<std::string, int64_t>> dims = {
                     {"B", s.batch}, {"T", s.length}, {"H", s.heads}, {"head_dim", s.head_dim}};
@@ -223,6 +276,7 @@ std::vector<Row> attention_rows(const LabContext& context) {
                     dims.push_back({"kv_heads", s.kv_heads});
                     dims.push_back({"rope_theta", static_cast<int64_t>(s.rope_theta)});
                 }
+                if (s.document_length > 0) dims.push_back({"document_length", s.document_length});
                 const double flops = forward_flops(s);
                 rows.push_back({std::string("flash_attention_forward") + variant, shape_text(s), dims,
                                 forward_ms, Rate::tflop_per_s, flops / forward_ms / 1e9,

@@ -4,7 +4,9 @@
 // disjoint; the products inside one pair are single-threaded sgemm calls (OpenBLAS runs serially
 // inside a parallel region), so every sum is blocked the same way whatever the thread count.
 // Under RoPE, q and k are rotated (and rounded to act) into a scratch copy first; the backward
-// rotates the gradients of q and k back once they are complete.
+// rotates the gradients of q and k back once they are complete. Under the document mask each
+// document of a sequence is a causal attention of its own, so the work follows the sum of the
+// documents' squared lengths, not T^2.
 #include <cblas.h>
 
 #include <algorithm>
@@ -22,6 +24,8 @@ namespace {
 struct HeadRows {
     const float* data;
     int64_t stride;
+
+    HeadRows from(int64_t row) const { return {data + row * stride, stride}; }
 };
 
 // C (M,N) = alpha * A (M,K) · op(B) + beta * C, single-threaded call inside the (b, h) loop.
@@ -34,23 +38,25 @@ void gemm(bool transpose_a, bool transpose_b, int64_t M, int64_t N, int64_t K, f
 }
 
 // One head: Tq queries at positions offset .. offset+Tq-1 over Tk = offset + Tq keys, query i
-// seeing keys 0 .. offset+i. Writes out (Tq, hd) at `out` with stride ldo and, if lse is not null,
-// each query's log-sum-exp. `p` is scratch of Tq * Tk floats.
+// seeing keys first_keys[i] .. offset+i (first_keys null: from 0). Writes out (Tq, hd) at `out`
+// with stride ldo and, if lse is not null, each query's log-sum-exp. `p` is scratch of Tq * Tk floats.
 void head_forward(HeadRows q, HeadRows k, HeadRows v, int64_t Tq, int64_t offset, int64_t hd, float* p,
-                  float* out, int64_t ldo, float* lse) {
+                  float* out, int64_t ldo, float* lse, const int32_t* first_keys = nullptr) {
     const int64_t Tk = offset + Tq;
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
     gemm(false, true, Tq, Tk, hd, scale, q.data, q.stride, k.data, k.stride, 0.f, p, Tk);  // scores
     for (int64_t i = 0; i < Tq; ++i) {
-        float* row = p + i * Tk;
-        const int64_t visible = offset + i + 1;
+        const int64_t first = first_keys == nullptr ? 0 : first_keys[i];
+        float* row = p + i * Tk + first;
+        const int64_t visible = offset + i + 1 - first;
         const float max_score = *std::max_element(row, row + visible);
         exp_shifted_array(row, visible, max_score);
         float sum = 0.f;
         for (int64_t s = 0; s < visible; ++s) sum += row[s];
         const float inverse = 1.f / sum;
         for (int64_t s = 0; s < visible; ++s) row[s] *= inverse;
-        std::fill(row + visible, row + Tk, 0.f);
+        std::fill(p + i * Tk, row, 0.f);
+        std::fill(row + visible, p + (i + 1) * Tk, 0.f);
         if (lse != nullptr) lse[i] = max_score + std::log(sum);
     }
     gemm(false, false, Tq, hd, Tk, 1.f, p, Tk, v.data, v.stride, 0.f, out, ldo);
@@ -67,6 +73,28 @@ struct QkvLayout {
     int64_t k_column(int64_t g) const { return (H + g) * hd; }
     int64_t v_column(int64_t g) const { return (H + Hkv + g) * hd; }
 };
+
+// The document bounds of a training op's params: null without the document mask, else
+// document_ends (B,T), checked with document_starts.
+const int32_t* document_ends(const char* op, const AttentionParams& params, int64_t B, int64_t T) {
+    require(params.document_starts.valid() == params.document_ends.valid(), op,
+            "document_starts and document_ends go together");
+    if (!params.document_ends.valid()) return nullptr;
+    require_int32(params.document_starts, {B, T}, op, "document_starts");
+    require_int32(params.document_ends, {B, T}, op, "document_ends");
+    return params.document_ends.as<const int32_t>();
+}
+
+// Calls f(first, count) for each document [first, first + count) of sequence b, in order: the
+// whole sequence without document bounds.
+template <typename F>
+void for_each_document(const int32_t* ends, int64_t b, int64_t T, F&& f) {
+    for (int64_t first = 0; first < T;) {
+        const int64_t end = ends == nullptr ? T : ends[b * T + first];
+        f(first, end - first);
+        first = end;
+    }
+}
 
 QkvLayout check_qkv(const char* op, DType act, const TensorView& qkv, const AttentionParams& params) {
     require_rank(qkv, act, 3, op, "qkv");
@@ -134,6 +162,7 @@ void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qk
     const auto [B, T, H, Hkv, hd] = s;
     require_tensor(out, act(), {B, T, H * hd}, op, "out");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
+    const int32_t* ends = document_ends(op, params, B, T);
     const FloatInput x(scratch_, qkv);
     const float* table = rope_table(params, hd, T);
     ScratchLease rotated;
@@ -152,8 +181,12 @@ void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qk
         for (int64_t bh = 0; bh < B * H; ++bh) {
             const int64_t b = bh / H, h = bh % H, g = h / s.group();
             const HeadRows v{x.data() + b * T * s.row() + s.v_column(g), s.row()};
-            head_forward(source.query(b, h), source.key(b, g), v, T, 0, hd, p.data(),
-                         y.data() + b * T * s.q_width() + h * hd, s.q_width(), l + bh * T);
+            float* head_out = y.data() + b * T * s.q_width() + h * hd;
+            for_each_document(ends, b, T, [&](int64_t first, int64_t count) {
+                head_forward(source.query(b, h).from(first), source.key(b, g).from(first), v.from(first),
+                             count, 0, hd, p.data(), head_out + first * s.q_width(), s.q_width(),
+                             l + bh * T + first);
+            });
         }
     }
     y.store();
@@ -167,6 +200,7 @@ void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView
     require_tensor(dqkv, act(), {B, T, s.row()}, op, "dqkv");
     require_tensor(dout, act(), {B, T, H * hd}, op, "dout");
     require_tensor(lse, DType::f32, {B, H, T}, op, "lse");
+    const int32_t* ends = document_ends(op, params, B, T);
     const FloatInput x(scratch_, qkv), dy(scratch_, dout);
     const float* table = rope_table(params, hd, T);
     ScratchLease rotated;
@@ -194,29 +228,35 @@ void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView
             // The group's query heads in order; the first overwrites dk and dv, the others add.
             for (int64_t j = 0; j < s.group(); ++j) {
                 const int64_t h = g * s.group() + j, bh = b * H + h;
-                const HeadRows q = source.query(b, h);
-                const float* gradient = dy.data() + b * T * out_row + h * hd;
-                float* dq = dx.data() + b * T * row + h * hd;
                 const float accumulate = j == 0 ? 0.f : 1.f;
-                // P from the saved log-sum-exp; dP = dout · V^T; dS = P (dP - rowsum(P dP)) * scale.
-                gemm(false, true, T, T, hd, scale, q.data, q.stride, k.data, k.stride, 0.f, p.data(), T);
-                gemm(false, true, T, T, hd, 1.f, gradient, out_row, v, row, 0.f, dp.data(), T);
-                for (int64_t t = 0; t < T; ++t) {
-                    float* pt = p.data() + t * T;
-                    float* dpt = dp.data() + t * T;
-                    const float log_sum_exp = l[bh * T + t];
-                    exp_shifted_array(pt, t + 1, log_sum_exp);
-                    float weighted = 0.f;
-                    for (int64_t u = 0; u <= t; ++u) weighted += pt[u] * dpt[u];
-                    for (int64_t u = 0; u <= t; ++u) dpt[u] = pt[u] * (dpt[u] - weighted) * scale;
-                    std::fill(pt + t + 1, pt + T, 0.f);
-                    std::fill(dpt + t + 1, dpt + T, 0.f);
-                }
-                gemm(false, false, T, hd, T, 1.f, dp.data(), T, k.data, k.stride, 0.f, dq, row);  // dQ = dS K
-                gemm(true, false, T, hd, T, 1.f, dp.data(), T, q.data, q.stride, accumulate, dk,
-                     row);  // dS^T Q
-                gemm(true, false, T, hd, T, 1.f, p.data(), T, gradient, out_row, accumulate, dv,
-                     row);  // P^T dout
+                for_each_document(ends, b, T, [&](int64_t first, int64_t n) {
+                    const HeadRows q = source.query(b, h).from(first), kd = k.from(first);
+                    const float* gradient = dy.data() + (b * T + first) * out_row + h * hd;
+                    const float* vd = v + first * row;
+                    float* dq = dx.data() + (b * T + first) * row + h * hd;
+                    const int64_t offset = first * row;
+                    // P from the saved log-sum-exp; dP = dout · V^T; dS = P (dP - rowsum(P dP)) * scale.
+                    gemm(false, true, n, n, hd, scale, q.data, q.stride, kd.data, kd.stride, 0.f, p.data(),
+                         n);
+                    gemm(false, true, n, n, hd, 1.f, gradient, out_row, vd, row, 0.f, dp.data(), n);
+                    for (int64_t t = 0; t < n; ++t) {
+                        float* pt = p.data() + t * n;
+                        float* dpt = dp.data() + t * n;
+                        const float log_sum_exp = l[bh * T + first + t];
+                        exp_shifted_array(pt, t + 1, log_sum_exp);
+                        float weighted = 0.f;
+                        for (int64_t u = 0; u <= t; ++u) weighted += pt[u] * dpt[u];
+                        for (int64_t u = 0; u <= t; ++u) dpt[u] = pt[u] * (dpt[u] - weighted) * scale;
+                        std::fill(pt + t + 1, pt + n, 0.f);
+                        std::fill(dpt + t + 1, dpt + n, 0.f);
+                    }
+                    gemm(false, false, n, hd, n, 1.f, dp.data(), n, kd.data, kd.stride, 0.f, dq,
+                         row);  // dQ = dS K
+                    gemm(true, false, n, hd, n, 1.f, dp.data(), n, q.data, q.stride, accumulate, dk + offset,
+                         row);  // dS^T Q
+                    gemm(true, false, n, hd, n, 1.f, p.data(), n, gradient, out_row, accumulate, dv + offset,
+                         row);  // P^T dout
+                });
             }
         }
     }
@@ -236,6 +276,14 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
     require_tensor(k_cache, act(), {B, max_T, kv_width}, op, "k_cache");
     require_tensor(v_cache, act(), {B, max_T, kv_width}, op, "v_cache");
     require(position >= 0 && position + Tn <= max_T, op, "positions run past the cache's length");
+    const int32_t* first_keys = nullptr;  // (B, Tn) cache rows where each new query's document starts
+    if (params.document_starts.valid()) {
+        require_int32(params.document_starts, {B, Tn}, op, "document_starts");
+        first_keys = params.document_starts.as<const int32_t>();
+        for (int64_t i = 0; i < B * Tn; ++i)
+            require(first_keys[i] >= 0 && first_keys[i] <= position + i % Tn, op,
+                    "a document starts after its query");
+    }
     const int64_t count = position + Tn;
     const size_t element = dtype_size(act());
     auto* k_bytes = static_cast<char*>(k_cache.data);
@@ -282,7 +330,8 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
             const int64_t b = bh / H, h = bh % H, g = h / s.group();
             head_forward(source.query(b, h), {keys.data() + b * count * kv_width + g * hd, kv_width},
                          {values.data() + b * count * kv_width + g * hd, kv_width}, Tn, position, hd,
-                         p.data(), y.data() + b * Tn * s.q_width() + h * hd, s.q_width(), nullptr);
+                         p.data(), y.data() + b * Tn * s.q_width() + h * hd, s.q_width(), nullptr,
+                         first_keys == nullptr ? nullptr : first_keys + b * Tn);
         }
     }
     y.store();

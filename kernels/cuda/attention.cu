@@ -13,7 +13,9 @@
 // key/value head, over its query heads in turn, so a key's dk and dv sum the group's heads.
 // RoPE rotates q and k as they are staged (rounded to T, as the CPU backend rounds them), and the
 // query- and key-side gradients are rotated back through the warp's shared row before they are
-// stored.
+// stored. Under the document mask (AttentionParams::document_starts, _ends) a block's walk starts at
+// the tile of its first row's document and ends with its last row's; keys of other documents are
+// masked.
 #include <climits>
 #include <cmath>
 #include <type_traits>
@@ -64,6 +66,8 @@ struct ForwardArgs {
     float scale;
     const float* q_rope;  // RoPE table (kernels/rope_table.h): q rotated at its position; or null
     const float* k_rope;  // k rotated at its row (training); null when keys are rotated already (cache)
+    // The document mask: query t of batch b sees keys from starts[b * queries + t] on; null: from 0.
+    const int* starts;
 };
 
 // The training layout: qkv, dqkv (B,T,row_stride) with H query heads, Hkv key and value heads;
@@ -81,7 +85,15 @@ struct BackwardArgs {
     int kv_width;        // Hkv head_dim: from a k head to its v head
     float scale;
     const float* rope;  // RoPE table, or null
+    // The document mask, (B,T) each (AttentionParams::document_starts, _ends), or null: causal only.
+    const int* starts;
+    const int* ends;
 };
+
+// Where row `row` of batch b's document starts (0 without the document mask).
+__device__ __forceinline__ int first_visible(const int* starts, int64_t b, int rows, int row) {
+    return starts == nullptr ? 0 : starts[b * rows + row];
+}
 
 template <typename T>
 __device__ __forceinline__ float round_through(float value) {
@@ -206,6 +218,8 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     const bool active = t < a.queries;
     const int position = a.query_offset + t;
     const int key_count = a.query_offset + min(first_query + kWarps, a.queries);  // keys the block needs
+    const int block_start = first_visible(a.starts, b, a.queries, first_query) / kTile * kTile;
+    const int row_start = active ? first_visible(a.starts, b, a.queries, t) : 0;
     const T* k = a.k + b * a.kv_batch_stride + h / a.group * hd;
     const T* v = a.v + b * a.kv_batch_stride + h / a.group * hd;
     if (active)
@@ -214,13 +228,13 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     float running_max = -INFINITY;
     float running_sum = 0.f;
     float acc[kDims] = {};
-    for (int first_key = 0; first_key < key_count; first_key += kTile) {
+    for (int first_key = block_start; first_key < key_count; first_key += kTile) {
         __syncthreads();  // the previous tile is consumed; q_row is visible to the warp
         load_tile(k_tile, pitch, k, a.kv_row_stride, first_key, key_count, hd, a.k_rope);
         load_tile(v_tile, pitch, v, a.kv_row_stride, first_key, key_count, hd, nullptr);
         __syncthreads();
-        if (!active || first_key > position) continue;
-        const bool visible = first_key + lane <= position;
+        if (!active || first_key > position || first_key + kTile <= row_start) continue;
+        const bool visible = first_key + lane <= position && first_key + lane >= row_start;
         const float score = visible ? dot(q_row, k_tile + lane * pitch, hd) * a.scale : -INFINITY;
         const float new_max = fmaxf(running_max, warp_max(score));
         const float p = visible ? expf(score - new_max) : 0.f;
@@ -270,6 +284,8 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     const int t = first_query + warp;
     const bool active = t < a.T_len;
     const int key_count = min(first_query + kWarps, a.T_len);
+    const int block_start = first_visible(a.starts, b, a.T_len, first_query) / kTile * kTile;
+    const int row_start = active ? first_visible(a.starts, b, a.T_len, t) : 0;
     const int64_t row_stride = a.row_stride;
     const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
     const T* q = rows + h * hd;
@@ -285,13 +301,13 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     // Lane's key of the tile: P and dP (0 when the key is not visible).
     const auto probability_terms = [&](int first_key, float& p, float& dp) {
         p = dp = 0.f;
-        if (first_key + lane > t) return;
+        if (first_key + lane > t || first_key + lane < row_start) return;
         p = expf(dot(q_row, k_tile + lane * pitch, hd) * a.scale - lse);
         dp = dot(dout_row, v_tile + lane * pitch, hd);
     };
 
     float delta_part = 0.f;
-    for (int first_key = 0; first_key < key_count; first_key += kTile) {
+    for (int first_key = block_start; first_key < key_count; first_key += kTile) {
         __syncthreads();
         load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
         load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
@@ -304,7 +320,7 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     const float delta = warp_sum(delta_part);
 
     float dq[kDims] = {};
-    for (int first_key = 0; first_key < key_count; first_key += kTile) {
+    for (int first_key = block_start; first_key < key_count; first_key += kTile) {
         __syncthreads();
         load_tile(k_tile, pitch, k, row_stride, first_key, key_count, hd, a.rope);
         load_tile(v_tile, pitch, v, row_stride, first_key, key_count, hd, nullptr);
@@ -356,6 +372,12 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
     const T* k = rows + a.q_width + g * hd;
     const T* v = k + a.kv_width;
+    // Queries [s, key_end) see key s; those past the block's last key's document see none.
+    const auto last_query = [&](int key) {
+        return a.ends == nullptr ? a.T_len : a.ends[int64_t{b} * a.T_len + key];
+    };
+    const int query_end = last_query(min(first_key + kWarps, a.T_len) - 1);
+    const int key_end = active ? last_query(s) : 0;
     if (active) {
         load_row(k_row, k + s * row_stride, hd, a.rope, s);
         load_row(v_row, v + s * row_stride, hd, nullptr, 0);
@@ -367,7 +389,7 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
         const T* q = rows + h * hd;
         const T* dout = a.dout + int64_t{b} * a.T_len * a.q_width + h * hd;
         const int64_t stats = (int64_t{b} * a.heads + h) * a.T_len;
-        for (int first_query = first_key; first_query < a.T_len; first_query += kTile) {
+        for (int first_query = first_key; first_query < query_end; first_query += kTile) {
             __syncthreads();
             load_tile(q_tile, pitch, q, row_stride, first_query, a.T_len, hd, a.rope);
             load_tile(dout_tile, pitch, dout, a.q_width, first_query, a.T_len, hd, nullptr);
@@ -380,7 +402,7 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
             if (!active) continue;
             const int t = first_query + lane;
             float p = 0.f, ds = 0.f;
-            if (t >= s && t < a.T_len) {
+            if (t >= s && t < key_end) {
                 p = expf(dot(q_tile + lane * pitch, k_row, hd) * a.scale - lse_tile[lane]);
                 const float dp = dot(dout_tile + lane * pitch, v_row, hd);
                 ds = p * (dp - delta_tile[lane]) * a.scale;
@@ -507,6 +529,20 @@ QkvLayout check_qkv(const char* op, const TensorView& qkv, const AttentionParams
 
 const float* table_data(const TensorView& table) { return table.valid() ? table.as<const float>() : nullptr; }
 
+// A document bound of params, (B, rows) i32 in device memory, or null when not given.
+const int* document_bound(const char* op, const char* name, const TensorView& bound, int64_t B,
+                          int64_t rows) {
+    if (!bound.valid()) return nullptr;
+    expect_tensor(op, name, bound, DType::i32, {B, rows});
+    return bound.as<const int>();
+}
+
+// The training ops' document bounds: both or neither.
+void require_paired_bounds(const char* op, const AttentionParams& params) {
+    MIXGPT_REQUIRE(params.document_starts.valid() == params.document_ends.valid(),
+                   format("cuda %s: document_starts and document_ends go together", op));
+}
+
 }  // namespace
 
 TensorView CudaBackend::rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions) {
@@ -533,6 +569,7 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
     const DType act = qkv.dtype;
     expect_tensor(op, "out", out, act, {s.B, s.T, s.q_width()});
     expect_tensor(op, "lse", lse, DType::f32, {s.B, s.H, s.T});
+    require_paired_bounds(op, params);
     if (s.B * s.T == 0) return;
     const TensorView rope = rope_table(params, s.head_dim, s.T);
     // The flash kernels move 16-byte vectors; other views take the simple path.
@@ -560,6 +597,7 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
         args.head_dim = s.head_dim;
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.q_rope = args.k_rope = table_data(rope);
+        args.starts = document_bound(op, "document_starts", params.document_starts, s.B, s.T);
         launch_attention_forward(stream_, args, s.B);
     });
 }
@@ -573,6 +611,7 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
     expect_tensor(op, "dqkv", dqkv, act, {s.B, s.T, s.row()});
     expect_tensor(op, "dout", dout, act, {s.B, s.T, s.q_width()});
     expect_tensor(op, "lse", lse, DType::f32, {s.B, s.H, s.T});
+    require_paired_bounds(op, params);
     if (s.B * s.T == 0) return;
     const TensorView rope = rope_table(params, s.head_dim, s.T);
     const size_t delta_bytes = flash_attention_backward_workspace_bytes(s.B, static_cast<int>(s.H), s.T);
@@ -600,6 +639,8 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
         args.kv_width = static_cast<int>(s.kv_width());
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.rope = table_data(rope);
+        args.starts = document_bound(op, "document_starts", params.document_starts, s.B, s.T);
+        args.ends = document_bound(op, "document_ends", params.document_ends, s.B, s.T);
         launch_attention_backward(stream_, args, s.B);
     });
 }
@@ -646,6 +687,7 @@ void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, Tenso
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.q_rope = table_data(rope);
         args.k_rope = nullptr;  // the cache holds rotated keys
+        args.starts = document_bound(op, "document_starts", params.document_starts, B, Tn);
         launch_attention_forward(stream_, args, B);
     });
 }

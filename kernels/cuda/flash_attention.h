@@ -29,6 +29,12 @@
 //   dQ, dK and dV are written once each, so dqkv needs no zeroing.
 // - RoPE (flash_rope.cuh): q and k tiles are rotated in shared memory once they land, and dQ, dK
 //   rotated back in registers before they are stored.
+// - The document mask (AttentionParams::document_starts, _ends; both nondecreasing along T): a
+//   query block starts at the key tile of its first query's document, and a key block's walk ends
+//   at its last key's document end, so whole tiles outside every row's document are never loaded;
+//   a warp skips the tiles none of its rows sees, and masks (P = 0) where a tile crosses a
+//   document boundary. The bounds are read from memory where they are needed rather than held in
+//   registers, which the kernels have none to spare of.
 // - Numerics against FlashAttention-2. FA2 takes D = rowsum(dO ∘ O) from the stored, rounded
 //   O, and rounds dS to bf16/fp16 once for dS K and dS^T Q. Both errors reach dQ and dK,
 //   most where dP ≈ D (a peaked softmax). bench/kernel_lab/flash_numerics.py emulates these

@@ -1,6 +1,7 @@
 // Flash attention backward (design in flash_attention.h), deterministic: D per query, then
 // dK/dV per key block and key/value head (its query heads' contributions summed in head order)
-// and dQ per query block, each written once, no atomics.
+// and dQ per query block, each written once, no atomics. Under the document mask a key block walks
+// the query tiles of its keys' documents only, and a query block the key tiles of its queries'.
 //
 // With S = Q K^T (unscaled), P = exp(scale * S - lse), dP = dO V^T and dS = P ∘ (dP - D):
 //   dV = P^T dO,   dK = scale · dS^T Q,   dQ = scale · dS K,   D = rowsum(P ∘ dP) = rowsum(dO ∘ O).
@@ -65,9 +66,11 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
     const T* rows = p.qkv + int64_t{batch} * length * row_stride;  // (T, (H+2Hkv)·hd)
     const T* k = rows + p.q_width + kv_head * kHeadDim;            // (T, hd), rows row_stride apart
     const T* v = k + p.kv_width;
+    // Queries first_key .. the block's last key's document end - 1 see the block's keys (ends are
+    // nondecreasing; T under the causal mask alone).
     const int query_tiles =
-        (length - first_key + kBlockM - 1) / kBlockM;  // queries first_key..T-1 see the keys
-    const int steps = p.group * query_tiles;           // (query head of the group, query tile) pairs
+        (document_end(p, batch, first_key + kBlockN - 1) - first_key + kBlockM - 1) / kBlockM;
+    const int steps = p.group * query_tiles;  // (query head of the group, query tile) pairs
 
     // Step `step`: query tile step % query_tiles of the group's query head step / query_tiles.
     const auto head_of = [&](int step) { return kv_head * p.group + step / query_tiles; };
@@ -105,7 +108,9 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
             rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
             __syncthreads();
         }
-        if (first_query + kBlockM > warp_key) {  // some query of the tile sees some key of the warp
+        // Some query of the tile sees some key of the warp (the warp's last key is seen the longest).
+        if (first_query + kBlockM > warp_key &&
+            first_query < document_end(p, batch, warp_key + kWarpRows - 1)) {
             const T* dout_tile = dout_tiles + buffer * kBlockM * kPitch;
             const SharedPointer<const float> lse_tile = shared_pointer(lse_tiles + buffer * kBlockM);
             const SharedPointer<const float> delta_tile = shared_pointer(delta_tiles + buffer * kBlockM);
@@ -113,8 +118,12 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
             float dst[kBlockM / 8][4] = {};  // dP^T, then dS^T
             mma_rows_by_tile_t<T, kBlockM, kHeadDim, kPitch>(pt, warp_k, q_tile, lane);
             mma_rows_by_tile_t<T, kBlockM, kHeadDim, kPitch>(dst, warp_v, dout_tile, lane);
-            // Masked: a query before a key of the warp, or rows past T.
-            const bool masked = first_query < warp_key + kWarpRows - 1 || first_query + kBlockM > length;
+            // Masked: a query before a key of the warp, past its document (the warp's first key's
+            // ends first), or rows past T.
+            const bool masked = first_query < warp_key + kWarpRows - 1 || first_query + kBlockM > length ||
+                                first_query + kBlockM > document_end(p, batch, warp_key);
+            const int key_end[2] = {document_end(p, batch, warp_key + accumulator_row(lane, 0)),
+                                    document_end(p, batch, warp_key + accumulator_row(lane, 2))};
 #pragma unroll
             for (int j = 0; j < kBlockM / 8; ++j)
 #pragma unroll
@@ -122,7 +131,7 @@ __global__ void __launch_bounds__(KeyTiles<kHeadDim>::kThreads) key_kernel(const
                     const int column = 8 * j + accumulator_column(lane, i);
                     const int query = first_query + column, key = warp_key + accumulator_row(lane, i);
                     float probability = exp2f(fmaf(pt[j][i], p.scale_log2, -lse_tile[column] * kLog2e));
-                    if (masked && (query < key || query >= length)) probability = 0.f;
+                    if (masked && (query < key || query >= key_end[i / 2])) probability = 0.f;
                     pt[j][i] = probability;
                     dst[j][i] = probability * (dst[j][i] - delta_tile[column]);
                 }
@@ -167,6 +176,8 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
     const T* dout = p.dout + int64_t{batch} * length * p.q_width + head * kHeadDim;
     const int64_t stats = (int64_t{batch} * p.heads + head) * length;
     const int key_tiles = (min(length, first_query + kBlockM) + kBlockN - 1) / kBlockN;
+    // The block's first key tile, as in the forward (forward_kernel).
+    const int first_tile = document_start(p, batch, first_query) / kBlockN;
 
     const auto load_key_tile = [&](int tile) {
         const int buffer = tile % 2;
@@ -179,7 +190,7 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
     load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(dout_tile, dout, p.q_width, first_query, length);
     load_values_async<kBlockM>(lse_tile, p.lse + stats, first_query, length);
     if constexpr (!kDeltaPass) load_values_async<kBlockM>(delta_tile, p.delta + stats, first_query, length);
-    load_key_tile(0);
+    load_key_tile(first_tile);
     copy_async_commit();
 
     T* warp_q = q_tile + warp * kWarpRows * kPitch;
@@ -187,12 +198,12 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
     float dq[kHeadDim / 8][4] = {};            // (16 queries, hd), unscaled
     float row_lse[2] = {}, row_delta[2] = {};  // the lane's two rows (read at tile 0): lse in log2 domain, D
     float delta_sum[2] = {0.f, 0.f};           // delta pass: the lane's columns of rowsum(P ∘ dP)
-    for (int tile = 0; tile < key_tiles; ++tile) {
+    for (int tile = first_tile; tile < key_tiles; ++tile) {
         if (tile + 1 < key_tiles) load_key_tile(tile + 1);
         copy_async_commit();
         copy_async_wait<1>();
         __syncthreads();
-        if (tile == 0)
+        if (tile == first_tile)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int row = warp * kWarpRows + accumulator_row(lane, 2 * r);
@@ -203,25 +214,31 @@ __global__ void __launch_bounds__(QueryTiles<kHeadDim>::kThreads) query_kernel(c
         const int buffer = tile % 2;
         T* k_tile = k_tiles + buffer * kBlockN * kPitch;
         if (p.rope != nullptr) {  // RoPE on the landed tiles (flash_rope.cuh): Q once, K per tile
-            if (tile == 0)
+            if (tile == first_tile)
                 rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
             rotate_rows<kBlockN, kHeadDim, Tiles::kThreads>(k_tile, p.rope, first_key, length);
             __syncthreads();
         }
-        if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp
-            float ds[kBlockN / 8][4] = {};         // (16 queries, kBlockN keys): S, then dS
-            float dp[kBlockN / 8][4] = {};         // dP
+        // Some key of the tile is visible to some row of the warp.
+        if (first_key < warp_query + kWarpRows &&
+            first_key + kBlockN > document_start(p, batch, warp_query)) {
+            float ds[kBlockN / 8][4] = {};  // (16 queries, kBlockN keys): S, then dS
+            float dp[kBlockN / 8][4] = {};  // dP
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(ds, warp_q, k_tile, lane);
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(dp, warp_dout,
                                                              v_tiles + buffer * kBlockN * kPitch, lane);
-            const bool masked = first_key + kBlockN - 1 > warp_query;  // crosses the diagonal
+            // Crosses the diagonal, or reaches before a row's document.
+            const bool masked = first_key + kBlockN - 1 > warp_query ||
+                                first_key < document_start(p, batch, warp_query + kWarpRows - 1);
+            const int row_start[2] = {document_start(p, batch, warp_query + accumulator_row(lane, 0)),
+                                      document_start(p, batch, warp_query + accumulator_row(lane, 2))};
 #pragma unroll
             for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     float probability = exp2f(fmaf(ds[j][i], p.scale_log2, -row_lse[i / 2]));
-                    if (masked && first_key + 8 * j + accumulator_column(lane, i) >
-                                      warp_query + accumulator_row(lane, i))
+                    const int key = first_key + 8 * j + accumulator_column(lane, i);
+                    if (masked && (key > warp_query + accumulator_row(lane, i) || key < row_start[i / 2]))
                         probability = 0.f;
                     if constexpr (kDeltaPass)
                         delta_sum[i / 2] += probability * dp[j][i];
@@ -283,6 +300,7 @@ void flash_attention_backward(TensorView dqkv, TensorView dout, TensorView qkv, 
         arguments.delta = delta.as<float>();
         arguments.dqkv = dqkv.as<Element>();
         arguments.rope = rope.valid() ? rope.as<const float>() : nullptr;
+        flash::set_document_bounds(arguments, op, params, shape);
         const dim3 query_grid(blocks_for(T, QueryTiles::kBlockM), static_cast<unsigned>(H),
                               static_cast<unsigned>(B));
         flash::launch(flash::query_kernel<Element, kHeadDim, true>, query_grid, QueryTiles::kThreads,

@@ -1,6 +1,8 @@
 // Flash attention forward (design in flash_attention.h): one block per (query block, head,
 // batch); each warp owns 16 query rows and walks the key tiles of the head's key/value head up to
-// its diagonal with an online softmax, then writes out (B,T,H·hd) and lse (B,H,T).
+// its diagonal with an online softmax, then writes out (B,T,H·hd) and lse (B,H,T). Under the
+// document mask the block starts at the key tile of its first query's document, and a warp skips
+// the tiles wholly before its own rows' documents.
 #include <climits>
 
 #include "core/log.h"
@@ -37,6 +39,19 @@ __device__ __forceinline__ void mask_future_keys(float (&s)[kN / 8][4], int firs
         for (int i = 0; i < 4; ++i)
             if (first_key + 8 * j + accumulator_column(lane, i) > first_query + accumulator_row(lane, i))
                 s[j][i] = -INFINITY;
+}
+
+// s as above: -inf where the key lies before the first key of the row's document.
+template <int kN, typename T>
+__device__ __forceinline__ void mask_earlier_documents(float (&s)[kN / 8][4], const Params<T>& p, int batch,
+                                                       int first_query, int first_key, int lane) {
+    const int row_start[2] = {document_start(p, batch, first_query + accumulator_row(lane, 0)),
+                              document_start(p, batch, first_query + accumulator_row(lane, 2))};
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (first_key + 8 * j + accumulator_column(lane, i) < row_start[i / 2]) s[j][i] = -INFINITY;
 }
 
 // One key tile of the online softmax for the lane's two rows: row_max (log2 domain) and
@@ -100,6 +115,8 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
     const T* k = rows + p.q_width + head / p.group * kHeadDim;
     const T* v = k + p.kv_width;
     const int key_tiles = (min(length, first_query + kBlockM) + kBlockN - 1) / kBlockN;
+    // The block's first key tile: its first query's document's (0 under the causal mask alone).
+    const int first_tile = document_start(p, batch, first_query) / kBlockN;
 
     const auto load_key_tile = [&](int tile) {
         const int buffer = tile % 2;
@@ -109,14 +126,14 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
                                                             row_stride, tile * kBlockN, length);
     };
     load_rows_async<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, q, row_stride, first_query, length);
-    load_key_tile(0);
+    load_key_tile(first_tile);
     copy_async_commit();
 
     T* warp_q = q_tile + warp * kWarpRows * kPitch;
     float o[kHeadDim / 8][4] = {};              // (16, hd) unnormalised output rows
     float row_max[2] = {-INFINITY, -INFINITY};  // per lane row, log2 domain
     float row_sum[2] = {0.f, 0.f};              // per lane row, the lane's columns
-    for (int tile = 0; tile < key_tiles; ++tile) {
+    for (int tile = first_tile; tile < key_tiles; ++tile) {
         if (tile + 1 < key_tiles) load_key_tile(tile + 1);  // into the buffer tile - 1 used
         copy_async_commit();
         copy_async_wait<1>();  // everything but the prefetch has landed
@@ -124,18 +141,25 @@ __global__ void __launch_bounds__(ForwardTiles<kHeadDim>::kThreads) forward_kern
         const int first_key = tile * kBlockN;
         const int buffer = tile % 2;
         if (p.rope != nullptr) {  // RoPE on the landed tiles (flash_rope.cuh): Q once, K per tile
-            if (tile == 0)
+            if (tile == first_tile)
                 rotate_rows<kBlockM, kHeadDim, Tiles::kThreads>(q_tile, p.rope, first_query, length);
             rotate_rows<kBlockN, kHeadDim, Tiles::kThreads>(k_tiles + buffer * kBlockN * kPitch, p.rope,
                                                             first_key, length);
             __syncthreads();
         }
-        if (first_key < warp_query + kWarpRows) {  // some key is visible to some row of the warp
-            float s[kBlockN / 8][4] = {};          // (16, kBlockN) scores q · k
+        // Some key of the tile is visible to some row of the warp (the warp's first row sees the
+        // earliest keys).
+        if (first_key < warp_query + kWarpRows &&
+            first_key + kBlockN > document_start(p, batch, warp_query)) {
+            float s[kBlockN / 8][4] = {};  // (16, kBlockN) scores q · k
             mma_rows_by_tile_t<T, kBlockN, kHeadDim, kPitch>(s, warp_q, k_tiles + buffer * kBlockN * kPitch,
                                                              lane);
             if (first_key + kBlockN - 1 > warp_query)
                 mask_future_keys<kBlockN>(s, warp_query, first_key, lane);
+            // Before the warp's last row's document: some row may see only part of the tile.
+            if (p.document_starts != nullptr &&
+                first_key < document_start(p, batch, warp_query + kWarpRows - 1))
+                mask_earlier_documents<kBlockN>(s, p, batch, warp_query, first_key, lane);
             online_softmax<kBlockN, kHeadDim>(s, row_max, row_sum, o, p.scale_log2);
             mma_acc_by_tile<T, kHeadDim, kBlockN, kPitch>(o, s, v_tiles + buffer * kBlockN * kPitch, lane);
         }
@@ -220,6 +244,7 @@ void flash_attention_forward(TensorView out, TensorView lse, TensorView qkv, con
         arguments.out = out.as<Element>();
         arguments.lse = lse.as<float>();
         arguments.rope = rope.valid() ? rope.as<const float>() : nullptr;
+        flash::set_document_bounds(arguments, op, params, shape);
         const dim3 grid(blocks_for(T, Tiles::kBlockM), static_cast<unsigned>(H), static_cast<unsigned>(B));
         flash::launch(flash::forward_kernel<Element, decltype(head_dim)::value>, grid, Tiles::kThreads,
                       Tiles::kSharedBytes, stream, arguments);

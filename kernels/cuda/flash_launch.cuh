@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/cuda_check.h"
+#include "core/log.h"
 #include "core/tensor.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/ops.h"
@@ -38,6 +39,9 @@ struct Params {
     float* delta;       // (B,H,T) rowsum(dout ∘ out)
     T* dqkv;            // (B,T,(H+2Hkv)·hd)
     const float* rope;  // (rows >= T, hd) [cos | sin] per position, or null: no RoPE
+    // The document mask (AttentionParams::document_starts, _ends), (B,T) each, or null: causal only.
+    const int* document_starts;
+    const int* document_ends;
     int batch, length, heads, kv_heads;
     int group;           // H / Hkv: query head h reads key/value head h / group
     int64_t row_stride;  // (H+2Hkv)·hd: elements between rows of qkv and dqkv
@@ -61,6 +65,39 @@ Params<T> make_params(const Shape& shape) {
     params.scale = 1.f / std::sqrt(static_cast<float>(shape.head_dim));
     params.scale_log2 = params.scale * kLog2e;
     return params;
+}
+
+// The document bounds of row `row` of batch `batch`'s sequence (clamped to its last: rows past T
+// are computed but never stored), or the causal mask's (0, T) without the document mask. Read from
+// memory where they are needed (the L1 holds them), not kept in registers: the kernels have none
+// to spare.
+template <typename T>
+__device__ __forceinline__ int document_start(const Params<T>& p, int batch, int row) {
+    return p.document_starts == nullptr
+               ? 0
+               : p.document_starts[int64_t{batch} * p.length + min(row, p.length - 1)];
+}
+template <typename T>
+__device__ __forceinline__ int document_end(const Params<T>& p, int batch, int row) {
+    return p.document_ends == nullptr ? p.length
+                                      : p.document_ends[int64_t{batch} * p.length + min(row, p.length - 1)];
+}
+
+// The kernels' document bounds of params (null pointers without the document mask); throws Error
+// naming the op unless both or neither are given, each (B,T) i32.
+template <typename T>
+void set_document_bounds(Params<T>& arguments, const char* op, const AttentionParams& params,
+                         const Shape& shape) {
+    MIXGPT_REQUIRE(params.document_starts.valid() == params.document_ends.valid(),
+                   format("cuda %s: document_starts and document_ends go together", op));
+    if (!params.document_starts.valid()) return;
+    for (const TensorView* bounds : {&params.document_starts, &params.document_ends})
+        MIXGPT_REQUIRE(bounds->dtype == DType::i32 && bounds->rank == 2 && bounds->dim(0) == shape.batch &&
+                           bounds->dim(1) == shape.length,
+                       format("cuda %s: the document bounds are %s, expected (%d, %d) i32", op,
+                              bounds->shape_string().c_str(), shape.batch, shape.length));
+    arguments.document_starts = params.document_starts.as<const int>();
+    arguments.document_ends = params.document_ends.as<const int>();
 }
 
 // Calls f(T{}, std::integral_constant<int, head_dim>{}) for a supported (dtype, head_dim).

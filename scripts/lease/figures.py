@@ -119,8 +119,8 @@ def lab_attention(path):
     report = load_json(path)
     shapes = {}
     for row in (report or {}).get("rows", []):
-        if not row["kernel"].startswith("flash_attention_"):
-            continue
+        if not row["kernel"].startswith("flash_attention_") or "document_length" in row["dims"]:
+            continue  # the document-mask rows: lab_document_mask
         key = (row["dims"]["T"], row["dims"]["head_dim"])
         entry = shapes.setdefault(key, {**row["dims"], "valid": True, "validation": []})
         entry["forward_ms" if row["kernel"].endswith("forward") else "backward_ms"] = row["milliseconds"]
@@ -133,6 +133,38 @@ def lab_attention(path):
             entry["sizes"] = report.get("sizes", "")
             rows.append(entry)
     return rows
+
+
+def lab_document_mask(path):
+    """Per document-mask shape: forward + backward ms, and against the causal shape of the same T and
+    head dim in the same report, the time ratio beside the ratio of the pairs the mask leaves (the
+    work the kernels should do when they skip the masked tiles)."""
+    times = {}
+    for row in (load_json(path) or {}).get("rows", []):
+        if not row["kernel"].startswith("flash_attention_") or "kv_heads" in row["dims"]:
+            continue
+        dims = row["dims"]
+        key = (dims["T"], dims["head_dim"], dims.get("document_length", 0))
+        entry = times.setdefault(key, {"T": dims["T"], "head_dim": dims["head_dim"], "document_length": key[2],
+                                       "ms": 0.0, "valid": True})
+        entry["ms"] += row["milliseconds"]
+        entry["valid"] = entry["valid"] and row["valid"]
+    rows = []
+    for (length, head_dim, document_length), entry in sorted(times.items()):
+        causal = times.get((length, head_dim, 0))
+        if document_length == 0 or causal is None:
+            continue
+        whole, rest = divmod(length, document_length)
+        entry["pairs_ratio"] = (whole * document_length ** 2 + rest ** 2) / length ** 2
+        entry["time_ratio"] = entry["ms"] / causal["ms"]
+        rows.append(entry)
+    return rows
+
+
+def document_mask_text(row):
+    return (f"T={row['T']} hd={row['head_dim']} documents {row['document_length']}: {row['ms']:.3f} ms fwd+bwd, "
+            f"{row['time_ratio']:.2f}x causal for {row['pairs_ratio']:.2f}x its pairs"
+            f"{'' if row['valid'] else ' FAILED validation'}")
 
 
 def attention_text(row):

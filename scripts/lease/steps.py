@@ -118,7 +118,10 @@ def run_lab_attention(context, step, cap_s):
     outcome = command(context, step, argv, cap_s)
     rows = parse.lab_attention(json_path)
     context.figures["attention_mixgpt"] = rows
-    text = "; ".join(parse.attention_text(row) for row in rows) or parse.failure_text(outcome, context.log(step.name + ".log"))
+    documents = parse.lab_document_mask(json_path)
+    context.figures["attention_documents"] = documents
+    text = "; ".join([parse.attention_text(row) for row in rows] + [parse.document_mask_text(row) for row in documents])
+    text = text or parse.failure_text(outcome, context.log(step.name + ".log"))
     return StepResult(outcome_status(outcome, bool(rows)), text)
 
 

@@ -67,43 +67,54 @@ std::string printed(const std::function<void(std::FILE*)>& print) {
 }
 
 // Rows come per shape in attention_shapes' order (which lists each head dimension's multi-head
-// shapes, then its grouped one with RoPE); the grouped rows are named so and carry their heads.
+// shapes, then its grouped one with RoPE, then its document-mask one); the grouped and the
+// document-mask rows are named so and carry their heads or their documents' length.
 TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
     const std::vector<Row> rows = attention_rows(*context_);
     const std::vector<AttentionShape> shapes = attention_shapes(LabSizes::smoke);
     ASSERT_EQ(rows.size(), 2 * shapes.size());
-    int grouped_shapes = 0;
+    int grouped_shapes = 0, document_shapes = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
-        const bool grouped = shapes[i].kv_heads != shapes[i].heads;
+        const bool grouped = shapes[i].kv_heads != shapes[i].heads, documents = shapes[i].document_length > 0;
         grouped_shapes += grouped ? 1 : 0;
+        document_shapes += documents ? 1 : 0;
         for (const Row& row : {rows[2 * i], rows[2 * i + 1]}) {
             expect_valid_and_timed(row);
             EXPECT_EQ(row.rate, Rate::tflop_per_s);
-            ASSERT_EQ(row.dims.size(), grouped ? 6u : 4u);
+            ASSERT_EQ(row.dims.size(), grouped ? 6u : documents ? 5u : 4u);
             EXPECT_EQ(row.dims[1].second, shapes[i].length);
             EXPECT_EQ(row.dims[3].second, shapes[i].head_dim);
             if (grouped) {
                 EXPECT_EQ(row.dims[4].second, shapes[i].kv_heads);
             }
+            if (documents) {
+                EXPECT_EQ(row.dims[4].second, shapes[i].document_length);
+            }
         }
-        const std::string variant = grouped ? " (GQA+RoPE)" : "";
+        const std::string variant = grouped     ? " (GQA+RoPE)"
+                                    : documents ? " (documents " + std::to_string(shapes[i].document_length) + ")"
+                                                : "";
         EXPECT_EQ(rows[2 * i].kernel, "flash_attention_forward" + variant);
         EXPECT_EQ(rows[2 * i + 1].kernel, "flash_attention_backward" + variant);
     }
     EXPECT_EQ(grouped_shapes, 2) << "one grouped shape with RoPE per head dimension";
+    EXPECT_EQ(document_shapes, 2) << "one document-mask shape per head dimension";
 }
 
 TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
+    // Per head dimension: the causal shape, then documents of 512 and of 128 tokens.
     const std::vector<AttentionShape> chosen = attention_shapes(LabSizes::production, {1024});
-    ASSERT_EQ(chosen.size(), 2u);
-    for (const AttentionShape& shape : chosen) {
-        EXPECT_EQ(shape.length, 1024);
-        EXPECT_EQ(shape.batch * shape.length, 16384);
+    ASSERT_EQ(chosen.size(), 6u);
+    const int document_lengths[] = {0, 512, 128};
+    for (size_t i = 0; i < chosen.size(); ++i) {
+        EXPECT_EQ(chosen[i].length, 1024);
+        EXPECT_EQ(chosen[i].batch * chosen[i].length, 16384);
+        EXPECT_EQ(chosen[i].head_dim, i < 3 ? 64 : 128);
+        EXPECT_EQ(chosen[i].document_length, document_lengths[i % 3]);
     }
-    EXPECT_EQ(chosen[0].head_dim, 64);
-    EXPECT_EQ(chosen[1].head_dim, 128);
-    // Per head dimension: T 64 and 150, and the grouped RoPE shape at T 150.
-    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 6u);
+    // Per head dimension: T 64 and 150, the grouped RoPE shape at T 150 and documents of 40 at T 150.
+    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 8u);
+    EXPECT_EQ(attention_shapes(LabSizes::production, {8192}).size(), 6u);
     // The grouped shape comes with its own length only.
     const std::vector<AttentionShape> at_2048 = attention_shapes(LabSizes::production, {2048});
     ASSERT_EQ(at_2048.size(), 4u);

@@ -1,0 +1,95 @@
+// Training under the document mask (--attention-mask document, issue 39; resume:
+// test_train_resume_options.cpp): the checkpoint records the dataset's end-of-text
+// token as the separator and a run under the mask trains differently from a causal one; a resume
+// with the other mask is refused in one line naming --attention-mask; export leaves the mask out
+// and says so; a model without a dataset's documents is refused the mask.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "interop/export.h"
+#include "model/model_options.h"
+#include "tests/test_support.h"
+#include "tests/test_train_support.h"
+#include "tokenizer/dataset.h"
+#include "train/trainer.h"
+
+namespace mixgpt {
+namespace {
+
+using namespace testing_support;
+using test::error_of;
+using test::TempDirectory;
+
+// Under the document mask. With the tiny dataset's documents of 30 to 60 tokens, a third of the
+// windows of T = 16 cross a document boundary, most of those of T = 32.
+TrainOptions document_masked(TrainOptions options) {
+    options.model.attention_mask = "document";
+    return options;
+}
+
+TEST(TrainDocumentMask, RecordsTheSeparatorAndTrainsDifferently) {
+    TempDirectory directory("mixgpt_document_mask_differs");
+    TrainOptions causal = tiny_llama_train_options(directory.file("causal"));
+    causal.seq_len = 32;
+    causal.steps = 3;
+    TrainOptions masked_run = document_masked(tiny_llama_train_options(directory.file("document")));
+    masked_run.seq_len = 32;
+    masked_run.steps = 3;
+    const TrainResult plain = run_training(causal), documents = run_training(masked_run);
+    EXPECT_NE(plain.last_loss, documents.last_loss);
+    EXPECT_TRUE(std::isfinite(documents.last_loss));
+    const int32_t end_of_text = read_dataset_info(tiny_dataset().dataset_path).eot_id;
+    EXPECT_EQ(read_checkpoint(documents.last_checkpoint).config.document_separator, end_of_text);
+    EXPECT_EQ(read_checkpoint(plain.last_checkpoint).config.document_separator, -1);
+}
+
+TEST(TrainDocumentMask, ResumeWithTheOtherMaskIsRefusedInOneLine) {
+    TempDirectory directory("mixgpt_document_mask_switch");
+    for (const bool masked_first : {false, true}) {
+        TrainOptions options = tiny_train_options(directory.file(masked_first ? "document" : "causal"));
+        if (masked_first) options = document_masked(options);
+        options.seq_len = 32;
+        options.steps = 2;
+        run_training(options);
+        options.steps = 4;
+        options.resume = "auto";
+        options.model.attention_mask = masked_first ? "causal" : "document";
+        const std::string error = error_of([&] { run_training(options); });
+        EXPECT_NE(error.find("refusing checkpoint: attention_mask is"), std::string::npos) << error;
+        EXPECT_NE(error.find("(--attention-mask)"), std::string::npos) << error;
+        EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    }
+}
+
+TEST(TrainDocumentMask, ExportLeavesTheMaskOutAndSaysSo) {
+    TempDirectory directory("mixgpt_document_mask_export");
+    TrainOptions options = document_masked(tiny_llama_train_options(directory.file("run")));
+    options.seq_len = 32;
+    options.steps = 1;
+    options.warmup_steps = 0;
+    run_training(options);
+    interop::ExportOptions exporting;
+    exporting.source = options.output_dir;
+    exporting.output = directory.file("hf");
+    const interop::ExportResult result = interop::export_hf(exporting);
+    EXPECT_EQ(result.document_separator, read_dataset_info(tiny_dataset().dataset_path).eot_id);
+    EXPECT_TRUE(std::filesystem::exists(exporting.output + "/model.safetensors"));
+}
+
+TEST(TrainDocumentMask, NeedsADatasetsEndOfTextToken) {
+    ModelOptions model;
+    model.preset = "d2";
+    model.attention_mask = "document";
+    EXPECT_EQ(model_config(model, 300, 32, 5).document_separator, 5);
+    EXPECT_NE(
+        error_of([&] { model_config(model, 300, 32); }).find("attention-mask: document needs the documents"),
+        std::string::npos);
+    model.attention_mask = "windows";
+    EXPECT_NE(error_of([&] { model_config(model, 300, 32, 5); }).find("expected causal or document"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace mixgpt

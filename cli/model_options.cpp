@@ -81,6 +81,19 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
         ->check(CLI::IsMember({"causal", "document"}))
         ->group(group);
     command
+        .add_option("--window", options.window,
+                    "sliding-window attention: each position sees itself and the W - 1 positions before it "
+                    "(within its document under --attention-mask document); the flash kernels skip the tiles "
+                    "outside; 0 (default): the whole context; recorded in checkpoints")
+        ->check(CLI::NonNegativeNumber)
+        ->group(group);
+    command
+        .add_option("--window-pattern", options.window_pattern,
+                    "which layers --window holds for: one letter per layer, cycled over the layers, S windowed "
+                    "and L the whole context (LSSS: every fourth layer sees everything; default: every layer "
+                    "windowed)")
+        ->group(group);
+    command
         .add_flag("--qk-norm", options.qk_norm,
                   "RMS-normalise each query and key head before attention and RoPE (parameter-free; epsilon "
                   "--rms-norm-eps, 1e-5 under gpt2; the speedrun's, nanochat's, Qwen3's); recorded in checkpoints")

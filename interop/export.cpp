@@ -74,6 +74,11 @@ void refuse_options_without_a_class(const GPTConfig& config, const std::string& 
                    format("%s: --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, "
                           "which does, has Llama's blocks): export refuses",
                           path.c_str()));
+    // LlamaForCausalLM has no sliding window (Mistral's does; mixgpt does not export it yet).
+    MIXGPT_REQUIRE(config.attention_window == 0,
+                   format("%s: --window %d: neither GPT2LMHeadModel nor LlamaForCausalLM has a sliding window: "
+                          "export refuses",
+                          path.c_str(), config.attention_window));
     // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
     // the same function, but export writes the checkpoint's tensors alone (interop/README.md).
     MIXGPT_REQUIRE(config.norm_weights,

@@ -113,6 +113,9 @@ struct AttentionParams {
     // views: the causal mask alone. attention_forward_cached reads document_starts only: (B,Tn) for
     // its new positions, in cache positions (document_starts_decoding).
     TensorView document_starts, document_ends;
+    // Sliding-window attention (--window): > 0, query t sees only keys t - window + 1 .. t (within its
+    // document under the document mask); 0: no window.
+    int window = 0;
 };
 
 // One tensor's slot in an FP8 scaling state held in backend memory (kernels/fp8_scaling.h; the

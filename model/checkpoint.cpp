@@ -204,6 +204,11 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     // Under --attention-mask document only (absent: the causal mask alone).
     if (config.document_separator >= 0)
         file.set_attribute("/", "document_separator", static_cast<int64_t>(config.document_separator));
+    // Under --window only (absent: the whole context).
+    if (config.attention_window > 0) {
+        file.set_attribute("/", "attention_window", static_cast<int64_t>(config.attention_window));
+        file.set_attribute("/", "window_pattern", config.window_pattern_text());
+    }
     file.set_attribute("/", "tokenizer_path", checkpoint.tokenizer_path);
     file.set_attribute("/", "tokenizer_sha256", checkpoint.tokenizer_sha256);
     file.set_attribute("/", "precision", std::string(precision_name(checkpoint.precision)));
@@ -332,6 +337,10 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     checkpoint.config.max_seq_len = attribute_int32(file, "max_seq_len");
     if (file.has_attribute("/", "document_separator"))
         checkpoint.config.document_separator = attribute_int32(file, "document_separator");
+    if (file.has_attribute("/", "attention_window")) {
+        checkpoint.config.attention_window = attribute_int32(file, "attention_window");
+        checkpoint.config.set_window_pattern(file.attribute_string("/", "window_pattern"));
+    }
     checkpoint.config.validate();
     checkpoint.tokenizer_path = file.attribute_string("/", "tokenizer_path");
     checkpoint.tokenizer_sha256 = file.attribute_string("/", "tokenizer_sha256");
@@ -486,6 +495,16 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
         format("%s: refusing checkpoint: attention_mask is %s there, %s in this run (--attention-mask)",
                checkpoint_path.c_str(), mask(saved.document_separator).c_str(),
                mask(config.document_separator).c_str()));
+    const auto window = [](const GPTConfig& c) {
+        if (c.attention_window == 0) return std::string("none");
+        const std::string pattern = c.window_pattern_text();
+        return std::to_string(c.attention_window) + (pattern.empty() ? "" : " (" + pattern + ")");
+    };
+    MIXGPT_REQUIRE(saved.attention_window == config.attention_window &&
+                       saved.window_pattern_text() == config.window_pattern_text(),
+                   format("%s: refusing checkpoint: the attention window is %s there, %s in this run (--window, "
+                          "--window-pattern)",
+                          checkpoint_path.c_str(), window(saved).c_str(), window(config).c_str()));
     MIXGPT_REQUIRE(checkpoint.tokenizer_sha256 == tokenizer_sha256,
                    checkpoint_path + ": refusing checkpoint: tokenizer_sha256 is " +
                        checkpoint.tokenizer_sha256 + " there, " + tokenizer_sha256 +

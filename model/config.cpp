@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -77,6 +78,20 @@ GPTConfig GPTConfig::preset(const std::string& name, int vocab_size, int max_seq
     throw Error("unknown model preset '" + name + "' (expected d2, d6, d12, d24, d36 or d48)");
 }
 
+void GPTConfig::set_window_pattern(const std::string& pattern) {
+    MIXGPT_REQUIRE(pattern.size() <= kMaxWindowPattern,
+                   format("window-pattern: '%s' has %zu letters, at most %zu (it repeats over the layers)",
+                          pattern.c_str(), pattern.size(), kMaxWindowPattern));
+    window_pattern.fill('\0');
+    std::copy(pattern.begin(), pattern.end(), window_pattern.begin());
+}
+
+int GPTConfig::window_of(int layer) const {
+    const std::string pattern = window_pattern_text();
+    if (pattern.empty()) return attention_window;
+    return pattern[static_cast<size_t>(layer) % pattern.size()] == 'S' ? attention_window : 0;
+}
+
 void GPTConfig::validate() const {
     auto require_positive = [](const char* field, int value) {
         MIXGPT_REQUIRE(value > 0, format("model config: %s is %d, expected a positive number", field, value));
@@ -86,6 +101,14 @@ void GPTConfig::validate() const {
     require_positive("n_embd", n_embd);
     require_positive("vocab_size", vocab_size);
     require_positive("max_seq_len", max_seq_len);
+    MIXGPT_REQUIRE(attention_window >= 0,
+                   format("model config: attention_window is %d, expected 0 (none) or more", attention_window));
+    const std::string pattern = window_pattern_text();
+    MIXGPT_REQUIRE(pattern.empty() || attention_window > 0,
+                   "model config: window_pattern '" + pattern + "' without an attention_window");
+    MIXGPT_REQUIRE(pattern.find_first_not_of("LS") == std::string::npos,
+                   "model config: window_pattern '" + pattern +
+                       "' is not made of L (whole context) and S (windowed), one letter per layer");
     MIXGPT_REQUIRE(document_separator >= -1 && document_separator < vocab_size,
                    format("model config: document_separator %d is not a token of the %d (-1: none)",
                           document_separator, vocab_size));

@@ -1,6 +1,8 @@
 // A model's shape and family, and the activation-recomputation policy.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +54,21 @@ struct GPTConfig {
     // its own document, in training, evaluation and sampling alike (kernels/ops.h, AttentionParams).
     // -1: the causal mask alone. Not part of the model's function outside mixgpt: export leaves it out.
     int32_t document_separator = -1;
+    // --window W: sliding-window attention, each position seeing itself and the W - 1 before it
+    // (within its document under the document mask); 0: the whole context [0]. window_pattern
+    // (--window-pattern) says which layers it holds for: one letter per layer, cycled over the
+    // layers, S a windowed layer and L a whole-context one ("LSSS": every fourth layer, from the
+    // first, sees the whole context); empty: every layer is windowed.
+    // (A fixed array, NUL-terminated, so that the config stays trivially copyable: ranks broadcast
+    // it as bytes.)
+    static constexpr size_t kMaxWindowPattern = 16;
+    int attention_window = 0;
+    std::array<char, kMaxWindowPattern + 1> window_pattern{};
+    std::string window_pattern_text() const { return window_pattern.data(); }
+    // Throws Error naming --window-pattern when `pattern` is longer than kMaxWindowPattern letters.
+    void set_window_pattern(const std::string& pattern);
+    // The window of layer `layer`: attention_window, or 0 where window_pattern says L.
+    int window_of(int layer) const;
 
     const Family& family() const { return family_of(arch); }
     MlpKind mlp_kind() const { return mlp.value_or(family().mlp); }

@@ -196,9 +196,10 @@ GPT::NormViews GPT::embedding_norm_views(int64_t N) const {
             activation(Activation::embedding_norm_rstd, 0, {N})};
 }
 
-AttentionParams GPT::attention_params(int64_t b, int64_t t, bool decoding) const {
+AttentionParams GPT::attention_params(int layer, int64_t b, int64_t t, bool decoding) const {
     AttentionParams params{config_.n_head, config_.kv_heads(),
                            family_.positions == PositionKind::rotary ? config_.rope_theta : 0.f};
+    params.window = config_.window_of(layer);
     if (documents_.empty()) return params;
     auto* bounds = static_cast<int32_t*>(documents_.data());
     const int64_t rows = int64_t{batch_size_} * seq_len_;
@@ -216,11 +217,11 @@ void GPT::find_documents(TensorView tokens, int cache_position) {
     const int64_t b = tokens.dim(0), t = tokens.dim(1), rows = int64_t{batch_size_} * seq_len_;
     auto* bounds = static_cast<int32_t*>(documents_.data());
     if (cache_position < 0) {
-        const AttentionParams params = attention_params(b, t, false);
+        const AttentionParams params = attention_params(0, b, t, false);
         backend_.document_bounds(params.document_starts, params.document_ends, tokens,
                                  config_.document_separator);
     } else {
-        backend_.document_starts_decoding(attention_params(b, t, true).document_starts,
+        backend_.document_starts_decoding(attention_params(0, b, t, true).document_starts,
                                           TensorView(bounds + 3 * rows, DType::i32, {b}), tokens,
                                           cache_position, config_.document_separator);
     }

@@ -124,9 +124,9 @@ private:
     // The embedding norm's output (residual x_0) and statistics, for N rows (--embedding-norm).
     NormViews embedding_norm_views(int64_t N) const;
     void check_batch(const TensorView& tokens, const char* what) const;
-    // The attention's parameters for a batch of (b, t): under the document mask with the bounds
-    // forward_blocks computed from its tokens (decoding: the new positions' document starts).
-    AttentionParams attention_params(int64_t b, int64_t t, bool decoding) const;
+    // Layer `layer`'s attention parameters for a batch of (b, t): its window, and under the document
+    // mask the bounds forward_blocks computed from the tokens (decoding: the new positions' starts).
+    AttentionParams attention_params(int layer, int64_t b, int64_t t, bool decoding) const;
     // Under the document mask: the bounds of tokens (b, t) for attention_params (decoding: the
     // starts of new tokens at cache_position, continuing each row's document).
     void find_documents(TensorView tokens, int cache_position);

@@ -107,7 +107,7 @@ void GPT::block_backward(int layer, const BlockActivations& a, int64_t b, int64_
                            g(Role::attention_output_bias), dresidual, attention_rows);
     linear_backward_input(layer, LinearRole::attention_output, dnarrow, dresidual, w(Role::attention_output_weight));
     backend_.attention_backward(TensorView(dqkv.data, act_, {b, t, Q}), TensorView(dnarrow.data, act_, {b, t, C}),
-                                a.qkv, a.lse, attention_params(b, t, false));
+                                a.qkv, a.lse, attention_params(layer, b, t, false));
     if (config_.qk_norm)
         backend_.qk_norm_backward(TensorView(dqkv.data, act_, {b, t, Q}), a.qkv, a.qk_norm_rstd, config_.n_head,
                                   config_.kv_heads());

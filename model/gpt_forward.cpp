@@ -74,14 +74,14 @@ void GPT::block_forward_to_mlp_hidden(int layer, const BlockActivations& a, int 
     if (config_.qk_norm)
         backend_.qk_norm_forward(a.qkv, a.qk_norm_rstd, config_.n_head, config_.kv_heads(), config_.norm_epsilon);
     if (cache_position < 0) {
-        backend_.attention_forward(a.attention, a.lse, a.qkv, attention_params(b, t, false));
+        backend_.attention_forward(a.attention, a.lse, a.qkv, attention_params(layer, b, t, false));
     } else {
         const int64_t kv_width = int64_t{config_.kv_heads()} * config_.head_dim();
         const int64_t cache_layer = static_cast<int64_t>(layer) * batch_size_ * config_.max_seq_len * kv_width;
         const size_t offset = static_cast<size_t>(cache_layer) * dtype_size(act_);
         const TensorView k(static_cast<char*>(k_cache_.data) + offset, act_, {b, config_.max_seq_len, kv_width});
         const TensorView v(static_cast<char*>(v_cache_.data) + offset, act_, {b, config_.max_seq_len, kv_width});
-        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position, attention_params(b, t, true));
+        backend_.attention_forward_cached(a.attention, a.qkv, k, v, cache_position, attention_params(layer, b, t, true));
     }
     linear_forward(layer, LinearRole::attention_output, branch, attention_rows, w(Role::attention_output_weight),
                    w(Role::attention_output_bias));

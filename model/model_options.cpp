@@ -112,6 +112,14 @@ GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len, i
     MIXGPT_REQUIRE(options.attention_mask.empty() || options.attention_mask == "causal" ||
                        options.attention_mask == "document",
                    "attention-mask: '" + options.attention_mask + "', expected causal or document");
+    MIXGPT_REQUIRE(options.window >= 0, "window: must not be negative (0: the whole context)");
+    MIXGPT_REQUIRE(options.window_pattern.empty() || options.window > 0,
+                   "window-pattern: says which layers --window holds for; give --window W with it");
+    MIXGPT_REQUIRE(options.window_pattern.find_first_not_of("LS") == std::string::npos,
+                   "window-pattern: '" + options.window_pattern +
+                       "', expected letters L (whole context) and S (windowed), one per layer, cycled");
+    config.attention_window = options.window;
+    config.set_window_pattern(options.window_pattern);
     if (options.attention_mask == "document") {
         MIXGPT_REQUIRE(
             end_of_text >= 0 && end_of_text < vocab_size,
@@ -149,6 +157,8 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"qk_norm", options.qk_norm ? "true" : ""},
         {"init", options.init},
         {"attention_mask", options.attention_mask},
+        {"window", options.window > 0 ? std::to_string(options.window) : std::string()},
+        {"window_pattern", options.window_pattern},
     };
 }
 

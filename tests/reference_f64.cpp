@@ -325,12 +325,14 @@ struct HeadProbabilities {
 
 // Query head h against key head g of batch b (rows already rotated, where RoPE applies).
 // documents: each position's document number (B*T), or empty: one document per sequence; query t
-// sees the keys s <= t of its own document, the others get probability 0.
+// sees the keys s <= t of its own document with t - s < window (0: no window), the others get
+// probability 0.
 HeadProbabilities head_probabilities(const F64Vector& qkv, int b, int h, int g, int T, const Heads& heads,
-                                     const std::vector<int>& documents) {
+                                     const std::vector<int>& documents, int window) {
     const auto visible = [&](int t, int s) {
-        return documents.empty() ||
-               documents[index(int64_t{b} * T + s)] == documents[index(int64_t{b} * T + t)];
+        const bool same_document =
+            documents.empty() || documents[index(int64_t{b} * T + s)] == documents[index(int64_t{b} * T + t)];
+        return same_document && (window == 0 || t - s < window);
     };
     const double scale = 1.0 / std::sqrt(static_cast<double>(heads.hd));
     HeadProbabilities result{F64Vector(index(int64_t{T} * T)), F64Vector(index(T))};
@@ -407,7 +409,8 @@ F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, in
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h) {
             const int g = h / group;
-            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads, documents);
+            const HeadProbabilities probabilities =
+                head_probabilities(rows, b, h, g, T, heads, documents, params.window);
             for (int t = 0; t < T; ++t) {
                 result.lse[index((int64_t{b} * H + h) * T + t)] = probabilities.lse[index(t)];
                 double* out = result.out.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
@@ -434,7 +437,8 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h) {
             const int g = h / group;
-            const HeadProbabilities probabilities = head_probabilities(rows, b, h, g, T, heads, documents);
+            const HeadProbabilities probabilities =
+                head_probabilities(rows, b, h, g, T, heads, documents, params.window);
             for (int t = 0; t < T; ++t) {
                 const double* dy = dout.data() + (int64_t{b} * T + t) * out_row + heads.q(h);
                 const double* p = probabilities.p.data() + int64_t{t} * T;

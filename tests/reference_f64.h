@@ -134,7 +134,8 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
 // rotated (rotate-half pairs (i, i + hd/2) by (first_position + t) · theta^(-2i/hd), in float64)
 // before the scores. out (B,T,H·hd), lse (B,H,T). The document mask: `documents` numbers each
 // position's document (B*T, f64_document_numbers), a query seeing only the keys of its own; empty:
-// causal only. (params' own document bounds are backend memory and ignored here.)
+// causal only. (params' own document bounds are backend memory and ignored here.) params.window
+// > 0: query t sees only keys s with t - s < window.
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
                                           const AttentionParams& params, int first_position = 0,
                                           const std::vector<int>& documents = {});

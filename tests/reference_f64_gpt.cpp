@@ -107,6 +107,15 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
                        targets.size() == tokens.size(),
                    "F64Gpt: bad batch");
     const AttentionParams attention = attention_params();
+    // Layer l's attention: the sliding window where config.window_pattern's letter for it (cycled) is
+    // S, or every layer without a pattern.
+    const auto layer_attention = [&](int l) {
+        AttentionParams layer = attention;
+        const std::string pattern = config_.window_pattern_text();
+        const bool windowed = pattern.empty() || pattern[static_cast<size_t>(l) % pattern.size()] == 'S';
+        layer.window = windowed ? config_.attention_window : 0;
+        return layer;
+    };
     const Role head_role = layout_.find(Role::output_head) != nullptr ? Role::output_head : Role::token_embedding;
 
     // Forward, keeping each block's state.
@@ -131,7 +140,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
                                                       config_.norm_epsilon)
                                       .qkv
                                 : s.qkv_product;
-        s.attention = f64_attention_forward(s.qkv, B, T, hd, attention, 0, documents).out;
+        s.attention = f64_attention_forward(s.qkv, B, T, hd, layer_attention(l), 0, documents).out;
         s.x_mid = add(x, f64_matmul_forward(s.attention, parameter(Role::attention_output_weight, l),
                                             parameter(Role::attention_output_bias, l), N, C, C, false)
                              .out);
@@ -182,7 +191,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         weight_gradients(Role::attention_output_weight, Role::attention_output_bias, dx, s.attention, C, C);
         const F64Vector dattention =
             f64_matmul_backward_input(dx, parameter(Role::attention_output_weight, l), N, C, C);
-        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, attention, documents);
+        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, layer_attention(l), documents);
         if (config_.qk_norm)
             dqkv = f64_qk_norm_backward(dqkv, s.qkv_product, N, config_.n_head, config_.kv_heads(), hd,
                                         config_.norm_epsilon);

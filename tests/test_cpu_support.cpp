@@ -73,7 +73,8 @@ F64AttentionForward stored_rope_attention_forward(const std::vector<double>& qkv
                                                   const AttentionParams& params, DType dtype,
                                                   int first_position, const std::vector<int>& documents) {
     if (params.rope_theta == 0.f) return f64_attention_forward(qkv, B, T, head_dim, params, 0, documents);
-    const AttentionParams unrotated{params.n_head, params.n_kv_head, 0.f};
+    AttentionParams unrotated = params;  // the window kept
+    unrotated.rope_theta = 0.f;
     return f64_attention_forward(rounded(f64_rope(qkv, B, T, head_dim, params, first_position), dtype), B, T,
                                  head_dim, unrotated, 0, documents);
 }
@@ -83,7 +84,8 @@ std::vector<double> stored_rope_attention_backward(const std::vector<double>& do
                                                    const AttentionParams& params, DType dtype,
                                                    const std::vector<int>& documents) {
     if (params.rope_theta == 0.f) return f64_attention_backward(dout, qkv, B, T, head_dim, params, documents);
-    const AttentionParams unrotated{params.n_head, params.n_kv_head, 0.f};
+    AttentionParams unrotated = params;  // the window kept
+    unrotated.rope_theta = 0.f;
     const std::vector<double> stored = rounded(f64_rope(qkv, B, T, head_dim, params), dtype);
     return f64_rope(f64_attention_backward(dout, stored, B, T, head_dim, unrotated, documents), B, T,
                     head_dim, params, 0, true);

@@ -1,9 +1,11 @@
-// The document mask (--attention-mask document, issue 39) on the CPU: the bounds ops against
-// document numbers counted in the test; attention forward, backward and the KV-cached forward
-// against the float64 reference that masks by document number (tests/reference_f64.h), fp32 within
-// 1e-5; the whole model against F64Gpt in both families (fp32: mean loss within 1e-6, gradients
-// within 1e-5; bf16 and fp16: at most twice the causal model's own error, GUIDE.md 2.7); and what
-// the mask means: a document's losses do not depend on the documents before it.
+// The document mask (--attention-mask document) and the sliding window (--window), issue 39, on
+// the CPU: the bounds ops against document numbers counted in the test; attention forward, backward
+// and the KV-cached forward under each mask and both against the float64 reference that masks by
+// document number and by distance (tests/reference_f64.h), fp32 within 1e-5; the whole model
+// against F64Gpt in both families, windowed layers per pattern included (fp32: mean loss within
+// 1e-6, gradients within 1e-5; bf16 and fp16: at most twice the causal model's own error, GUIDE.md
+// 2.7); and what the document mask means: a document's losses do not depend on the documents
+// before it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -95,80 +97,102 @@ struct AttentionCase {
     int head_dim;
 };
 
+// The masks the attention tests take: the document mask, a sliding window of 5, and both.
+struct MaskVariant {
+    const char* name;
+    bool documents;
+    int window;
+};
+constexpr MaskVariant kMasks[] = {{"documents", true, 0}, {"window 5", false, 5}, {"documents, window 5", true, 5}};
+
 TEST(DocumentMask, AttentionMatchesTheFloat64Reference) {
     auto backend = make_backend({"cpu", 0, Precision::fp32, 1});
     const std::vector<int32_t> tokens = document_tokens(50, 5);
-    const std::vector<int> documents = f64_document_numbers(tokens, kBatch, kLength, kSeparator);
     const test::IntTensor token_view(tokens, {kBatch, kLength});
     test::IntTensor starts(std::vector<int32_t>(tokens.size()), {kBatch, kLength});
     test::IntTensor ends(std::vector<int32_t>(tokens.size()), {kBatch, kLength});
     backend->document_bounds(starts.view(), ends.view(), token_view.view(), kSeparator);
-    for (const AttentionCase& c : {AttentionCase{{2, 2, 0.f}, 8}, AttentionCase{{4, 2, 1000.f}, 8}}) {
-        SCOPED_TRACE("H " + std::to_string(c.params.n_head) + ", Hkv " + std::to_string(c.params.n_kv_head));
-        AttentionParams params = c.params;
-        params.document_starts = starts.view();
-        params.document_ends = ends.view();
-        const int H = params.n_head, hd = c.head_dim, width = (H + 2 * params.n_kv_head) * hd;
-        const test::HostTensor qkv(test::random_normal(kBatch * kLength * width, 11, 1.5), DType::f32,
-                                   {kBatch, kLength, width});
-        test::HostTensor out(DType::f32, {kBatch, kLength, H * hd}), lse(DType::f32, {kBatch, H, kLength});
-        backend->attention_forward(out.view(), lse.view(), qkv.view(), params);
-        const F64AttentionForward ref = test::stored_rope_attention_forward(
-            qkv.values(), kBatch, kLength, hd, c.params, DType::f32, 0, documents);
-        EXPECT_LE(relative_norm_error(out.values(), ref.out), test::kFp32Tolerance);
-        EXPECT_LE(relative_norm_error(lse.values(), ref.lse), test::kFp32Tolerance);
-        // Masking changes the result: the causal reference is far from it.
-        const F64AttentionForward causal =
-            test::stored_rope_attention_forward(qkv.values(), kBatch, kLength, hd, c.params, DType::f32);
-        EXPECT_GT(relative_norm_error(out.values(), causal.out), 1e-2);
+    for (const MaskVariant& mask : kMasks)
+        for (const AttentionCase& c : {AttentionCase{{2, 2, 0.f}, 8}, AttentionCase{{4, 2, 1000.f}, 8}}) {
+            SCOPED_TRACE(std::string(mask.name) + ", H " + std::to_string(c.params.n_head) + ", Hkv " +
+                         std::to_string(c.params.n_kv_head));
+            const std::vector<int> documents =
+                mask.documents ? f64_document_numbers(tokens, kBatch, kLength, kSeparator) : std::vector<int>();
+            AttentionParams reference_params = c.params, params = c.params;
+            reference_params.window = params.window = mask.window;
+            if (mask.documents) {
+                params.document_starts = starts.view();
+                params.document_ends = ends.view();
+            }
+            const int H = params.n_head, hd = c.head_dim, width = (H + 2 * params.n_kv_head) * hd;
+            const test::HostTensor qkv(test::random_normal(kBatch * kLength * width, 11, 1.5), DType::f32,
+                                       {kBatch, kLength, width});
+            test::HostTensor out(DType::f32, {kBatch, kLength, H * hd}), lse(DType::f32, {kBatch, H, kLength});
+            backend->attention_forward(out.view(), lse.view(), qkv.view(), params);
+            const F64AttentionForward ref = test::stored_rope_attention_forward(
+                qkv.values(), kBatch, kLength, hd, reference_params, DType::f32, 0, documents);
+            EXPECT_LE(relative_norm_error(out.values(), ref.out), test::kFp32Tolerance);
+            EXPECT_LE(relative_norm_error(lse.values(), ref.lse), test::kFp32Tolerance);
+            // Masking changes the result: the causal reference is far from it.
+            const F64AttentionForward causal =
+                test::stored_rope_attention_forward(qkv.values(), kBatch, kLength, hd, c.params, DType::f32);
+            EXPECT_GT(relative_norm_error(out.values(), causal.out), 1e-2);
 
-        const test::HostTensor dout(test::random_normal(kBatch * kLength * H * hd, 12), DType::f32,
-                                    {kBatch, kLength, H * hd});
-        test::HostTensor dqkv(DType::f32, {kBatch, kLength, width});
-        backend->attention_backward(dqkv.view(), dout.view(), qkv.view(), lse.view(), params);
-        const std::vector<double> ref_dqkv = test::stored_rope_attention_backward(
-            dout.values(), qkv.values(), kBatch, kLength, hd, c.params, DType::f32, documents);
-        EXPECT_LE(relative_norm_error(dqkv.values(), ref_dqkv), test::kFp32Tolerance);
+            const test::HostTensor dout(test::random_normal(kBatch * kLength * H * hd, 12), DType::f32,
+                                        {kBatch, kLength, H * hd});
+            test::HostTensor dqkv(DType::f32, {kBatch, kLength, width});
+            backend->attention_backward(dqkv.view(), dout.view(), qkv.view(), lse.view(), params);
+            const std::vector<double> ref_dqkv = test::stored_rope_attention_backward(
+                dout.values(), qkv.values(), kBatch, kLength, hd, reference_params, DType::f32, documents);
+            EXPECT_LE(relative_norm_error(dqkv.values(), ref_dqkv), test::kFp32Tolerance);
 
-        // The KV-cached forward, in chunks, with the decoding starts: the full forward's rows.
-        const int kv_width = params.n_kv_head * hd;
-        test::HostTensor k_cache(DType::f32, {kBatch, kLength, kv_width}),
-            v_cache(DType::f32, {kBatch, kLength, kv_width});
-        test::IntTensor open(std::vector<int32_t>(kBatch), {kBatch});
-        const std::vector<double> all = qkv.values();
-        int position = 0;
-        for (int count : {6, 1, 9}) {
-            std::vector<double> rows, want;
-            std::vector<int32_t> chunk_tokens;
-            for (int b = 0; b < kBatch; ++b)
-                for (int t = position; t < position + count; ++t) {
-                    const auto row = all.begin() + (int64_t{b} * kLength + t) * width;
-                    rows.insert(rows.end(), row, row + width);
-                    const auto ref_row = ref.out.begin() + (int64_t{b} * kLength + t) * H * hd;
-                    want.insert(want.end(), ref_row, ref_row + H * hd);
-                    chunk_tokens.push_back(tokens[static_cast<size_t>(b * kLength + t)]);
-                }
-            const test::IntTensor chunk_view(chunk_tokens, {kBatch, count});
-            test::IntTensor chunk_starts(std::vector<int32_t>(chunk_tokens.size()), {kBatch, count});
-            backend->document_starts_decoding(chunk_starts.view(), open.view(), chunk_view.view(), position,
-                                              kSeparator);
-            AttentionParams cached = c.params;
-            cached.document_starts = chunk_starts.view();
-            const test::HostTensor chunk_qkv(rows, DType::f32, {kBatch, count, width});
-            test::HostTensor chunk_out(DType::f32, {kBatch, count, H * hd});
-            backend->attention_forward_cached(chunk_out.view(), chunk_qkv.view(), k_cache.view(),
-                                              v_cache.view(), position, cached);
-            EXPECT_LE(relative_norm_error(chunk_out.values(), want), test::kFp32Tolerance)
-                << "at " << position;
-            position += count;
+            // The KV-cached forward, in chunks, with the decoding starts: the full forward's rows.
+            const int kv_width = params.n_kv_head * hd;
+            test::HostTensor k_cache(DType::f32, {kBatch, kLength, kv_width}),
+                v_cache(DType::f32, {kBatch, kLength, kv_width});
+            test::IntTensor open(std::vector<int32_t>(kBatch), {kBatch});
+            const std::vector<double> all = qkv.values();
+            int position = 0;
+            for (int count : {6, 1, 9}) {
+                std::vector<double> rows, want;
+                std::vector<int32_t> chunk_tokens;
+                for (int b = 0; b < kBatch; ++b)
+                    for (int t = position; t < position + count; ++t) {
+                        const auto row = all.begin() + (int64_t{b} * kLength + t) * width;
+                        rows.insert(rows.end(), row, row + width);
+                        const auto ref_row = ref.out.begin() + (int64_t{b} * kLength + t) * H * hd;
+                        want.insert(want.end(), ref_row, ref_row + H * hd);
+                        chunk_tokens.push_back(tokens[static_cast<size_t>(b * kLength + t)]);
+                    }
+                const test::IntTensor chunk_view(chunk_tokens, {kBatch, count});
+                test::IntTensor chunk_starts(std::vector<int32_t>(chunk_tokens.size()), {kBatch, count});
+                backend->document_starts_decoding(chunk_starts.view(), open.view(), chunk_view.view(), position,
+                                                  kSeparator);
+                AttentionParams cached = c.params;
+                cached.window = mask.window;
+                if (mask.documents) cached.document_starts = chunk_starts.view();
+                const test::HostTensor chunk_qkv(rows, DType::f32, {kBatch, count, width});
+                test::HostTensor chunk_out(DType::f32, {kBatch, count, H * hd});
+                backend->attention_forward_cached(chunk_out.view(), chunk_qkv.view(), k_cache.view(),
+                                                  v_cache.view(), position, cached);
+                EXPECT_LE(relative_norm_error(chunk_out.values(), want), test::kFp32Tolerance) << "at " << position;
+                position += count;
+            }
         }
-    }
 }
 
 GPTConfig masked(GPTConfig config) {
     config.document_separator = kSeparator;
     config.validate();
     return config;
+}
+
+// A sliding window of 3 on the first layer, the second seeing the whole context (--window 3
+// --window-pattern SL), with the document mask or not.
+GPTConfig windowed(GPTConfig config, bool documents) {
+    config.attention_window = 3;
+    config.set_window_pattern("SL");
+    return documents ? masked(config) : config;
 }
 
 test::ReferenceErrors measure(const GPTConfig& config, Precision precision, uint32_t seed) {
@@ -197,22 +221,34 @@ TEST_P(DocumentMaskModel, Fp32MatchesFloat64) {
     EXPECT_LE(e.worst_tensor, test::kFp32Tolerance);
 }
 
+TEST_P(DocumentMaskModel, WindowedLayersMatchFloat64) {
+    for (const bool documents : {false, true}) {
+        SCOPED_TRACE(documents ? "window and document mask" : "window");
+        const test::ReferenceErrors e = measure(windowed(family(), documents), Precision::fp32, 3);
+        EXPECT_LE(e.mean_loss, 1e-6);
+        EXPECT_LE(e.losses, test::kFp32Tolerance);
+        EXPECT_LE(e.worst_tensor, test::kFp32Tolerance);
+    }
+}
+
 TEST_P(DocumentMaskModel, LowPrecisionWithinTwiceTheCausalModelsError) {
     constexpr uint32_t kSeeds = 5;  // root mean square over draws, as test_recipe_reference.cpp's
-    for (Precision precision : {Precision::bf16, Precision::fp16}) {
-        SCOPED_TRACE(precision_name(precision));
-        double causal_losses = 0, causal_gradients = 0, losses = 0, gradients = 0;
-        for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
-            const test::ReferenceErrors plain = measure(family(), precision, seed),
-                                        mask = measure(masked(family()), precision, seed);
-            causal_losses += plain.losses * plain.losses;
-            causal_gradients += plain.gradients * plain.gradients;
-            losses += mask.losses * mask.losses;
-            gradients += mask.gradients * mask.gradients;
+    for (const bool window : {false, true})
+        for (Precision precision : {Precision::bf16, Precision::fp16}) {
+            SCOPED_TRACE(std::string(precision_name(precision)) + (window ? ", window" : ""));
+            const GPTConfig config = window ? windowed(family(), true) : masked(family());
+            double causal_losses = 0, causal_gradients = 0, losses = 0, gradients = 0;
+            for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
+                const test::ReferenceErrors plain = measure(family(), precision, seed),
+                                            mask = measure(config, precision, seed);
+                causal_losses += plain.losses * plain.losses;
+                causal_gradients += plain.gradients * plain.gradients;
+                losses += mask.losses * mask.losses;
+                gradients += mask.gradients * mask.gradients;
+            }
+            EXPECT_LE(std::sqrt(losses), 2 * std::sqrt(causal_losses));
+            EXPECT_LE(std::sqrt(gradients), 2 * std::sqrt(causal_gradients));
         }
-        EXPECT_LE(std::sqrt(losses), 2 * std::sqrt(causal_losses));
-        EXPECT_LE(std::sqrt(gradients), 2 * std::sqrt(causal_gradients));
-    }
 }
 
 // Row 0's document at positions 8 .. 14 keeps its losses when tokens of the document before it

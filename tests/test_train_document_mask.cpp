@@ -78,6 +78,29 @@ TEST(TrainDocumentMask, ExportLeavesTheMaskOutAndSaysSo) {
     EXPECT_TRUE(std::filesystem::exists(exporting.output + "/model.safetensors"));
 }
 
+// --window: recorded in the checkpoint, a resume with another window or pattern refused in one
+// line naming them (export's refusal: test_train_recipe.cpp).
+TEST(TrainDocumentMask, WindowIsRecordedAndHeld) {
+    TempDirectory directory("mixgpt_window_run");
+    TrainOptions options = tiny_llama_train_options(directory.file("run"));
+    options.model.window = 4;
+    options.model.window_pattern = "SL";
+    options.steps = 2;
+    options.warmup_steps = 0;
+    const TrainResult result = run_training(options);
+    const GPTConfig saved = read_checkpoint(result.last_checkpoint).config;
+    EXPECT_EQ(saved.attention_window, 4);
+    EXPECT_EQ(saved.window_pattern_text(), "SL");
+    options.steps = 3;
+    options.resume = "auto";
+    options.model.window_pattern = "LS";
+    const std::string error = error_of([&] { run_training(options); });
+    EXPECT_NE(error.find("the attention window is 4 (SL) there, 4 (LS) in this run (--window, --window-pattern)"),
+              std::string::npos)
+        << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
 TEST(TrainDocumentMask, NeedsADatasetsEndOfTextToken) {
     ModelOptions model;
     model.preset = "d2";
@@ -89,6 +112,17 @@ TEST(TrainDocumentMask, NeedsADatasetsEndOfTextToken) {
     model.attention_mask = "windows";
     EXPECT_NE(error_of([&] { model_config(model, 300, 32, 5); }).find("expected causal or document"),
               std::string::npos);
+    model.attention_mask.clear();
+    model.window_pattern = "SL";
+    EXPECT_NE(error_of([&] { model_config(model, 300, 32); }).find("give --window W with it"), std::string::npos);
+    model.window = 8;
+    model.window_pattern = "SLX";
+    EXPECT_NE(error_of([&] { model_config(model, 300, 32); }).find("expected letters L"), std::string::npos);
+    model.window_pattern = "SSL";
+    const GPTConfig config = model_config(model, 300, 32);
+    EXPECT_EQ(config.window_of(0), 8);
+    EXPECT_EQ(config.window_of(2), 0);
+    EXPECT_EQ(config.window_of(3), 8);
 }
 
 }  // namespace

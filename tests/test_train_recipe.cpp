@@ -67,7 +67,11 @@ INSTANTIATE_TEST_SUITE_P(
                        model.qk_norm = true;
                    },
                    ": --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, which does, "
-                   "has Llama's blocks): export refuses"}),
+                   "has Llama's blocks): export refuses"},
+        // Issue 39's sliding window: LlamaForCausalLM has none (Mistral's class, not exported, does).
+        ExportCase{"window", [](ModelOptions& model) { model.window = 4; },
+                   ": --window 4: neither GPT2LMHeadModel nor LlamaForCausalLM has a sliding window: export "
+                   "refuses"}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
 
 // --zero-init changes how training starts, not the model: its run exports (the function is one a

@@ -6,11 +6,13 @@
 // Under RoPE, q and k are rotated (and rounded to act) into a scratch copy first; the backward
 // rotates the gradients of q and k back once they are complete. Under the document mask each
 // document of a sequence is a causal attention of its own, so the work follows the sum of the
-// documents' squared lengths, not T^2.
+// documents' squared lengths, not T^2. A sliding window (params.window) masks within each
+// document's products (its cost stays that of the document's causal half).
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/float_io.h"
@@ -96,8 +98,18 @@ void for_each_document(const int32_t* ends, int64_t b, int64_t T, F&& f) {
     }
 }
 
+// The first key of each of a document's n queries under the sliding window (0: none), counted from
+// the document's first position.
+void window_first_keys(int64_t n, int window, std::vector<int32_t>& first_keys) {
+    first_keys.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+        first_keys[static_cast<size_t>(i)] =
+            window > 0 ? static_cast<int32_t>(std::max<int64_t>(0, i - window + 1)) : 0;
+}
+
 QkvLayout check_qkv(const char* op, DType act, const TensorView& qkv, const AttentionParams& params) {
     require_rank(qkv, act, 3, op, "qkv");
+    require(params.window >= 0, op, "window must not be negative (0: none)");
     const int64_t H = params.n_head, Hkv = params.n_kv_head;
     require(H > 0 && Hkv > 0 && H % Hkv == 0, op, "n_kv_head must be positive and divide n_head");
     require(qkv.dim(2) % (H + 2 * Hkv) == 0 && qkv.dim(2) > 0, op,
@@ -177,15 +189,17 @@ void CpuBackend::attention_forward(TensorView out, TensorView lse, TensorView qk
 #pragma omp parallel
     {
         const ScratchLease p = scratch_.borrow(static_cast<size_t>(T * T));
+        std::vector<int32_t> first_keys;
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; ++bh) {
             const int64_t b = bh / H, h = bh % H, g = h / s.group();
             const HeadRows v{x.data() + b * T * s.row() + s.v_column(g), s.row()};
             float* head_out = y.data() + b * T * s.q_width() + h * hd;
             for_each_document(ends, b, T, [&](int64_t first, int64_t count) {
+                window_first_keys(count, params.window, first_keys);
                 head_forward(source.query(b, h).from(first), source.key(b, g).from(first), v.from(first),
                              count, 0, hd, p.data(), head_out + first * s.q_width(), s.q_width(),
-                             l + bh * T + first);
+                             l + bh * T + first, first_keys.data());
             });
         }
     }
@@ -243,10 +257,13 @@ void CpuBackend::attention_backward(TensorView dqkv, TensorView dout, TensorView
                         float* pt = p.data() + t * n;
                         float* dpt = dp.data() + t * n;
                         const float log_sum_exp = l[bh * T + first + t];
-                        exp_shifted_array(pt, t + 1, log_sum_exp);
+                        const int64_t lo = params.window > 0 ? std::max<int64_t>(0, t - params.window + 1) : 0;
+                        exp_shifted_array(pt + lo, t + 1 - lo, log_sum_exp);
                         float weighted = 0.f;
-                        for (int64_t u = 0; u <= t; ++u) weighted += pt[u] * dpt[u];
-                        for (int64_t u = 0; u <= t; ++u) dpt[u] = pt[u] * (dpt[u] - weighted) * scale;
+                        for (int64_t u = lo; u <= t; ++u) weighted += pt[u] * dpt[u];
+                        for (int64_t u = lo; u <= t; ++u) dpt[u] = pt[u] * (dpt[u] - weighted) * scale;
+                        std::fill(pt, pt + lo, 0.f);
+                        std::fill(dpt, dpt + lo, 0.f);
                         std::fill(pt + t + 1, pt + n, 0.f);
                         std::fill(dpt + t + 1, dpt + n, 0.f);
                     }
@@ -276,14 +293,21 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
     require_tensor(k_cache, act(), {B, max_T, kv_width}, op, "k_cache");
     require_tensor(v_cache, act(), {B, max_T, kv_width}, op, "v_cache");
     require(position >= 0 && position + Tn <= max_T, op, "positions run past the cache's length");
-    const int32_t* first_keys = nullptr;  // (B, Tn) cache rows where each new query's document starts
+    // (B, Tn) the cache row of each new query's first visible key: its document's start, and past
+    // the sliding window.
+    std::vector<int32_t> first_keys(static_cast<size_t>(B * Tn), 0);
     if (params.document_starts.valid()) {
         require_int32(params.document_starts, {B, Tn}, op, "document_starts");
-        first_keys = params.document_starts.as<const int32_t>();
-        for (int64_t i = 0; i < B * Tn; ++i)
-            require(first_keys[i] >= 0 && first_keys[i] <= position + i % Tn, op,
-                    "a document starts after its query");
+        const int32_t* starts = params.document_starts.as<const int32_t>();
+        for (int64_t i = 0; i < B * Tn; ++i) {
+            require(starts[i] >= 0 && starts[i] <= position + i % Tn, op, "a document starts after its query");
+            first_keys[static_cast<size_t>(i)] = starts[i];
+        }
     }
+    if (params.window > 0)
+        for (int64_t i = 0; i < B * Tn; ++i)
+            first_keys[static_cast<size_t>(i)] = static_cast<int32_t>(
+                std::max<int64_t>(first_keys[static_cast<size_t>(i)], position + i % Tn - params.window + 1));
     const int64_t count = position + Tn;
     const size_t element = dtype_size(act());
     auto* k_bytes = static_cast<char*>(k_cache.data);
@@ -331,7 +355,7 @@ void CpuBackend::attention_forward_cached(TensorView out, TensorView qkv, Tensor
             head_forward(source.query(b, h), {keys.data() + b * count * kv_width + g * hd, kv_width},
                          {values.data() + b * count * kv_width + g * hd, kv_width}, Tn, position, hd,
                          p.data(), y.data() + b * Tn * s.q_width() + h * hd, s.q_width(), nullptr,
-                         first_keys == nullptr ? nullptr : first_keys + b * Tn);
+                         first_keys.data() + b * Tn);
         }
     }
     y.store();

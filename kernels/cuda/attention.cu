@@ -68,6 +68,7 @@ struct ForwardArgs {
     const float* k_rope;  // k rotated at its row (training); null when keys are rotated already (cache)
     // The document mask: query t of batch b sees keys from starts[b * queries + t] on; null: from 0.
     const int* starts;
+    int window;  // the sliding window (AttentionParams::window): keys past query_offset + t - window; 0: none
 };
 
 // The training layout: qkv, dqkv (B,T,row_stride) with H query heads, Hkv key and value heads;
@@ -88,11 +89,15 @@ struct BackwardArgs {
     // The document mask, (B,T) each (AttentionParams::document_starts, _ends), or null: causal only.
     const int* starts;
     const int* ends;
+    int window;  // the sliding window (AttentionParams::window), 0: none
 };
 
-// Where row `row` of batch b's document starts (0 without the document mask).
-__device__ __forceinline__ int first_visible(const int* starts, int64_t b, int rows, int row) {
-    return starts == nullptr ? 0 : starts[b * rows + row];
+// The first key the query at `position` (row `row` of batch b's starts) sees: its document's start
+// (0 without the document mask), and past the sliding window.
+__device__ __forceinline__ int first_visible(const int* starts, int64_t b, int rows, int row, int position,
+                                             int window) {
+    const int start = starts == nullptr ? 0 : starts[b * rows + row];
+    return window > 0 ? max(start, position - window + 1) : start;
 }
 
 template <typename T>
@@ -218,8 +223,9 @@ __global__ void attention_forward_kernel(ForwardArgs<T> a) {
     const bool active = t < a.queries;
     const int position = a.query_offset + t;
     const int key_count = a.query_offset + min(first_query + kWarps, a.queries);  // keys the block needs
-    const int block_start = first_visible(a.starts, b, a.queries, first_query) / kTile * kTile;
-    const int row_start = active ? first_visible(a.starts, b, a.queries, t) : 0;
+    const int block_start =
+        first_visible(a.starts, b, a.queries, first_query, a.query_offset + first_query, a.window) / kTile * kTile;
+    const int row_start = active ? first_visible(a.starts, b, a.queries, t, position, a.window) : 0;
     const T* k = a.k + b * a.kv_batch_stride + h / a.group * hd;
     const T* v = a.v + b * a.kv_batch_stride + h / a.group * hd;
     if (active)
@@ -284,8 +290,8 @@ __global__ void attention_backward_query_kernel(BackwardArgs<T> a) {
     const int t = first_query + warp;
     const bool active = t < a.T_len;
     const int key_count = min(first_query + kWarps, a.T_len);
-    const int block_start = first_visible(a.starts, b, a.T_len, first_query) / kTile * kTile;
-    const int row_start = active ? first_visible(a.starts, b, a.T_len, t) : 0;
+    const int block_start = first_visible(a.starts, b, a.T_len, first_query, first_query, a.window) / kTile * kTile;
+    const int row_start = active ? first_visible(a.starts, b, a.T_len, t, t, a.window) : 0;
     const int64_t row_stride = a.row_stride;
     const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
     const T* q = rows + h * hd;
@@ -372,9 +378,11 @@ __global__ void attention_backward_key_kernel(BackwardArgs<T> a) {
     const T* rows = a.qkv + int64_t{b} * a.T_len * row_stride;
     const T* k = rows + a.q_width + g * hd;
     const T* v = k + a.kv_width;
-    // Queries [s, key_end) see key s; those past the block's last key's document see none.
+    // Queries [s, key_end) see key s (its document's end, and within the window); those past the
+    // block's last key's see none.
     const auto last_query = [&](int key) {
-        return a.ends == nullptr ? a.T_len : a.ends[int64_t{b} * a.T_len + key];
+        const int end = a.ends == nullptr ? a.T_len : a.ends[int64_t{b} * a.T_len + key];
+        return a.window > 0 ? min(end, key + a.window) : end;
     };
     const int query_end = last_query(min(first_key + kWarps, a.T_len) - 1);
     const int key_end = active ? last_query(s) : 0;
@@ -524,18 +532,11 @@ QkvLayout check_qkv(const char* op, const TensorView& qkv, const AttentionParams
                           static_cast<long long>(head_dim), kMaxHeadDim));
     MIXGPT_REQUIRE(params.rope_theta >= 0.f && (params.rope_theta == 0.f || head_dim % 2 == 0),
                    format("cuda %s: RoPE needs rope_theta > 0 (0: none) and an even head_dim", op));
+    MIXGPT_REQUIRE(params.window >= 0, format("cuda %s: window %d is negative (0: none)", op, params.window));
     return {qkv.dim(0), qkv.dim(1), H, Hkv, static_cast<int>(head_dim)};
 }
 
 const float* table_data(const TensorView& table) { return table.valid() ? table.as<const float>() : nullptr; }
-
-// A document bound of params, (B, rows) i32 in device memory, or null when not given.
-const int* document_bound(const char* op, const char* name, const TensorView& bound, int64_t B,
-                          int64_t rows) {
-    if (!bound.valid()) return nullptr;
-    expect_tensor(op, name, bound, DType::i32, {B, rows});
-    return bound.as<const int>();
-}
 
 // The training ops' document bounds: both or neither.
 void require_paired_bounds(const char* op, const AttentionParams& params) {
@@ -575,7 +576,7 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
     // The flash kernels move 16-byte vectors; other views take the simple path.
     if (flash_attention_ && flash_attention_supported(act, s.head_dim) &&
         all_aligned_16({qkv.data, out.data})) {
-        flash_attention_forward(out, lse, qkv, params, rope, stream_);
+        flash_attention_forward(out, lse, qkv, folded_window(params, s.B, s.T), rope, stream_);
         return;
     }
     dispatch_dtype(act, [&](auto tag) {
@@ -597,7 +598,8 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
         args.head_dim = s.head_dim;
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.q_rope = args.k_rope = table_data(rope);
-        args.starts = document_bound(op, "document_starts", params.document_starts, s.B, s.T);
+        args.starts = optional_indices(op, "document_starts", params.document_starts, {s.B, s.T});
+        args.window = params.window;
         launch_attention_forward(stream_, args, s.B);
     });
 }
@@ -618,7 +620,8 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
     auto* delta = static_cast<float*>(scratch_->get(ScratchSlot::attention_delta, delta_bytes));
     if (flash_attention_ && flash_attention_supported(act, s.head_dim) &&
         all_aligned_16({qkv.data, dqkv.data, dout.data})) {
-        flash_attention_backward(dqkv, dout, qkv, lse, TensorView(delta, DType::f32, {s.B, s.H, s.T}), params,
+        flash_attention_backward(dqkv, dout, qkv, lse, TensorView(delta, DType::f32, {s.B, s.H, s.T}),
+                                 folded_window(params, s.B, s.T),
                                  rope, stream_);
         return;
     }
@@ -639,8 +642,9 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
         args.kv_width = static_cast<int>(s.kv_width());
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.rope = table_data(rope);
-        args.starts = document_bound(op, "document_starts", params.document_starts, s.B, s.T);
-        args.ends = document_bound(op, "document_ends", params.document_ends, s.B, s.T);
+        args.starts = optional_indices(op, "document_starts", params.document_starts, {s.B, s.T});
+        args.ends = optional_indices(op, "document_ends", params.document_ends, {s.B, s.T});
+        args.window = params.window;
         launch_attention_backward(stream_, args, s.B);
     });
 }
@@ -687,7 +691,8 @@ void CudaBackend::attention_forward_cached(TensorView out, TensorView qkv, Tenso
         args.scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
         args.q_rope = table_data(rope);
         args.k_rope = nullptr;  // the cache holds rotated keys
-        args.starts = document_bound(op, "document_starts", params.document_starts, B, Tn);
+        args.starts = optional_indices(op, "document_starts", params.document_starts, {B, Tn});
+        args.window = params.window;
         launch_attention_forward(stream_, args, B);
     });
 }

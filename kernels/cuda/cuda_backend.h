@@ -70,6 +70,11 @@ private:
     // RoPE's (rows >= positions, head_dim) [cos | sin] table in device memory (kernels/rope_table.h),
     // uploaded when theta or head_dim change or more positions are asked for; invalid without RoPE.
     TensorView rope_table(const AttentionParams& params, int64_t head_dim, int64_t positions);
+    // params for the flash kernels, which take a sliding window folded into the document bounds:
+    // unchanged without a window, else with bounds (B,T) i32 in scratch (document_mask.cu) where
+    // each position's first key is max(its document's start, t - window + 1) and its last query
+    // min(its document's end, t + window) - 1, and window 0.
+    AttentionParams folded_window(const AttentionParams& params, int64_t B, int64_t T);
     // dbias (N) f32 += column sums of dout (M, N) act, deterministic (matmul.cu).
     void add_bias_gradient(TensorView dbias, TensorView dout);
 };

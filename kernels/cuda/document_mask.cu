@@ -1,7 +1,8 @@
 // Document bounds of the document mask (kernels/ops.def, document_bounds and
 // document_starts_decoding). document_bounds: one block per sequence; each thread scans a
 // contiguous chunk of it for separators, the chunks' results are combined through shared memory
-// (a prefix max for the starts, a suffix min for the ends) and each thread writes its chunk.
+// (a prefix max for the starts, a suffix min for the ends) and each thread writes its chunk. And
+// the sliding window folded into the bounds for the flash kernels (CudaBackend::folded_window).
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
@@ -60,7 +61,38 @@ __global__ void document_starts_decoding_kernel(int32_t* starts, int32_t* open, 
     open[b] = current;
 }
 
+// A thread per position of (B,T): starts, ends with the window folded into the document bounds
+// (null: the whole sequence).
+__global__ void fold_window_kernel(int32_t* starts, int32_t* ends, const int32_t* document_starts,
+                                   const int32_t* document_ends, int64_t rows, int T, int window) {
+    declare_launch_limits<kThreads>();
+    const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (index >= rows) return;
+    const int t = static_cast<int>(index % T);
+    const int start = document_starts == nullptr ? 0 : document_starts[index];
+    const int end = document_ends == nullptr ? T : document_ends[index];
+    starts[index] = max(start, t - window + 1);
+    ends[index] = min(end, t + window);
+}
+
 }  // namespace
+
+AttentionParams CudaBackend::folded_window(const AttentionParams& params, int64_t B, int64_t T) {
+    if (params.window == 0) return params;
+    MIXGPT_REQUIRE(params.window > 0, format("cuda attention: window %d is negative (0: none)", params.window));
+    const int64_t rows = B * T;
+    auto* bounds = static_cast<int32_t*>(scratch_->get(ScratchSlot::window_bounds, 2 * rows * sizeof(int32_t)));
+    AttentionParams folded = params;
+    folded.document_starts = TensorView(bounds, DType::i32, {B, T});
+    folded.document_ends = TensorView(bounds + rows, DType::i32, {B, T});
+    folded.window = 0;
+    if (rows == 0) return folded;
+    launch_kernel(fold_window_kernel, blocks_for(rows, kThreads), kThreads, 0, stream_, bounds, bounds + rows,
+                  params.document_starts.valid() ? params.document_starts.as<const int32_t>() : nullptr,
+                  params.document_ends.valid() ? params.document_ends.as<const int32_t>() : nullptr, rows,
+                  static_cast<int>(T), params.window);
+    return folded;
+}
 
 void CudaBackend::document_bounds(TensorView starts, TensorView ends, TensorView tokens, int separator) {
     const char* op = "document_bounds";

@@ -34,7 +34,9 @@
 //   at its last key's document end, so whole tiles outside every row's document are never loaded;
 //   a warp skips the tiles none of its rows sees, and masks (P = 0) where a tile crosses a
 //   document boundary. The bounds are read from memory where they are needed rather than held in
-//   registers, which the kernels have none to spare of.
+//   registers, which the kernels have none to spare of. A sliding window (AttentionParams::window)
+//   folds into the same bounds (first key max(start, t - W + 1), last query min(end, u + W)), so
+//   its tiles are skipped the same way.
 // - Numerics against FlashAttention-2. FA2 takes D = rowsum(dO ∘ O) from the stored, rounded
 //   O, and rounds dS to bf16/fp16 once for dS K and dS^T Q. Both errors reach dQ and dK,
 //   most where dP ≈ D (a peaked softmax). bench/kernel_lab/flash_numerics.py emulates these

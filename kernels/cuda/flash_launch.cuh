@@ -67,10 +67,12 @@ Params<T> make_params(const Shape& shape) {
     return params;
 }
 
-// The document bounds of row `row` of batch `batch`'s sequence (clamped to its last: rows past T
-// are computed but never stored), or the causal mask's (0, T) without the document mask. Read from
-// memory where they are needed (the L1 holds them), not kept in registers: the kernels have none
-// to spare.
+// The first key row `row` of batch `batch`'s sequence sees, and one past the last query that sees
+// key `row` (a sliding window comes folded into them: CudaBackend::folded_window); rows past T are
+// clamped to the last (they are computed but never stored). Without bounds, the causal mask's 0
+// and T. Both are nondecreasing in `row`. Read from memory where they are needed (the L1 holds
+// them), not kept in registers: the kernels have none to spare (holding them, or computing the
+// window here, spilled registers).
 template <typename T>
 __device__ __forceinline__ int document_start(const Params<T>& p, int batch, int row) {
     return p.document_starts == nullptr
@@ -84,12 +86,17 @@ __device__ __forceinline__ int document_end(const Params<T>& p, int batch, int r
 }
 
 // The kernels' document bounds of params (null pointers without the document mask); throws Error
-// naming the op unless both or neither are given, each (B,T) i32.
+// naming the op unless both or neither are given, each (B,T) i32, and when a window is left in
+// params (the launchers take it folded into the bounds).
 template <typename T>
 void set_document_bounds(Params<T>& arguments, const char* op, const AttentionParams& params,
                          const Shape& shape) {
     MIXGPT_REQUIRE(params.document_starts.valid() == params.document_ends.valid(),
                    format("cuda %s: document_starts and document_ends go together", op));
+    MIXGPT_REQUIRE(params.window == 0,
+                   format("cuda %s: window %d: the flash kernels take it folded into the document bounds "
+                          "(CudaBackend::folded_window)",
+                          op, params.window));
     if (!params.document_starts.valid()) return;
     for (const TensorView* bounds : {&params.document_starts, &params.document_ends})
         MIXGPT_REQUIRE(bounds->dtype == DType::i32 && bounds->rank == 2 && bounds->dim(0) == shape.batch &&

@@ -84,6 +84,13 @@ void expect_indices(const char* op, const char* name, const TensorView& tensor, 
         fail(op, name, tensor, std::to_string(count) + " " + dtype_name(DType::i32) + " indices");
 }
 
+const int32_t* optional_indices(const char* op, const char* name, const TensorView& tensor,
+                                std::initializer_list<int64_t> dims) {
+    if (!tensor.valid()) return nullptr;
+    expect_indices(op, name, tensor, dims);
+    return tensor.as<const int32_t>();
+}
+
 void expect_rank(const char* op, const char* name, const TensorView& tensor, int rank) {
     expect_data(op, name, tensor);
     if (tensor.rank != rank) fail(op, name, tensor, "rank " + std::to_string(rank));

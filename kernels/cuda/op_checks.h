@@ -34,6 +34,10 @@ void expect_matrix(const char* op, const char* name, const TensorView& tensor, D
 void expect_indices(const char* op, const char* name, const TensorView& tensor,
                     std::initializer_list<int64_t> dims);
 void expect_indices(const char* op, const char* name, const TensorView& tensor, int64_t count);
+// An optional index tensor (the attention ops' document bounds): null when not given, else its
+// data, checked as expect_indices does.
+const int32_t* optional_indices(const char* op, const char* name, const TensorView& tensor,
+                                std::initializer_list<int64_t> dims);
 
 // The tensor has data and this rank (before its dimensions are read to check the others).
 void expect_rank(const char* op, const char* name, const TensorView& tensor, int rank);

@@ -1,8 +1,9 @@
-// The document mask (--attention-mask document) on the CUDA backend against the CPU backend: the
-// bounds ops equal, bit for bit; attention forward and backward through the backend's dispatch
-// (bf16 and fp16 at head dimensions 64 and 128: the flash kernels, which skip the masked tiles;
-// fp32, tf32 and head dimension 16: the simple kernels) judged by the 2x rule against the float64
-// reference that masks by document number; the KV-cached forward with the decoding starts.
+// The document mask (--attention-mask document) and the sliding window (--window) on the CUDA
+// backend against the CPU backend: the bounds ops equal, bit for bit; attention forward and
+// backward under each mask and both, through the backend's dispatch (bf16 and fp16 at head
+// dimensions 64 and 128: the flash kernels, which skip the masked tiles; fp32, tf32 and head
+// dimension 16: the simple kernels), judged by the 2x rule against the float64 reference that
+// masks by document number and distance; the KV-cached forward with the decoding starts and a window.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -50,6 +51,14 @@ std::vector<int32_t> ints(Backend& backend, const TensorView& view) {
     return values;
 }
 
+// The masks: the document mask, a sliding window of 37 (not a multiple of any tile), and both.
+struct MaskVariant {
+    const char* name;
+    bool documents;
+    int window;
+};
+constexpr MaskVariant kMasks[] = {{"documents", true, 0}, {"window 37", false, 37}, {"documents, window 37", true, 37}};
+
 std::string describe(const MaskCase& c) {
     return "H " + std::to_string(c.params.n_head) + ", Hkv " + std::to_string(c.params.n_kv_head) + ", hd " +
            std::to_string(c.head_dim) + ", T " + std::to_string(c.length);
@@ -68,7 +77,10 @@ protected:
         gpu->document_bounds(result.starts.gpu(), result.ends.gpu(), tokens.gpu(), kSeparator);
         return result;
     }
-    static AttentionParams with_bounds(AttentionParams params, const Bounds& b, bool on_gpu) {
+    // params under `mask`: its window, and with the document mask the bounds of one backend.
+    static AttentionParams masked(AttentionParams params, const MaskVariant& mask, const Bounds& b, bool on_gpu) {
+        params.window = mask.window;
+        if (!mask.documents) return params;
         params.document_starts = on_gpu ? b.starts.gpu() : b.starts.cpu();
         params.document_ends = on_gpu ? b.ends.gpu() : b.ends.cpu();
         return params;
@@ -85,32 +97,35 @@ TEST_P(GpuDocumentMask, BoundsOpsMatchTheCpuBitForBit) {
 }
 
 TEST_P(GpuDocumentMask, AttentionWithinTwiceTheCpuError) {
-    for (const MaskCase& c : kCases) {
-        SCOPED_TRACE(describe(c));
-        const int T = c.length, hd = c.head_dim, H = c.params.n_head, Hkv = c.params.n_kv_head;
-        const int width = (H + 2 * Hkv) * hd;
-        const std::vector<int32_t> token_values = document_tokens(T, seed(2));
-        const std::vector<int> documents = f64_document_numbers(token_values, B, T, kSeparator);
-        const TwinIndices tokens(*cpu, *gpu, token_values, {B, T});
-        const Bounds b = bounds(tokens, T);
-        const TwinTensor qkv = act_tensor(test::random_normal(B * T * width, seed(3), 1.5), {B, T, width});
-        const TwinTensor out = poisoned(act(), {B, T, H * hd}), lse = poisoned(DType::f32, {B, H, T});
-        cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), with_bounds(c.params, b, false));
-        gpu->attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), with_bounds(c.params, b, true));
-        const F64AttentionForward ref =
-            test::stored_rope_attention_forward(qkv.cpu_values(), B, T, hd, c.params, act(), 0, documents);
-        expect_close(out, ref.out, "out");
-        expect_close(lse, ref.lse, "lse");
+    for (const MaskVariant& mask : kMasks)
+        for (const MaskCase& c : kCases) {
+            SCOPED_TRACE(std::string(mask.name) + ", " + describe(c));
+            const int T = c.length, hd = c.head_dim, H = c.params.n_head, Hkv = c.params.n_kv_head;
+            const int width = (H + 2 * Hkv) * hd;
+            const std::vector<int32_t> token_values = document_tokens(T, seed(2));
+            const std::vector<int> documents =
+                mask.documents ? f64_document_numbers(token_values, B, T, kSeparator) : std::vector<int>();
+            AttentionParams reference_params = c.params;
+            reference_params.window = mask.window;
+            const TwinIndices tokens(*cpu, *gpu, token_values, {B, T});
+            const Bounds b = bounds(tokens, T);
+            const TwinTensor qkv = act_tensor(test::random_normal(B * T * width, seed(3), 1.5), {B, T, width});
+            const TwinTensor out = poisoned(act(), {B, T, H * hd}), lse = poisoned(DType::f32, {B, H, T});
+            cpu->attention_forward(out.cpu(), lse.cpu(), qkv.cpu(), masked(c.params, mask, b, false));
+            gpu->attention_forward(out.gpu(), lse.gpu(), qkv.gpu(), masked(c.params, mask, b, true));
+            const F64AttentionForward ref = test::stored_rope_attention_forward(
+                qkv.cpu_values(), B, T, hd, reference_params, act(), 0, documents);
+            expect_close(out, ref.out, "out");
+            expect_close(lse, ref.lse, "lse");
 
-        const TwinTensor dout = act_tensor(test::random_normal(B * T * H * hd, seed(4)), {B, T, H * hd});
-        const TwinTensor dqkv = poisoned(act(), {B, T, width});
-        cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), lse.cpu(),
-                                with_bounds(c.params, b, false));
-        gpu->attention_backward(dqkv.gpu(), dout.gpu(), qkv.gpu(), lse.gpu(), with_bounds(c.params, b, true));
-        const std::vector<double> ref_dqkv = test::stored_rope_attention_backward(
-            dout.cpu_values(), qkv.cpu_values(), B, T, hd, c.params, act(), documents);
-        expect_close(dqkv, ref_dqkv, "dqkv");
-    }
+            const TwinTensor dout = act_tensor(test::random_normal(B * T * H * hd, seed(4)), {B, T, H * hd});
+            const TwinTensor dqkv = poisoned(act(), {B, T, width});
+            cpu->attention_backward(dqkv.cpu(), dout.cpu(), qkv.cpu(), lse.cpu(), masked(c.params, mask, b, false));
+            gpu->attention_backward(dqkv.gpu(), dout.gpu(), qkv.gpu(), lse.gpu(), masked(c.params, mask, b, true));
+            const std::vector<double> ref_dqkv = test::stored_rope_attention_backward(
+                dout.cpu_values(), qkv.cpu_values(), B, T, hd, reference_params, act(), documents);
+            expect_close(dqkv, ref_dqkv, "dqkv");
+        }
 }
 
 // A prefill of 9 positions, then 1 and 6 (T 16, separators at 0, 1, 2, 5, 15 of row 0), against
@@ -118,14 +133,16 @@ TEST_P(GpuDocumentMask, AttentionWithinTwiceTheCpuError) {
 TEST_P(GpuDocumentMask, CachedForwardMatchesTheFullForward) {
     const int T = 16;
     for (const MaskCase& c : kCases) {
-        SCOPED_TRACE(describe(c));
+        SCOPED_TRACE(describe(c) + ", documents, window 5");
         const int hd = c.head_dim, H = c.params.n_head, Hkv = c.params.n_kv_head, width = (H + 2 * Hkv) * hd;
+        AttentionParams windowed = c.params;
+        windowed.window = 5;
         const std::vector<int32_t> token_values = document_tokens(T, seed(5));
         const std::vector<int> documents = f64_document_numbers(token_values, B, T, kSeparator);
         const std::vector<double> all =
             test::rounded(test::random_normal(B * T * width, seed(6), 1.5), act());
         const std::vector<double> full_ref =
-            test::stored_rope_attention_forward(all, B, T, hd, c.params, act(), 0, documents).out;
+            test::stored_rope_attention_forward(all, B, T, hd, windowed, act(), 0, documents).out;
         const TwinTensor k_cache = poisoned(act(), {B, T, Hkv * hd}),
                          v_cache = poisoned(act(), {B, T, Hkv * hd});
         TwinIndices open(*cpu, *gpu, std::vector<int32_t>(B, -1), {B});
@@ -147,7 +164,7 @@ TEST_P(GpuDocumentMask, CachedForwardMatchesTheFullForward) {
             cpu->document_starts_decoding(starts.cpu(), open.cpu(), new_tokens.cpu(), position, kSeparator);
             gpu->document_starts_decoding(starts.gpu(), open.gpu(), new_tokens.gpu(), position, kSeparator);
             EXPECT_EQ(ints(*gpu, starts.gpu()), ints(*cpu, starts.cpu()));
-            AttentionParams cpu_params = c.params, gpu_params = c.params;
+            AttentionParams cpu_params = windowed, gpu_params = windowed;
             cpu_params.document_starts = starts.cpu();
             gpu_params.document_starts = starts.gpu();
             const TwinTensor qkv = act_tensor(chunk, {B, count, width});

@@ -24,14 +24,7 @@ common=(--dataset "$data" --model d2 --arch llama -b 1 -t 1024 --steps "$steps" 
         --eval-interval 25 --eval-batches 16 --threads 1 --device cpu)
 
 source "$(dirname "$0")/kjv_runs.sh"
-
-# run NAME SEED OPTION...: one training run into OUT/NAME/seedSEED (kjv_runs.sh).
-run() {
-  local name=$1 seed=$2
-  shift 2
-  kjv_common=("${common[@]}" --seed "$seed")
-  kjv_run "$out/$name/seed$seed" "$steps" "$@"
-}
+run() { kjv_seed_run "$@"; }  # run NAME SEED OPTION...: one run into OUT/NAME/seedSEED
 
 for seed in "${seeds[@]}"; do
   run causal "$seed" --attention-mask causal

@@ -20,3 +20,12 @@ kjv_run() {
   /usr/bin/time -f "%U %S" -o "$dir/cpu_seconds" "$mixgpt" train "${kjv_common[@]}" "$@" -o "$dir" \
     > "$dir/train.log" 2>&1
 }
+
+# kjv_seed_run NAME SEED OPTION...: kjv_run into $out/NAME/seedSEED for $steps steps, with the
+# caller's "${common[@]}" and --seed SEED before OPTION... (the caller sets out, steps and common).
+kjv_seed_run() {
+  local name=$1 seed=$2
+  shift 2
+  kjv_common=("${common[@]}" --seed "$seed")
+  kjv_run "$out/$name/seed$seed" "$steps" "$@"
+}

@@ -33,14 +33,7 @@ sweep_recipe=(1e-3 3e-3 1e-2 3e-2)
 sweep_muon=(0.01 0.02 0.04)
 
 source "$(dirname "$0")/kjv_runs.sh"
-
-# run NAME SEED OPTION...: one training run into OUT/NAME/seedSEED (kjv_runs.sh).
-run() {
-  local name=$1 seed=$2
-  shift 2
-  kjv_common=("${common[@]}" --seed "$seed")
-  kjv_run "$out/$name/seed$seed" "$steps" "$@"
-}
+run() { kjv_seed_run "$@"; }  # run NAME SEED OPTION...: one run into OUT/NAME/seedSEED
 
 # The learning rate of the configuration's best one-seed run (lowest final validation loss).
 best_rate() {

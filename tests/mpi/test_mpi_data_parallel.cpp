@@ -45,7 +45,12 @@ struct ParallelCase {
     // The Llama-style family with issue 38's model options: ReLU², parameter-free norms, the
     // embedding norm, zero-initialised projections, the logits soft-capped at 2.
     bool recipe = false;
+    // The Llama-style family with issue 39's masks: the document mask (every seventh token of the
+    // batch a separator) and a sliding window of 5 on the first layer (--window-pattern SL).
+    bool masks = false;
 };
+
+constexpr int32_t kSeparator = 3;  // the masks cases' end-of-text token
 
 void PrintTo(const ParallelCase& c, std::ostream* out) { *out << c.name; }
 
@@ -78,7 +83,12 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     SingleProcessCommunicator alone;
     ASSERT_EQ(communicator->world_size(), kRanks);
     const int rank = communicator->rank();
-    GPTConfig config = c.llama || c.recipe ? unaligned_tiny_llama_config() : unaligned_tiny_config();
+    GPTConfig config = c.llama || c.recipe || c.masks ? unaligned_tiny_llama_config() : unaligned_tiny_config();
+    if (c.masks) {
+        config.document_separator = kSeparator;
+        config.attention_window = 5;
+        config.set_window_pattern("SL");
+    }
     if (c.recipe) {
         config.mlp = MlpKind::relu2;
         config.norm_weights = false;
@@ -120,8 +130,10 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
         ranked_step.begin();
         whole_step.begin();
         for (int micro = 0; micro < c.accumulation_steps; ++micro) {
-            const std::vector<int32_t> windows = random_windows(kRanks * kBatch, kSeqLen, config.vocab_size,
-                                                                static_cast<uint64_t>(100 * step + micro));
+            std::vector<int32_t> windows = random_windows(kRanks * kBatch, kSeqLen, config.vocab_size,
+                                                          static_cast<uint64_t>(100 * step + micro));
+            if (c.masks)
+                for (size_t i = 0; i < windows.size(); i += 7) windows[i] = kSeparator;
             whole_step.micro_step(windows.data());
             ranked_step.micro_step(windows.data() + static_cast<size_t>(rank) * kBatch * row);
         }
@@ -178,7 +190,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ParallelCase{"llama_muon_zero1", true, 1, true, "cpu", true, true},
                       ParallelCase{"cuda_muon_zero1_accumulation", true, 3, true, "cuda", false, true},
                       ParallelCase{"recipe_zero1_accumulation", true, 3, true, "cpu", false, false, true},
-                      ParallelCase{"cuda_recipe_zero1_accumulation", true, 3, true, "cuda", false, false, true}),
+                      ParallelCase{"cuda_recipe_zero1_accumulation", true, 3, true, "cuda", false, false, true},
+                      ParallelCase{"masks_zero1_accumulation", true, 3, true, "cpu", false, false, false, true},
+                      ParallelCase{"cuda_masks_zero1_accumulation", true, 3, true, "cuda", false, false, false,
+                                   true}),
     [](const ::testing::TestParamInfo<ParallelCase>& info) { return info.param.name; });
 
 class DataParallelSkipTest : public ::testing::TestWithParam<bool> {};

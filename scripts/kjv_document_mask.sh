@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The KJV comparison of issue 39 on the CPU: the causal mask, the document mask
-# (--attention-mask document), document-aligned windows (--align-documents) and both, 3 seeds each,
-# on windows of 1024 tokens (KJV's documents are its chapters: 870 tokens on average, so most
-# windows hold a chapter boundary).
+# (--attention-mask document), document-aligned windows (--align-documents) and both, and sliding
+# windows (--window 256 on both layers; --window 128 on the first layer only), 3 seeds each, on
+# windows of 1024 tokens (KJV's documents are its chapters: 870 tokens on average, so most windows
+# hold a chapter boundary).
 #
 #   scripts/kjv_document_mask.sh [BUILD] [OUT]      (defaults: build, runs/kjv_document_mask)
 #
@@ -31,5 +32,7 @@ for seed in "${seeds[@]}"; do
   run document "$seed" --attention-mask document
   run aligned "$seed" --attention-mask causal --align-documents
   run aligned_document "$seed" --attention-mask document --align-documents
+  run window_256 "$seed" --attention-mask causal --window 256
+  run window_128_first_layer "$seed" --attention-mask causal --window 128 --window-pattern SL
 done
 echo "kjv_document_mask: done; /usr/bin/python3 scripts/plot_document_mask.py $out"

@@ -14,7 +14,7 @@ import pathlib
 
 from plot_speedrun import gap_table, load_config, spread
 
-CONFIGURATIONS = ["causal", "document", "aligned", "aligned_document"]
+CONFIGURATIONS = ["causal", "document", "aligned", "aligned_document", "window_256", "window_128_first_layer"]
 
 
 def main():

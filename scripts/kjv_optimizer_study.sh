@@ -23,7 +23,7 @@ common=("${model[@]}" --dataset "$data" -b 8 -t 128 --steps "$steps" --warmup-st
         --eval-interval 25 --eval-batches 16 --threads 1 --device cpu --seed 1)
 sweep_adamw=(3e-4 1e-3 3e-3 1e-2)
 sweep_muon=(0.01 0.02 0.04)
-sweep_embedding=(3e-4 3e-3 1e-2)
+sweep_embedding=(3e-4 3e-3 1e-2 3e-2 1e-1)
 
 source "$(dirname "$0")/kjv_runs.sh"
 kjv_common=("${common[@]}")

@@ -16,13 +16,13 @@
 
 namespace mixgpt::test {
 
-// Trains with `options` and exports the run's last checkpoint to `hf_folder`.
-inline void train_and_export(const TrainOptions& options, const std::string& hf_folder) {
+// Trains with `options` and exports the run's last checkpoint to `hf_folder`; export's result.
+inline interop::ExportResult train_and_export(const TrainOptions& options, const std::string& hf_folder) {
     run_training(options);
     interop::ExportOptions export_options;
     export_options.source = options.output_dir;
     export_options.output = hf_folder;
-    interop::export_hf(export_options);
+    return interop::export_hf(export_options);
 }
 
 // Imports `folder` into `scratch`, expecting a refusal; returns its message.

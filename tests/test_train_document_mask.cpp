@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "interop/export.h"
+#include "tests/test_interop_support.h"
 #include "model/model_options.h"
 #include "tests/test_support.h"
 #include "tests/test_train_support.h"
@@ -69,13 +70,9 @@ TEST(TrainDocumentMask, ExportLeavesTheMaskOutAndSaysSo) {
     options.seq_len = 32;
     options.steps = 1;
     options.warmup_steps = 0;
-    run_training(options);
-    interop::ExportOptions exporting;
-    exporting.source = options.output_dir;
-    exporting.output = directory.file("hf");
-    const interop::ExportResult result = interop::export_hf(exporting);
+    const interop::ExportResult result = test::train_and_export(options, directory.file("hf"));
     EXPECT_EQ(result.document_separator, read_dataset_info(tiny_dataset().dataset_path).eot_id);
-    EXPECT_TRUE(std::filesystem::exists(exporting.output + "/model.safetensors"));
+    EXPECT_TRUE(std::filesystem::exists(directory.file("hf") + "/model.safetensors"));
 }
 
 // --window: recorded in the checkpoint, a resume with another window or pattern refused in one

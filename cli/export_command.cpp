@@ -55,10 +55,11 @@ void add_export_command(CLI::App& app) {
                             static_cast<double>(result.safetensors_bytes) / 1e6, options->dtype.c_str());
         if (result.document_separator >= 0)
             std::cout << format(
-                "note: the run trained with --attention-mask document (documents end at token %d); "
+                "note: the run trained with --attention-mask document%s (documents end at token %d); "
                 "the exported model attends across documents, as Hugging Face's causal models "
-                "do: give it one document at a time\n",
-                result.document_separator);
+                "do: give it one document at a time%s\n",
+                result.document_positions ? " --positions document" : "", result.document_separator,
+                result.document_positions ? ", starting at position 0" : "");
         if (!reference->output.empty()) {
             reference->source = result.checkpoint;
             reference->force = options->force;

@@ -81,6 +81,14 @@ void add_model_options(CLI::App& command, ModelOptions& options) {
         ->check(CLI::IsMember({"causal", "document"}))
         ->group(group);
     command
+        .add_option("--positions", options.positions,
+                    "absolute (default) or document: each token's position is its place in its document, so "
+                    "GPT-2's learned positions restart at every document (needs --attention-mask document; "
+                    "rotary families are unchanged by it: RoPE under the document mask sees distances within a "
+                    "document only); recorded in checkpoints, left out of exports")
+        ->check(CLI::IsMember({"absolute", "document"}))
+        ->group(group);
+    command
         .add_option("--window", options.window,
                     "sliding-window attention: each position sees itself and the W - 1 positions before it "
                     "(within its document under --attention-mask document); the flash kernels skip the tiles "

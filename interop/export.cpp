@@ -144,6 +144,7 @@ ExportResult export_hf(const ExportOptions& options) {
 
     ExportResult result;
     result.document_separator = checkpoint.config.document_separator;
+    result.document_positions = checkpoint.config.document_positions;
     result.checkpoint = loaded.path;
     result.step = checkpoint.step;
     result.tensors = static_cast<int>(tensors.size());

@@ -34,6 +34,9 @@ struct ExportResult {
     // The run's --attention-mask document separator (-1: causal): a training choice no exported
     // class represents, left out of the export (the exported model attends across documents).
     int32_t document_separator = -1;
+    // --positions document: positions restarted at each document, which an exported model given
+    // one document at a time (from position 0) sees anyway.
+    bool document_positions = false;
 };
 
 ExportResult export_hf(const ExportOptions& options);

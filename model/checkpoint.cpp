@@ -204,6 +204,8 @@ void write_contents(h5::File& file, const Checkpoint& checkpoint) {
     // Under --attention-mask document only (absent: the causal mask alone).
     if (config.document_separator >= 0)
         file.set_attribute("/", "document_separator", static_cast<int64_t>(config.document_separator));
+    // Under --positions document only (absent: absolute positions).
+    if (config.document_positions) file.set_attribute("/", "positions", std::string("document"));
     // Under --window only (absent: the whole context).
     if (config.attention_window > 0) {
         file.set_attribute("/", "attention_window", static_cast<int64_t>(config.attention_window));
@@ -337,6 +339,12 @@ Checkpoint read_contents(const h5::File& file, CheckpointContent content) {
     checkpoint.config.max_seq_len = attribute_int32(file, "max_seq_len");
     if (file.has_attribute("/", "document_separator"))
         checkpoint.config.document_separator = attribute_int32(file, "document_separator");
+    if (file.has_attribute("/", "positions")) {
+        const std::string positions = file.attribute_string("/", "positions");
+        MIXGPT_REQUIRE(positions == "document",
+                       file.path() + ": attribute 'positions' is '" + positions + "', expected document");
+        checkpoint.config.document_positions = true;
+    }
     if (file.has_attribute("/", "attention_window")) {
         checkpoint.config.attention_window = attribute_int32(file, "attention_window");
         checkpoint.config.set_window_pattern(file.attribute_string("/", "window_pattern"));
@@ -495,6 +503,11 @@ void require_compatible(const Checkpoint& checkpoint, const std::string& checkpo
         format("%s: refusing checkpoint: attention_mask is %s there, %s in this run (--attention-mask)",
                checkpoint_path.c_str(), mask(saved.document_separator).c_str(),
                mask(config.document_separator).c_str()));
+    const auto positions = [](bool document) { return document ? "document" : "absolute"; };
+    MIXGPT_REQUIRE(saved.document_positions == config.document_positions,
+                   format("%s: refusing checkpoint: positions is %s there, %s in this run (--positions)",
+                          checkpoint_path.c_str(), positions(saved.document_positions),
+                          positions(config.document_positions)));
     const auto window = [](const GPTConfig& c) {
         if (c.attention_window == 0) return std::string("none");
         const std::string pattern = c.window_pattern_text();

@@ -112,6 +112,8 @@ void GPTConfig::validate() const {
     MIXGPT_REQUIRE(document_separator >= -1 && document_separator < vocab_size,
                    format("model config: document_separator %d is not a token of the %d (-1: none)",
                           document_separator, vocab_size));
+    MIXGPT_REQUIRE(!document_positions || document_separator >= 0,
+                   "model config: document_positions needs the document mask (a document_separator)");
     MIXGPT_REQUIRE(n_embd % n_head == 0,
                    format("model config: n_embd %d is not a multiple of n_head %d", n_embd, n_head));
     MIXGPT_REQUIRE(vocab_size <= (1 << 30), format("model config: vocab_size %d is too large", vocab_size));

@@ -54,6 +54,13 @@ struct GPTConfig {
     // its own document, in training, evaluation and sampling alike (kernels/ops.h, AttentionParams).
     // -1: the causal mask alone. Not part of the model's function outside mixgpt: export leaves it out.
     int32_t document_separator = -1;
+    // --positions document (needs the document mask): each token's position is its place in its
+    // document, so the learned position embedding restarts at every document. Rotary families read
+    // it too and rotate at the positions they always do: under the document mask a query meets only
+    // keys of its own document, and RoPE's scores depend on the distance between the two alone, so
+    // restarting the angles leaves the function unchanged [false]. Not part of the model's function
+    // outside mixgpt (one document per sequence there starts at position 0): export leaves it out.
+    bool document_positions = false;
     // --window W: sliding-window attention, each position seeing itself and the W - 1 before it
     // (within its document under the document mask); 0: the whole context [0]. window_pattern
     // (--window-pattern) says which layers it holds for: one letter per layer, cycled over the

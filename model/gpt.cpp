@@ -54,7 +54,9 @@ GPT::GPT(Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
     if (backend_.precision() == Precision::fp8) fp8_ = std::make_unique<Fp8Linears>(backend_, fp8, config_.n_layer);
     if (config_.document_separator >= 0) {
         const auto rows = static_cast<size_t>(batch_size) * static_cast<size_t>(seq_len);
-        documents_ = backend_.allocate((3 * rows + static_cast<size_t>(batch_size)) * sizeof(int32_t));
+        const size_t positions = weights_[Role::position_embedding].valid() && config_.document_positions ? rows : 0;
+        documents_ =
+            backend_.allocate((3 * rows + static_cast<size_t>(batch_size) + positions) * sizeof(int32_t));
         backend_.fill_zero(documents_.data(), documents_.bytes());
     }
 }
@@ -225,6 +227,17 @@ void GPT::find_documents(TensorView tokens, int cache_position) {
                                           TensorView(bounds + 3 * rows, DType::i32, {b}), tokens,
                                           cache_position, config_.document_separator);
     }
+    const TensorView positions = document_positions(b, t);
+    if (positions.valid())
+        backend_.document_positions(positions, attention_params(0, b, t, cache_position >= 0).document_starts,
+                                    cache_position < 0 ? 0 : cache_position);
+}
+
+TensorView GPT::document_positions(int64_t b, int64_t t) const {
+    if (documents_.empty() || !config_.document_positions || !weights_[Role::position_embedding].valid())
+        return TensorView();
+    const int64_t rows = int64_t{batch_size_} * seq_len_;
+    return TensorView(static_cast<int32_t*>(documents_.data()) + 3 * rows + batch_size_, DType::i32, {b, t});
 }
 
 void GPT::check_batch(const TensorView& tokens, const char* what) const {

@@ -130,6 +130,9 @@ private:
     // Under the document mask: the bounds of tokens (b, t) for attention_params (decoding: the
     // starts of new tokens at cache_position, continuing each row's document).
     void find_documents(TensorView tokens, int cache_position);
+    // Under --positions document with learned positions: each token's place in its document (b, t)
+    // i32, which find_documents writes; else an invalid view (the embedding's rows are t).
+    TensorView document_positions(int64_t b, int64_t t) const;
 
     // The family's norm (LayerNorm or RMSNorm) forward, fused residual forward and backward.
     void norm_forward(const NormViews& out, TensorView inp, TensorView weight, TensorView bias);
@@ -186,7 +189,8 @@ private:
     TensorView k_cache_, v_cache_, last_norm_, cached_logits_;
     std::unique_ptr<Fp8Linears> fp8_;  // Precision::fp8 only
     // Under the document mask (config().document_separator >= 0): i32 document starts and ends of
-    // the last batch (B*T each), the decoding starts (B*T) and each row's open document (B).
+    // the last batch (B*T each), the decoding starts (B*T), each row's open document (B), and
+    // under --positions document with learned positions the tokens' positions (B*T).
     Buffer documents_;
 };
 

@@ -46,7 +46,7 @@ void GPT::backward_pass(TensorView tokens, const GradientsReady& ready) {
         dembedded = dinput;
     }
     backend_.embedding_backward(grads_[Role::token_embedding], grads_[Role::position_embedding],
-                                TensorView(dembedded.data, act_, {b, t, C}), tokens);
+                                TensorView(dembedded.data, act_, {b, t, C}), tokens, document_positions(b, t));
     stage_done(config_.n_layer + 1);
 }
 

@@ -38,7 +38,8 @@ void GPT::mlp_activation_forward(TensorView out, TensorView inp) {
 void GPT::forward_blocks(TensorView tokens, int cache_position) {
     const int64_t b = tokens.dim(0), t = tokens.dim(1), C = config_.n_embd;
     TensorView positions = weights_[Role::position_embedding];
-    if (positions.valid() && cache_position > 0) {
+    const TensorView document_positions = this->document_positions(b, t);  // invalid: rows t
+    if (positions.valid() && cache_position > 0 && !document_positions.valid()) {
         // The table seen from row `cache_position` on, so position t of the batch reads row
         // cache_position + t.
         const int64_t rows = config_.max_seq_len - cache_position;
@@ -50,7 +51,7 @@ void GPT::forward_blocks(TensorView tokens, int cache_position) {
     // x_0 (b, t, C): the embeddings, or their norm under --embedding-norm (its input kept for backward).
     const Activation embedded = config_.embedding_norm ? Activation::embedding : Activation::residual;
     backend_.embedding_forward(activation(embedded, 0, {b, t, C}), tokens, weights_[Role::token_embedding],
-                               positions);
+                               positions, document_positions);
     if (config_.embedding_norm)
         norm_forward(embedding_norm_views(b * t), activation(Activation::embedding, 0, {b * t, C}),
                      weights_[Role::embedding_norm_weight], weights_[Role::embedding_norm_bias]);

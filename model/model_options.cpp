@@ -126,6 +126,12 @@ GPTConfig model_config(const ModelOptions& given, int vocab_size, int seq_len, i
             "attention-mask: document needs the documents of a prepared dataset (its end-of-text token)");
         config.document_separator = end_of_text;
     }
+    MIXGPT_REQUIRE(options.positions.empty() || options.positions == "absolute" || options.positions == "document",
+                   "positions: '" + options.positions + "', expected absolute or document");
+    config.document_positions = options.positions == "document";
+    MIXGPT_REQUIRE(!config.document_positions || options.attention_mask == "document",
+                   "positions: document needs --attention-mask document (positions that restart while attention "
+                   "crosses documents would place one document's tokens after the next one's)");
     config.validate();
     return config;
 }
@@ -157,6 +163,7 @@ std::vector<std::pair<std::string, std::string>> describe_model_options(const Mo
         {"qk_norm", options.qk_norm ? "true" : ""},
         {"init", options.init},
         {"attention_mask", options.attention_mask},
+        {"positions", options.positions},
         {"window", options.window > 0 ? std::to_string(options.window) : std::string()},
         {"window_pattern", options.window_pattern},
     };

@@ -32,6 +32,7 @@ struct ModelOptions {
     bool qk_norm = false;         // every family: RMS-normalised query and key heads
     std::string init;             // every family: gpt2 | fan-in; "": gpt2
     std::string attention_mask;   // every family: causal | document (GPTConfig::document_separator); "": causal
+    std::string positions;        // every family: absolute | document (GPTConfig::document_positions); "": absolute
     int window = 0;               // every family: sliding-window attention (GPTConfig::attention_window); 0: none
     std::string window_pattern;   // every family: L/S per layer, cycled; "": every layer windowed
     // A named set of the options above (kRecipes in model_options.cpp): "nanochat", or "" for none.

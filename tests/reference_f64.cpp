@@ -25,27 +25,30 @@ double relative_norm_error(const std::vector<double>& out, const std::vector<dou
 }
 
 F64Vector f64_embedding_forward(const std::vector<int32_t>& tokens, const F64Vector& wte,
-                                const F64Vector& wpe, int B, int T, int C) {
+                                const F64Vector& wpe, int B, int T, int C, const std::vector<int>& positions) {
     F64Vector out(index(int64_t{B} * T * C));
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t) {
             const int64_t row = int64_t{b} * T + t;
             const int64_t token = tokens[index(row)];
+            const int64_t position = positions.empty() ? t : positions[index(row)];
             for (int c = 0; c < C; ++c)
-                out[index(row * C + c)] = wte[index(token * C + c)] + wpe[index(int64_t{t} * C + c)];
+                out[index(row * C + c)] = wte[index(token * C + c)] + wpe[index(position * C + c)];
         }
     return out;
 }
 
 void f64_embedding_backward(F64Vector& dwte, F64Vector& dwpe, const F64Vector& dout,
-                            const std::vector<int32_t>& tokens, int B, int T, int C) {
+                            const std::vector<int32_t>& tokens, int B, int T, int C,
+                            const std::vector<int>& positions) {
     for (int b = 0; b < B; ++b)
         for (int t = 0; t < T; ++t) {
             const int64_t row = int64_t{b} * T + t;
             const int64_t token = tokens[index(row)];
+            const int64_t position = positions.empty() ? t : positions[index(row)];
             for (int c = 0; c < C; ++c) {
                 dwte[index(token * C + c)] += dout[index(row * C + c)];
-                dwpe[index(int64_t{t} * C + c)] += dout[index(row * C + c)];
+                dwpe[index(position * C + c)] += dout[index(row * C + c)];
             }
         }
 }
@@ -297,12 +300,13 @@ struct Heads {
 };
 
 // The q and k heads of every row rotated by RoPE (inverse: rotated back, for gradients), the
-// values left; row (b, t) at position first_position + t.
+// values left; row (b, t) at position first_position + t, or positions[r] when given.
 F64Vector rotate_queries_keys(F64Vector qkv, int B, int T, const Heads& heads, double theta,
-                              int first_position, bool inverse) {
+                              int first_position, bool inverse, const std::vector<int>& positions = {}) {
     const int half = heads.hd / 2;
     for (int64_t r = 0; r < int64_t{B} * T; ++r) {
-        const double position = first_position + static_cast<double>(r % T);
+        const double position =
+            positions.empty() ? first_position + static_cast<double>(r % T) : positions[index(r)];
         for (int head = 0; head < heads.H + heads.Hkv; ++head) {
             double* x = qkv.data() + r * heads.row() + int64_t{head} * heads.hd;
             for (int i = 0; i < half; ++i) {
@@ -383,6 +387,18 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
     return f64_attention_backward(dout, qkv, B, T, C / n_head, multi_head_attention(n_head));
 }
 
+std::vector<int> f64_document_positions(const std::vector<int32_t>& tokens, int B, int T, int32_t separator) {
+    std::vector<int> positions(tokens.size());
+    for (int b = 0; b < B; ++b) {
+        int place = 0;
+        for (int t = 0; t < T; ++t) {
+            positions[index(int64_t{b} * T + t)] = place++;
+            if (tokens[index(int64_t{b} * T + t)] == separator) place = 0;
+        }
+    }
+    return positions;
+}
+
 std::vector<int> f64_document_numbers(const std::vector<int32_t>& tokens, int B, int T, int32_t separator) {
     std::vector<int> numbers(tokens.size());
     for (int b = 0; b < B; ++b) {
@@ -397,10 +413,10 @@ std::vector<int> f64_document_numbers(const std::vector<int32_t>& tokens, int B,
 
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
                                           const AttentionParams& params, int first_position,
-                                          const std::vector<int>& documents) {
+                                          const std::vector<int>& documents, const std::vector<int>& positions) {
     const Heads heads = heads_of(params, head_dim);
     const F64Vector rows = params.rope_theta > 0.f ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta,
-                                                                         first_position, false)
+                                                                         first_position, false, positions)
                                                    : qkv;
     const int H = heads.H, group = heads.H / heads.Hkv, hd = head_dim;
     const int64_t out_row = int64_t{H} * hd;
@@ -425,10 +441,12 @@ F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, in
 }
 
 F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
-                                 const AttentionParams& params, const std::vector<int>& documents) {
+                                 const AttentionParams& params, const std::vector<int>& documents,
+                                 const std::vector<int>& positions) {
     const Heads heads = heads_of(params, head_dim);
     const bool rope = params.rope_theta > 0.f;
-    const F64Vector rows = rope ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta, 0, false) : qkv;
+    const F64Vector rows =
+        rope ? rotate_queries_keys(qkv, B, T, heads, params.rope_theta, 0, false, positions) : qkv;
     const int H = heads.H, group = heads.H / heads.Hkv, hd = head_dim;
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
     const int64_t out_row = int64_t{H} * hd;
@@ -467,7 +485,7 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
                 }
             }
         }
-    return rope ? rotate_queries_keys(dqkv, B, T, heads, params.rope_theta, 0, true) : dqkv;
+    return rope ? rotate_queries_keys(dqkv, B, T, heads, params.rope_theta, 0, true, positions) : dqkv;
 }
 
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,

@@ -22,12 +22,14 @@ using F64Vector = std::vector<double>;
 double relative_norm_error(const std::vector<double>& out, const std::vector<double>& ref);
 
 // ---- embeddings ----
-// out (B,T,C) = wte[tokens] + wpe[t]; tokens (B,T); wte (Vp,C); wpe (maxT,C)
+// out (B,T,C) = wte[tokens] + wpe[p]; tokens (B,T); wte (Vp,C); wpe (maxT,C); p = positions[b,t]
+// (B*T, f64_document_positions) when given, else t
 F64Vector f64_embedding_forward(const std::vector<int32_t>& tokens, const F64Vector& wte,
-                                const F64Vector& wpe, int B, int T, int C);
-// dwte (Vp,C) +=, dwpe (maxT,C) +=; dout (B,T,C)
+                                const F64Vector& wpe, int B, int T, int C, const std::vector<int>& positions = {});
+// dwte (Vp,C) +=, dwpe (maxT,C) += at row p as above; dout (B,T,C)
 void f64_embedding_backward(F64Vector& dwte, F64Vector& dwpe, const F64Vector& dout,
-                            const std::vector<int32_t>& tokens, int B, int T, int C);
+                            const std::vector<int32_t>& tokens, int B, int T, int C,
+                            const std::vector<int>& positions = {});
 
 // ---- layer norm, eps = 1e-5, biased variance ----
 struct F64LayerNormForward {
@@ -135,17 +137,22 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
 // before the scores. out (B,T,H·hd), lse (B,H,T). The document mask: `documents` numbers each
 // position's document (B*T, f64_document_numbers), a query seeing only the keys of its own; empty:
 // causal only. (params' own document bounds are backend memory and ignored here.) params.window
-// > 0: query t sees only keys s with t - s < window.
+// > 0: query t sees only keys s with t - s < window. positions (B*T), when given, are the RoPE
+// positions in place of first_position + t (f64_document_positions: restarted at each document).
 F64AttentionForward f64_attention_forward(const F64Vector& qkv, int B, int T, int head_dim,
                                           const AttentionParams& params, int first_position = 0,
-                                          const std::vector<int>& documents = {});
+                                          const std::vector<int>& documents = {},
+                                          const std::vector<int>& positions = {});
 // dqkv (B,T,(H+2Hkv)·hd) from dout (B,T,H·hd): the gradients of the unrotated q, k and v, a key/value
 // head's summed over its query heads.
 F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, int B, int T, int head_dim,
-                                 const AttentionParams& params, const std::vector<int>& documents = {});
+                                 const AttentionParams& params, const std::vector<int>& documents = {},
+                                 const std::vector<int>& positions = {});
 // Each position's document number (B*T) in token rows (B,T): the separators before it in its row
 // (a separator belongs to the document it ends).
 std::vector<int> f64_document_numbers(const std::vector<int32_t>& tokens, int B, int T, int32_t separator);
+// Each position's place in its document (B*T): 0 at a row's start and after each separator.
+std::vector<int> f64_document_positions(const std::vector<int32_t>& tokens, int B, int T, int32_t separator);
 // The RoPE rotation alone: the q and k heads of packed rows qkv (B,T,(H+2Hkv)·hd) rotated at
 // positions first_position + t (inverse: rotated back, which takes the gradients of rotated values
 // to those of the originals), the v heads as they are.

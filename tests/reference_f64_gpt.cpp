@@ -119,13 +119,19 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     const Role head_role = layout_.find(Role::output_head) != nullptr ? Role::output_head : Role::token_embedding;
 
     // Forward, keeping each block's state.
-    F64Vector positions = parameter(Role::position_embedding);
-    if (positions.empty()) positions.assign(static_cast<size_t>(config_.max_seq_len) * C, 0.0);
-    F64Vector x = f64_embedding_forward(tokens, parameter(Role::token_embedding), positions, B, T, C);  // (N, C)
-    // The document mask (config.document_separator), as document numbers: empty under the causal one.
+    // The document mask (config.document_separator), as document numbers: empty under the causal one;
+    // --positions document: each token's place in its document, for the learned positions and RoPE
+    // alike (empty: t).
     const std::vector<int> documents = config_.document_separator >= 0
                                            ? f64_document_numbers(tokens, B, T, config_.document_separator)
                                            : std::vector<int>();
+    const std::vector<int> places = config_.document_positions
+                                        ? f64_document_positions(tokens, B, T, config_.document_separator)
+                                        : std::vector<int>();
+    F64Vector positions = parameter(Role::position_embedding);
+    if (positions.empty()) positions.assign(static_cast<size_t>(config_.max_seq_len) * C, 0.0);
+    F64Vector x =
+        f64_embedding_forward(tokens, parameter(Role::token_embedding), positions, B, T, C, places);  // (N, C)
     const F64Vector embedded = x;  // the embedding norm's input
     if (config_.embedding_norm) x = norm_forward(embedded, Role::embedding_norm_weight, -1, N).out;
     std::vector<BlockState> blocks(static_cast<size_t>(config_.n_layer));
@@ -140,7 +146,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
                                                       config_.norm_epsilon)
                                       .qkv
                                 : s.qkv_product;
-        s.attention = f64_attention_forward(s.qkv, B, T, hd, layer_attention(l), 0, documents).out;
+        s.attention = f64_attention_forward(s.qkv, B, T, hd, layer_attention(l), 0, documents, places).out;
         s.x_mid = add(x, f64_matmul_forward(s.attention, parameter(Role::attention_output_weight, l),
                                             parameter(Role::attention_output_bias, l), N, C, C, false)
                              .out);
@@ -191,7 +197,8 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
         weight_gradients(Role::attention_output_weight, Role::attention_output_bias, dx, s.attention, C, C);
         const F64Vector dattention =
             f64_matmul_backward_input(dx, parameter(Role::attention_output_weight, l), N, C, C);
-        F64Vector dqkv = f64_attention_backward(dattention, s.qkv, B, T, hd, layer_attention(l), documents);
+        F64Vector dqkv =
+            f64_attention_backward(dattention, s.qkv, B, T, hd, layer_attention(l), documents, places);
         if (config_.qk_norm)
             dqkv = f64_qk_norm_backward(dqkv, s.qkv_product, N, config_.n_head, config_.kv_heads(), hd,
                                         config_.norm_epsilon);
@@ -201,7 +208,7 @@ F64Gpt::Pass F64Gpt::forward_backward(const std::vector<int32_t>& tokens, const 
     }
     if (config_.embedding_norm) dx = norm_backward(gradients, dx, embedded, Role::embedding_norm_weight, -1, N);
     F64Vector dtokens(static_cast<size_t>(Vp) * C, 0.0), dpositions(positions.size(), 0.0);
-    f64_embedding_backward(dtokens, dpositions, dx, tokens, B, T, C);
+    f64_embedding_backward(dtokens, dpositions, dx, tokens, B, T, C, places);
     accumulate(gradients, Role::token_embedding, -1, dtokens);
     if (layout_.find(Role::position_embedding) != nullptr)
         accumulate(gradients, Role::position_embedding, -1, dpositions);

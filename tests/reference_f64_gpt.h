@@ -8,7 +8,8 @@
 // every norm parameter-free without config.norm_weights (weight 1, bias 0), a norm of the
 // embeddings under config.embedding_norm, and the query and key heads RMS-normalised before
 // attention under config.qk_norm, attention kept within documents under config.document_separator
-// and within the sliding window under config.attention_window (window_pattern's S layers);
+// and within the sliding window under config.attention_window (window_pattern's S layers), positions
+// (learned and RoPE's alike) restarted at each document under config.document_positions;
 // then the per-position losses, of the logits capped under config.logit_softcap; the training pass
 // also takes a z-loss weight (the objective gains z_loss * logsumexp^2 per position). The model-level
 // reference of tests that score whole sequences (multiple-choice evaluation) and of the Llama family's parity

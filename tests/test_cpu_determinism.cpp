@@ -76,9 +76,10 @@ TEST(CpuDeterminism, NormsEmbeddingAttentionClassifier) {
                                         gamma.view(), mean.view(), rstd.view());
             HostTensor embedded(DType::f32, {B, T, C}), dtable(DType::f32, {Vp, C}),
                 dpositions(DType::f32, {T, C});
-            backend->embedding_forward(embedded.view(), tokens.view(), table.view(), positions.view());
+            backend->embedding_forward(embedded.view(), tokens.view(), table.view(), positions.view(), TensorView());
             backend->embedding_backward(dtable.view(), dpositions.view(),
-                                        TensorView(dy.view().data, DType::f32, {B, T, C}), tokens.view());
+                                        TensorView(dy.view().data, DType::f32, {B, T, C}), tokens.view(),
+                                        TensorView());
             HostTensor attended(DType::f32, {B, T, C}), lse(DType::f32, {B, H, T}),
                 dqkv(DType::f32, {B, T, 3 * C});
             backend->attention_forward(attended.view(), lse.view(), qkv.view(), multi_head_attention(H));

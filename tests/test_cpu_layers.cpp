@@ -32,32 +32,46 @@ protected:
     std::unique_ptr<Backend> backend = make_backend({"cpu", 0, GetParam(), 0});
 };
 
+// Rows t, and positions within documents (--positions document) with a table longer than T.
 TEST_P(CpuLayers, EmbeddingForwardAndBackward) {
     const int B = 2, T = 5, C = 16, Vp = 128, maxT = 8;
     const IntTensor tokens(test::random_tokens(B * T, 100, 1), {B, T});
     const HostTensor wte = act_tensor(test::random_normal(Vp * C, 2), {Vp, C});
     const HostTensor wpe = act_tensor(test::random_normal(maxT * C, 3), {maxT, C});
-    HostTensor out(act(), {B, T, C});
-    backend->embedding_forward(out.view(), tokens.view(), wte.view(), wpe.view());
-    expect_close(out, f64_embedding_forward(tokens.values(), wte.values(), wpe.values(), B, T, C), "out");
+    for (const bool documents : {false, true}) {
+        SCOPED_TRACE(documents ? "document positions" : "rows t");
+        const std::vector<int32_t> document_places = {0, 1, 0, 1, 2, 6, 7, 0, 0, 1};  // (B, T)
+        const std::vector<int> places =
+            documents ? std::vector<int>(document_places.begin(), document_places.end()) : std::vector<int>();
+        const IntTensor positions(document_places, {B, T});
+        const TensorView position_view = documents ? positions.view() : TensorView();
+        HostTensor out(act(), {B, T, C});
+        backend->embedding_forward(out.view(), tokens.view(), wte.view(), wpe.view(), position_view);
+        expect_close(out, f64_embedding_forward(tokens.values(), wte.values(), wpe.values(), B, T, C, places),
+                     "out");
 
-    const HostTensor dout = act_tensor(test::random_normal(B * T * C, 4), {B, T, C});
-    std::vector<double> dwte_ref = test::random_normal(Vp * C, 5),
-                        dwpe_ref = test::random_normal(maxT * C, 6);
-    HostTensor dwte(dwte_ref, DType::f32, {Vp, C}), dwpe(dwpe_ref, DType::f32, {maxT, C});
-    dwte_ref = dwte.values();
-    dwpe_ref = dwpe.values();
-    backend->embedding_backward(dwte.view(), dwpe.view(), dout.view(), tokens.view());
-    f64_embedding_backward(dwte_ref, dwpe_ref, dout.values(), tokens.values(), B, T, C);
-    expect_close(dwte, dwte_ref, "dwte");
-    expect_close(dwpe, dwpe_ref, "dwpe");
+        const HostTensor dout = act_tensor(test::random_normal(B * T * C, 4), {B, T, C});
+        std::vector<double> dwte_ref = test::random_normal(Vp * C, 5),
+                            dwpe_ref = test::random_normal(maxT * C, 6);
+        HostTensor dwte(dwte_ref, DType::f32, {Vp, C}), dwpe(dwpe_ref, DType::f32, {maxT, C});
+        dwte_ref = dwte.values();
+        dwpe_ref = dwpe.values();
+        backend->embedding_backward(dwte.view(), dwpe.view(), dout.view(), tokens.view(), position_view);
+        f64_embedding_backward(dwte_ref, dwpe_ref, dout.values(), tokens.values(), B, T, C, places);
+        expect_close(dwte, dwte_ref, "dwte");
+        expect_close(dwpe, dwpe_ref, "dwpe");
+    }
 }
 
-TEST_P(CpuLayers, EmbeddingRejectsTokensOutsideTheTable) {
+TEST_P(CpuLayers, EmbeddingRejectsTokensAndPositionsOutsideTheTables) {
     const IntTensor tokens({0, 128}, {1, 2});
     const HostTensor wte(act(), {128, 4}), wpe(act(), {2, 4});
     HostTensor out(act(), {1, 2, 4});
-    EXPECT_THROW(backend->embedding_forward(out.view(), tokens.view(), wte.view(), wpe.view()), Error);
+    EXPECT_THROW(backend->embedding_forward(out.view(), tokens.view(), wte.view(), wpe.view(), TensorView()), Error);
+    const IntTensor good_tokens({0, 1}, {1, 2}), positions({0, 2}, {1, 2});
+    const std::string error = test::error_of(
+        [&] { backend->embedding_forward(out.view(), good_tokens.view(), wte.view(), wpe.view(), positions.view()); });
+    EXPECT_NE(error.find("position 2 at index 1 is outside [0, 2)"), std::string::npos) << error;
 }
 
 TEST_P(CpuLayers, EmbeddingRejectsFloatTokens) {
@@ -65,13 +79,15 @@ TEST_P(CpuLayers, EmbeddingRejectsFloatTokens) {
     const HostTensor wte(act(), {128, 4}), wpe(act(), {2, 4});
     HostTensor out(act(), {1, 2, 4});
     const std::string forward = test::error_of(
-        [&] { backend->embedding_forward(out.view(), float_tokens.view(), wte.view(), wpe.view()); });
+        [&] { backend->embedding_forward(out.view(), float_tokens.view(), wte.view(), wpe.view(), TensorView()); });
     EXPECT_NE(forward.find("embedding_forward: tokens is (1, 2) fp32, expected (1, 2) int32"),
               std::string::npos)
         << forward;
     HostTensor dwte(DType::f32, {128, 4}), dwpe(DType::f32, {2, 4});
     const std::string backward = test::error_of(
-        [&] { backend->embedding_backward(dwte.view(), dwpe.view(), out.view(), float_tokens.view()); });
+        [&] {
+            backend->embedding_backward(dwte.view(), dwpe.view(), out.view(), float_tokens.view(), TensorView());
+        });
     EXPECT_NE(backward.find("embedding_backward: tokens"), std::string::npos) << backward;
 }
 

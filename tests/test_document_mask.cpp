@@ -5,7 +5,10 @@
 // against F64Gpt in both families, windowed layers per pattern included (fp32: mean loss within
 // 1e-6, gradients within 1e-5; bf16 and fp16: at most twice the causal model's own error, GUIDE.md
 // 2.7); and what the document mask means: a document's losses do not depend on the documents
-// before it.
+// before it. --positions document: the positions op against places counted in the test, the whole
+// model against F64Gpt (which restarts learned positions and RoPE's angles alike), cached decoding
+// against the full forward, and a document's losses independent of where it sits in its row for
+// GPT-2 only with the option, for the Llama family (RoPE) with or without it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +72,10 @@ TEST(DocumentMask, BoundsOpsFollowTheDocuments) {
     expected_bounds(tokens, kBatch, kLength, want_starts, want_ends);
     EXPECT_EQ(int_values(starts.view()), want_starts);
     EXPECT_EQ(int_values(ends.view()), want_ends);
+    const std::vector<int> places = f64_document_positions(tokens, kBatch, kLength, kSeparator);
+    test::IntTensor positions(std::vector<int32_t>(tokens.size(), -1), {kBatch, kLength});
+    backend->document_positions(positions.view(), starts.view(), 0);
+    EXPECT_EQ(int_values(positions.view()), std::vector<int32_t>(places.begin(), places.end()));
 
     // Decoding in chunks of 5, 1, 3 and 7 positions continues each row's document.
     test::IntTensor open(std::vector<int32_t>(kBatch, -99), {kBatch});
@@ -83,11 +90,17 @@ TEST(DocumentMask, BoundsOpsFollowTheDocuments) {
         backend->document_starts_decoding(chunk_starts.view(), open.view(), chunk_view.view(), position,
                                           kSeparator);
         const std::vector<int32_t> got = int_values(chunk_starts.view());
+        test::IntTensor chunk_positions(std::vector<int32_t>(chunk.size(), -1), {kBatch, count});
+        backend->document_positions(chunk_positions.view(), chunk_starts.view(), position);
+        const std::vector<int32_t> got_positions = int_values(chunk_positions.view());
         for (int b = 0; b < kBatch; ++b)
-            for (int t = 0; t < count; ++t)
-                EXPECT_EQ(got[static_cast<size_t>(b * count + t)],
-                          want_starts[static_cast<size_t>(b * kLength + position + t)])
+            for (int t = 0; t < count; ++t) {
+                const auto at = static_cast<size_t>(b * kLength + position + t);
+                EXPECT_EQ(got[static_cast<size_t>(b * count + t)], want_starts[at])
                     << "row " << b << ", position " << position + t;
+                EXPECT_EQ(got_positions[static_cast<size_t>(b * count + t)], places[at])
+                    << "row " << b << ", position " << position + t;
+            }
         position += count;
     }
 }
@@ -187,6 +200,12 @@ GPTConfig masked(GPTConfig config) {
     return config;
 }
 
+// --attention-mask document --positions document.
+GPTConfig document_positioned(GPTConfig config) {
+    config.document_positions = true;
+    return masked(config);
+}
+
 // A sliding window of 3 on the first layer, the second seeing the whole context (--window 3
 // --window-pattern SL), with the document mask or not.
 GPTConfig windowed(GPTConfig config, bool documents) {
@@ -229,6 +248,13 @@ TEST_P(DocumentMaskModel, WindowedLayersMatchFloat64) {
         EXPECT_LE(e.losses, test::kFp32Tolerance);
         EXPECT_LE(e.worst_tensor, test::kFp32Tolerance);
     }
+}
+
+TEST_P(DocumentMaskModel, DocumentPositionsMatchFloat64) {
+    const test::ReferenceErrors e = measure(document_positioned(family()), Precision::fp32, 3);
+    EXPECT_LE(e.mean_loss, 1e-6);
+    EXPECT_LE(e.losses, test::kFp32Tolerance);
+    EXPECT_LE(e.worst_tensor, test::kFp32Tolerance);
 }
 
 TEST_P(DocumentMaskModel, LowPrecisionWithinTwiceTheCausalModelsError) {
@@ -274,6 +300,77 @@ TEST_P(DocumentMaskModel, ADocumentsLossesIgnoreTheDocumentsBeforeIt) {
             EXPECT_LE(moved, 1e-6 * std::abs(before[8]));
         else
             EXPECT_GT(moved, 1e-3);
+    }
+}
+
+// The same 7-token document (its last the separator, its targets the same) at positions 3 .. 9 of
+// row 0 and 6 .. 12 of row 1: its losses are the same in both places when its positions restart
+// (GPT-2's learned ones by --positions document, RoPE's because only distances count), and differ
+// with GPT-2's absolute positions.
+TEST_P(DocumentMaskModel, DocumentPositionsMakeADocumentsLossesIndependentOfItsPlace) {
+    for (const bool restart : {false, true}) {
+        SCOPED_TRACE(restart ? "positions document" : "positions absolute");
+        const GPTConfig config = restart ? document_positioned(family()) : masked(family());
+        auto backend = make_backend({"cpu", 0, Precision::fp32, 1});
+        GPT model(*backend, config, kBatch, kLength, Recompute::none);
+        const std::vector<float> values = test::spread_parameters(model.layout(), 21);
+        model.load_master_parameters(values.data(), model.layout().total());
+        std::vector<int32_t> tokens = test::random_tokens(kBatch * kLength, config.vocab_size, 22);
+        std::vector<int32_t> targets = test::random_tokens(kBatch * kLength, config.vocab_size, 23);
+        for (int32_t& token : tokens)
+            if (token == kSeparator) token = kSeparator + 1;
+        const int first[kBatch] = {3, 6}, length = 7;
+        for (int b = 0; b < kBatch; ++b) {
+            const auto row = static_cast<size_t>(b * kLength);
+            tokens[row + static_cast<size_t>(first[b]) - 1] = kSeparator;  // the document before ends
+            for (int i = 0; i < length; ++i) {
+                const auto at = row + static_cast<size_t>(first[b] + i);
+                tokens[at] = i + 1 == length ? kSeparator : tokens[static_cast<size_t>(first[0] + i)];
+                targets[at] = targets[static_cast<size_t>(first[0] + i)];
+            }
+        }
+        const std::vector<float> losses = test::training_pass(model, tokens, targets, kBatch, kLength).losses;
+        double moved = 0;
+        for (int i = 0; i < length; ++i)
+            moved = std::max(moved, static_cast<double>(std::abs(losses[static_cast<size_t>(first[0] + i)] -
+                                                                 losses[static_cast<size_t>(kLength + first[1] + i)])));
+        if (restart || GetParam() == Arch::llama)
+            EXPECT_LE(moved, 1e-5 * std::abs(losses[static_cast<size_t>(first[0])]));
+        else
+            EXPECT_GT(moved, 1e-3);
+    }
+}
+
+// Under --positions document, KV-cached decoding (a prefill, then one token at a time, documents
+// ending inside and across the calls) gives the full forward's logits at every step.
+TEST(DocumentPositions, CachedDecodingGivesTheFullForwardLogits) {
+    const GPTConfig config = document_positioned(test::tiny_config());
+    auto backend = make_backend({"cpu", 0, Precision::fp32, 1});
+    GPT model(*backend, config, kBatch, kLength, Recompute::none);
+    const std::vector<float> values = test::spread_parameters(model.layout(), 31);
+    model.load_master_parameters(values.data(), model.layout().total());
+    const std::vector<int32_t> all = document_tokens(config.vocab_size, 32);
+    const test::IntTensor tokens(all, {kBatch, kLength});
+    model.forward(tokens.view(), tokens.view());
+    const int64_t Vp = config.padded_vocab_size();
+    std::vector<float> full(static_cast<size_t>(model.logits().numel()));  // (B, T, Vp)
+    convert_to_float(model.logits().data, model.logits().dtype, full.data(), full.size());
+    int position = 0;
+    for (int count : {5, 1, 1, 1, 2, 1, 1, 4}) {
+        std::vector<int32_t> chunk;
+        for (int b = 0; b < kBatch; ++b)
+            chunk.insert(chunk.end(), all.begin() + b * kLength + position,
+                         all.begin() + b * kLength + position + count);
+        const test::IntTensor chunk_tensor(chunk, {kBatch, count});
+        const TensorView logits = model.forward_cached(chunk_tensor.view(), position);  // (B, Vp)
+        position += count;
+        std::vector<float> cached(static_cast<size_t>(logits.numel()));
+        convert_to_float(logits.data, logits.dtype, cached.data(), cached.size());
+        std::vector<double> want, got(cached.begin(), cached.end());
+        for (int b = 0; b < kBatch; ++b)
+            want.insert(want.end(), full.begin() + (b * kLength + position - 1) * Vp,
+                        full.begin() + (b * kLength + position) * Vp);
+        EXPECT_LE(relative_norm_error(got, want), test::kFp32Tolerance) << "position " << position - 1;
     }
 }
 

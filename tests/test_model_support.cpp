@@ -37,6 +37,8 @@ std::string config_label(const GPTConfig& config) {
     if (config.qk_norm) label += " qk_norm";
     if (config.zero_init_projections || config.zero_init_head) label += " zero_init";
     if (config.logit_softcap > 0) label += " softcap";
+    if (config.document_separator >= 0) label += " documents";
+    if (config.document_positions) label += " document_positions";
     return label;
 }
 

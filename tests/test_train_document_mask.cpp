@@ -2,7 +2,9 @@
 // test_train_resume_options.cpp): the checkpoint records the dataset's end-of-text
 // token as the separator and a run under the mask trains differently from a causal one; a resume
 // with the other mask is refused in one line naming --attention-mask; export leaves the mask out
-// and says so; a model without a dataset's documents is refused the mask.
+// and says so; a model without a dataset's documents is refused the mask. --positions document:
+// recorded, trains differently from absolute positions under the same mask (GPT-2), a resume with
+// the other positions refused in one line, and refused without the document mask.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +32,16 @@ TrainOptions document_masked(TrainOptions options) {
     return options;
 }
 
+// Resuming `options`, whose run has trained, for another step is refused in one line holding
+// `expected` (the caller has changed an option the checkpoint records).
+void expect_resume_refused(TrainOptions options, const std::string& expected) {
+    options.steps += 1;
+    options.resume = "auto";
+    const std::string error = error_of([&] { run_training(options); });
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
 TEST(TrainDocumentMask, RecordsTheSeparatorAndTrainsDifferently) {
     TempDirectory directory("mixgpt_document_mask_differs");
     TrainOptions causal = tiny_llama_train_options(directory.file("causal"));
@@ -54,24 +66,24 @@ TEST(TrainDocumentMask, ResumeWithTheOtherMaskIsRefusedInOneLine) {
         options.seq_len = 32;
         options.steps = 2;
         run_training(options);
-        options.steps = 4;
-        options.resume = "auto";
         options.model.attention_mask = masked_first ? "causal" : "document";
-        const std::string error = error_of([&] { run_training(options); });
-        EXPECT_NE(error.find("refusing checkpoint: attention_mask is"), std::string::npos) << error;
-        EXPECT_NE(error.find("(--attention-mask)"), std::string::npos) << error;
-        EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+        const std::string document =
+            "document (separator " + std::to_string(read_dataset_info(tiny_dataset().dataset_path).eot_id) + ")";
+        expect_resume_refused(options, masked_first ? "attention_mask is " + document + " there, causal in this run"
+                                                    : "attention_mask is causal there, " + document + " in this run");
     }
 }
 
 TEST(TrainDocumentMask, ExportLeavesTheMaskOutAndSaysSo) {
     TempDirectory directory("mixgpt_document_mask_export");
     TrainOptions options = document_masked(tiny_llama_train_options(directory.file("run")));
+    options.model.positions = "document";
     options.seq_len = 32;
     options.steps = 1;
     options.warmup_steps = 0;
     const interop::ExportResult result = test::train_and_export(options, directory.file("hf"));
     EXPECT_EQ(result.document_separator, read_dataset_info(tiny_dataset().dataset_path).eot_id);
+    EXPECT_TRUE(result.document_positions);
     EXPECT_TRUE(std::filesystem::exists(directory.file("hf") + "/model.safetensors"));
 }
 
@@ -88,14 +100,9 @@ TEST(TrainDocumentMask, WindowIsRecordedAndHeld) {
     const GPTConfig saved = read_checkpoint(result.last_checkpoint).config;
     EXPECT_EQ(saved.attention_window, 4);
     EXPECT_EQ(saved.window_pattern_text(), "SL");
-    options.steps = 3;
-    options.resume = "auto";
     options.model.window_pattern = "LS";
-    const std::string error = error_of([&] { run_training(options); });
-    EXPECT_NE(error.find("the attention window is 4 (SL) there, 4 (LS) in this run (--window, --window-pattern)"),
-              std::string::npos)
-        << error;
-    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    expect_resume_refused(options,
+                          "the attention window is 4 (SL) there, 4 (LS) in this run (--window, --window-pattern)");
 }
 
 TEST(TrainDocumentMask, NeedsADatasetsEndOfTextToken) {
@@ -120,6 +127,37 @@ TEST(TrainDocumentMask, NeedsADatasetsEndOfTextToken) {
     EXPECT_EQ(config.window_of(0), 8);
     EXPECT_EQ(config.window_of(2), 0);
     EXPECT_EQ(config.window_of(3), 8);
+}
+
+TEST(TrainDocumentMask, DocumentPositionsAreRecordedAndHeld) {
+    TempDirectory directory("mixgpt_document_positions");
+    TrainOptions absolute = document_masked(tiny_train_options(directory.file("absolute")));
+    TrainOptions restarted = document_masked(tiny_train_options(directory.file("document")));
+    restarted.model.positions = "document";
+    for (TrainOptions* options : {&absolute, &restarted}) {
+        options->seq_len = 32;
+        options->steps = 3;
+    }
+    const TrainResult plain = run_training(absolute), documents = run_training(restarted);
+    EXPECT_NE(plain.last_loss, documents.last_loss);
+    EXPECT_TRUE(read_checkpoint(documents.last_checkpoint).config.document_positions);
+    EXPECT_FALSE(read_checkpoint(plain.last_checkpoint).config.document_positions);
+    restarted.model.positions = "absolute";
+    expect_resume_refused(restarted,
+                          "refusing checkpoint: positions is document there, absolute in this run (--positions)");
+}
+
+TEST(TrainDocumentMask, DocumentPositionsNeedTheDocumentMask) {
+    ModelOptions model;
+    model.preset = "d2";
+    model.positions = "document";
+    const std::string error = error_of([&] { model_config(model, 300, 32, 5); });
+    EXPECT_NE(error.find("positions: document needs --attention-mask document"), std::string::npos) << error;
+    model.attention_mask = "document";
+    EXPECT_TRUE(model_config(model, 300, 32, 5).document_positions);
+    model.positions = "relative";
+    EXPECT_NE(error_of([&] { model_config(model, 300, 32, 5); }).find("expected absolute or document"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Stop and resume equals a straight run (tests/train_equivalence.h) for each option of issues 38
 // and 39 that changes what a step computes, in every resume case (precision, stochastic rounding,
 // loss scaling, accumulation): the recipe's model options at once (--recipe nanochat, grouped
-// key/value heads), the logit soft-cap with the z-loss, the document mask, and a sliding window.
+// key/value heads), the logit soft-cap with the z-loss, the document mask, positions restarted at
+// each document, and a sliding window.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -36,6 +37,12 @@ const std::vector<ResumedOption>& resumed_options() {
          }},
         // A third of the windows of T = 16 cross one of the tiny dataset's document boundaries.
         {"document_mask", [](TrainOptions& o) { o.model.attention_mask = "document"; }},
+        // GPT-2's learned positions restarted at each document.
+        {"document_positions",
+         [](TrainOptions& o) {
+             o.model.attention_mask = "document";
+             o.model.positions = "document";
+         }},
         // The first layer windowed (5 of T = 16), the second the whole context, with the document mask.
         {"window",
          [](TrainOptions& o) {

@@ -1,5 +1,6 @@
 // Document bounds of the document mask (kernels/ops.def, document_bounds and
-// document_starts_decoding): one pass along each row, rows in parallel.
+// document_starts_decoding): one pass along each row, rows in parallel; and the positions within
+// documents of --positions document (document_positions).
 #include <cstdint>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -51,6 +52,19 @@ void CpuBackend::document_starts_decoding(TensorView starts, TensorView open, Te
         }
         next[b] = current;
     }
+}
+
+void CpuBackend::document_positions(TensorView positions, TensorView starts, int first_position) {
+    const char* op = "document_positions";
+    require_rank(starts, DType::i32, 2, op, "starts");
+    const int64_t B = starts.dim(0), T = starts.dim(1);
+    require_int32(positions, {B, T}, op, "positions");
+    require(first_position >= 0, op, "first_position must not be negative");
+    const int32_t* start = starts.as<const int32_t>();
+    int32_t* position = positions.as<int32_t>();
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+            position[b * T + t] = static_cast<int32_t>(first_position + t - start[b * T + t]);
 }
 
 }  // namespace mixgpt::cpu

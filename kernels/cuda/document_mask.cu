@@ -2,7 +2,8 @@
 // document_starts_decoding). document_bounds: one block per sequence; each thread scans a
 // contiguous chunk of it for separators, the chunks' results are combined through shared memory
 // (a prefix max for the starts, a suffix min for the ends) and each thread writes its chunk. And
-// the sliding window folded into the bounds for the flash kernels (CudaBackend::folded_window).
+// the sliding window folded into the bounds for the flash kernels (CudaBackend::folded_window),
+// and the positions within documents of --positions document.
 #include "core/log.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
@@ -75,6 +76,15 @@ __global__ void fold_window_kernel(int32_t* starts, int32_t* ends, const int32_t
     ends[index] = min(end, t + window);
 }
 
+// A thread per position of (rows = B·T): positions = first_position + t - starts.
+__global__ void document_positions_kernel(int32_t* positions, const int32_t* starts, int64_t rows, int T,
+                                          int first_position) {
+    declare_launch_limits<kThreads>();
+    const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    if (index >= rows) return;
+    positions[index] = first_position + static_cast<int>(index % T) - starts[index];
+}
+
 }  // namespace
 
 AttentionParams CudaBackend::folded_window(const AttentionParams& params, int64_t B, int64_t T) {
@@ -123,6 +133,20 @@ void CudaBackend::document_starts_decoding(TensorView starts, TensorView open, T
     launch_kernel(document_starts_decoding_kernel, blocks_for(B, kThreads), kThreads, 0, stream_,
                   starts.as<int32_t>(), open.as<int32_t>(), tokens.as<const int32_t>(), static_cast<int>(B),
                   static_cast<int>(Tn), position, separator);
+}
+
+void CudaBackend::document_positions(TensorView positions, TensorView starts, int first_position) {
+    const char* op = "document_positions";
+    expect_rank(op, "starts", starts, 2);
+    const int64_t B = starts.dim(0), T = starts.dim(1);
+    expect_tensor(op, "starts", starts, DType::i32, {B, T});
+    expect_tensor(op, "positions", positions, DType::i32, {B, T});
+    MIXGPT_REQUIRE(first_position >= 0 && T <= INT32_MAX,
+                   format("cuda %s: first_position %d is negative or T = %lld past the limits", op, first_position,
+                          static_cast<long long>(T)));
+    if (B * T == 0) return;
+    launch_kernel(document_positions_kernel, blocks_for(B * T, kThreads), kThreads, 0, stream_,
+                  positions.as<int32_t>(), starts.as<const int32_t>(), B * T, static_cast<int>(T), first_position);
 }
 
 }  // namespace mixgpt::cuda

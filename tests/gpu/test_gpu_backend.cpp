@@ -128,7 +128,7 @@ TEST_F(GpuBackend, BadArgumentsAreRefusedWithTheOpNamed) {
     expect_error(
         [&] {
             gpu->embedding_forward(TensorView(p, DType::bf16, {1, 4, 8}), TensorView(p, DType::f32, {1, 4}),
-                                   x, x);
+                                   x, x, TensorView());
         },
         "embedding_forward: tokens is (1, 4) fp32, expected (1, 4) int32 indices");
 }

@@ -23,30 +23,50 @@ std::vector<double> plus(std::vector<double> a, const std::vector<double>& b) {
 
 class GpuLayers : public gpu_test::GpuPrecisionTest {};
 
+// Rows t, and positions within documents (--positions document): documents of 1 to 5 tokens, so
+// the position-keyed backward sees long runs of each position.
 TEST_P(GpuLayers, EmbeddingForwardAndBackward) {
     const int B = 3, T = 13, Vp = 128, maxT = 16;
-    for (int C : {24, 20}) {
-        SCOPED_TRACE("C = " + std::to_string(C));
-        // Tokens from a small range, so the backward sees many repeats of each.
-        const TwinIndices tokens(*cpu, *gpu, test::random_tokens(B * T, 20, seed(1)), {B, T});
-        const TwinTensor wte = act_tensor(random_normal(Vp * C, seed(2)), {Vp, C});
-        const TwinTensor wpe = act_tensor(random_normal(maxT * C, seed(3)), {maxT, C});
-        const TwinTensor out = poisoned(act(), {B, T, C});
-        cpu->embedding_forward(out.cpu(), tokens.cpu(), wte.cpu(), wpe.cpu());
-        gpu->embedding_forward(out.gpu(), tokens.gpu(), wte.gpu(), wpe.gpu());
-        expect_close(out, f64_embedding_forward(tokens.values(), wte.cpu_values(), wpe.cpu_values(), B, T, C),
-                     "out");
+    std::vector<int32_t> places;  // (B,T): documents of 1, 2, 3, 4, 5, 1, ... tokens in each row
+    for (int b = 0; b < B; ++b)
+        for (int t = 0, length = 1, place = 0; t < T; ++t) {
+            places.push_back(place);
+            if (++place == length) {
+                place = 0;
+                length = length % 5 + 1;
+            }
+        }
+    for (const bool documents : {false, true})
+        for (int C : {24, 20}) {
+            SCOPED_TRACE("C = " + std::to_string(C) + (documents ? ", document positions" : ""));
+            const std::vector<int> place_values =
+                documents ? std::vector<int>(places.begin(), places.end()) : std::vector<int>();
+            const TwinIndices positions(*cpu, *gpu, places, {B, T});
+            const auto position_view = [&](bool on_gpu) {
+                return documents ? (on_gpu ? positions.gpu() : positions.cpu()) : TensorView();
+            };
+            // Tokens from a small range, so the backward sees many repeats of each.
+            const TwinIndices tokens(*cpu, *gpu, test::random_tokens(B * T, 20, seed(1)), {B, T});
+            const TwinTensor wte = act_tensor(random_normal(Vp * C, seed(2)), {Vp, C});
+            const TwinTensor wpe = act_tensor(random_normal(maxT * C, seed(3)), {maxT, C});
+            const TwinTensor out = poisoned(act(), {B, T, C});
+            cpu->embedding_forward(out.cpu(), tokens.cpu(), wte.cpu(), wpe.cpu(), position_view(false));
+            gpu->embedding_forward(out.gpu(), tokens.gpu(), wte.gpu(), wpe.gpu(), position_view(true));
+            expect_close(out,
+                         f64_embedding_forward(tokens.values(), wte.cpu_values(), wpe.cpu_values(), B, T, C,
+                                               place_values),
+                         "out");
 
-        const TwinTensor dout = act_tensor(random_normal(B * T * C, seed(4)), {B, T, C});
-        const TwinTensor dwte = f32_tensor(random_normal(Vp * C, seed(5)), {Vp, C});
-        const TwinTensor dwpe = f32_tensor(random_normal(maxT * C, seed(6)), {maxT, C});
-        std::vector<double> dwte_ref = dwte.cpu_values(), dwpe_ref = dwpe.cpu_values();
-        cpu->embedding_backward(dwte.cpu(), dwpe.cpu(), dout.cpu(), tokens.cpu());
-        gpu->embedding_backward(dwte.gpu(), dwpe.gpu(), dout.gpu(), tokens.gpu());
-        f64_embedding_backward(dwte_ref, dwpe_ref, dout.cpu_values(), tokens.values(), B, T, C);
-        expect_close(dwte, dwte_ref, "dwte");
-        expect_close(dwpe, dwpe_ref, "dwpe");
-    }
+            const TwinTensor dout = act_tensor(random_normal(B * T * C, seed(4)), {B, T, C});
+            const TwinTensor dwte = f32_tensor(random_normal(Vp * C, seed(5)), {Vp, C});
+            const TwinTensor dwpe = f32_tensor(random_normal(maxT * C, seed(6)), {maxT, C});
+            std::vector<double> dwte_ref = dwte.cpu_values(), dwpe_ref = dwpe.cpu_values();
+            cpu->embedding_backward(dwte.cpu(), dwpe.cpu(), dout.cpu(), tokens.cpu(), position_view(false));
+            gpu->embedding_backward(dwte.gpu(), dwpe.gpu(), dout.gpu(), tokens.gpu(), position_view(true));
+            f64_embedding_backward(dwte_ref, dwpe_ref, dout.cpu_values(), tokens.values(), B, T, C, place_values);
+            expect_close(dwte, dwte_ref, "dwte");
+            expect_close(dwpe, dwpe_ref, "dwpe");
+        }
 }
 
 TEST_P(GpuLayers, LayerNormForward) {

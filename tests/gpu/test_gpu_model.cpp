@@ -36,19 +36,27 @@ GPTConfig capped_config() {
     return config;
 }
 
-// The model options of issue 38 beyond the soft-cap, each in both families.
+// The separator of the document mask, which random_batch places in every row.
+constexpr int32_t kSeparator = 5;
+
+// The model options of issue 38 beyond the soft-cap, and issue 39's document mask with positions
+// restarted at each document, each in both families.
 std::vector<GPTConfig> option_configs() {
     std::vector<GPTConfig> configs;
     for (const GPTConfig& family : {test::tiny_config(), test::tiny_llama_config()}) {
-        GPTConfig relu2 = family, parameter_free = family, embedding_norm = family, qk_norm = family;
+        GPTConfig relu2 = family, parameter_free = family, embedding_norm = family, qk_norm = family,
+                  documents = family;
         relu2.mlp = MlpKind::relu2;
         parameter_free.norm_weights = false;
         embedding_norm.embedding_norm = true;
         qk_norm.qk_norm = true;
+        documents.document_separator = kSeparator;
+        documents.document_positions = true;
         configs.push_back(relu2);
         configs.push_back(parameter_free);
         configs.push_back(embedding_norm);
         configs.push_back(qk_norm);
+        configs.push_back(documents);
     }
     return configs;
 }
@@ -81,10 +89,15 @@ struct Batch {
     std::vector<int32_t> tokens, targets;
 };
 
+// Random tokens and targets; the tokens hold kSeparator at positions 0, 3 and 4 of each row (and
+// wherever the draw puts it), so that the documents configs see documents of 1 to 4 tokens.
 Batch random_batch(uint32_t seed) {
     const int vocabulary = test::tiny_config().vocab_size;
-    return {test::random_tokens(kBatch * kLength, vocabulary, seed),
-            test::random_tokens(kBatch * kLength, vocabulary, seed + 1)};
+    Batch batch{test::random_tokens(kBatch * kLength, vocabulary, seed),
+                test::random_tokens(kBatch * kLength, vocabulary, seed + 1)};
+    for (int b = 0; b < kBatch; ++b)
+        for (int t : {0, 3, 4}) batch.tokens[static_cast<size_t>(b * kLength + t)] = kSeparator;
+    return batch;
 }
 
 class GpuModel : public ::testing::TestWithParam<Precision> {

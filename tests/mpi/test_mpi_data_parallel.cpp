@@ -45,8 +45,9 @@ struct ParallelCase {
     // The Llama-style family with issue 38's model options: ReLU², parameter-free norms, the
     // embedding norm, zero-initialised projections, the logits soft-capped at 2.
     bool recipe = false;
-    // The Llama-style family with issue 39's masks: the document mask (every seventh token of the
-    // batch a separator) and a sliding window of 5 on the first layer (--window-pattern SL).
+    // GPT-2 with issue 39's masks: the document mask (every seventh token of the batch a separator)
+    // with its learned positions restarted at each document (--positions document), and a sliding
+    // window of 5 on the first layer (--window-pattern SL).
     bool masks = false;
 };
 
@@ -83,9 +84,10 @@ TEST_P(DataParallelTest, TwoRanksOfBEqualOneRankOf2B) {
     SingleProcessCommunicator alone;
     ASSERT_EQ(communicator->world_size(), kRanks);
     const int rank = communicator->rank();
-    GPTConfig config = c.llama || c.recipe || c.masks ? unaligned_tiny_llama_config() : unaligned_tiny_config();
+    GPTConfig config = c.llama || c.recipe ? unaligned_tiny_llama_config() : unaligned_tiny_config();
     if (c.masks) {
         config.document_separator = kSeparator;
+        config.document_positions = true;
         config.attention_window = 5;
         config.set_window_pattern("SL");
     }

@@ -74,11 +74,19 @@ void refuse_options_without_a_class(const GPTConfig& config, const std::string& 
                    format("%s: --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, "
                           "which does, has Llama's blocks): export refuses",
                           path.c_str()));
-    // LlamaForCausalLM has no sliding window (Mistral's does; mixgpt does not export it yet).
-    MIXGPT_REQUIRE(config.attention_window == 0,
-                   format("%s: --window %d: neither GPT2LMHeadModel nor LlamaForCausalLM has a sliding window: "
-                          "export refuses",
-                          path.c_str(), config.attention_window));
+    // A window on every layer of the llama family is MistralForCausalLM's sliding_window; GPT-2 has
+    // none, nor a class a per-layer pattern (mixgpt's Qwen3 export writes no window).
+    if (config.attention_window > 0) {
+        MIXGPT_REQUIRE(config.arch == Arch::llama && !config.qk_norm,
+                       format("%s: --window %d: %s has no sliding window (MistralForCausalLM, which has, has "
+                              "Llama's blocks without QK-norm): export refuses",
+                              path.c_str(), config.attention_window, hf_architecture(config)));
+        const std::string pattern = config.window_pattern_text();
+        MIXGPT_REQUIRE(pattern.find('L') == std::string::npos,
+                       format("%s: --window-pattern %s: MistralForCausalLM windows every layer alike, and no "
+                              "exported class mixes windowed and whole-context layers: export refuses",
+                              path.c_str(), pattern.c_str()));
+    }
     // Both classes' norms have weights (and GPT-2's biases); writing ones and zeros would compute
     // the same function, but export writes the checkpoint's tensors alone (interop/README.md).
     MIXGPT_REQUIRE(config.norm_weights,

@@ -40,10 +40,17 @@ double required_number(const Json& config, const char* field, const std::string&
     return value.get<double>();
 }
 
+// The model_type of a llama-family model's folder: qwen3 under QK-norm, mistral with a sliding
+// window (every layer's: export refuses a pattern), else llama.
+const char* llama_model_type(const GPTConfig& model) {
+    if (model.qk_norm) return "qwen3";
+    return model.attention_window > 0 ? "mistral" : "llama";
+}
+
 std::string llama_config_json(const HfModelConfig& config) {
     const GPTConfig& model = config.model;
     Json json = {{"architectures", {hf_architecture(model)}},
-                       {"model_type", model.qk_norm ? "qwen3" : "llama"},
+                       {"model_type", llama_model_type(model)},
                        {"vocab_size", model.vocab_size},
                        {"hidden_size", model.n_embd},
                        {"intermediate_size", model.mlp_hidden()},
@@ -71,12 +78,17 @@ std::string llama_config_json(const HfModelConfig& config) {
         json.erase("mlp_bias");
         json["use_sliding_window"] = false;
         json["sliding_window"] = nullptr;
+    } else if (model.attention_window > 0) {  // MistralConfig: Llama's fields less these, and the window
+        for (const char* field : {"pretraining_tp", "mlp_bias", "attention_bias", "rope_scaling"}) json.erase(field);
+        json["sliding_window"] = model.attention_window;
     }
     return json.dump(2) + "\n";
 }
 
-// LlamaForCausalLM's (and Qwen3ForCausalLM's) config.json; refuses, in one line, what mixgpt's llama family does not model.
-HfModelConfig parse_llama_config(const Json& config, const std::string& path, bool qwen3) {
+// LlamaForCausalLM's (and Qwen3ForCausalLM's, MistralForCausalLM's) config.json; refuses, in one
+// line, what mixgpt's llama family does not model.
+HfModelConfig parse_llama_config(const Json& config, const std::string& path, const std::string& model_type) {
+    const bool qwen3 = model_type == "qwen3";
     HfModelConfig result;
     GPTConfig& model = result.model;
     model.arch = Arch::llama;
@@ -107,9 +119,11 @@ HfModelConfig parse_llama_config(const Json& config, const std::string& path, bo
     require_default(config, "pretraining_tp", 1, path, "tensor-parallel slicing of the MLP is not modelled");
     require_default(config, "head_dim", model.n_embd / model.n_head, path, "mixgpt's head_dim is hidden_size / heads");
     if (qwen3)
-        require_default(config, "use_sliding_window", false, path, "mixgpt's attention is full causal");
-    else
-        require_default(config, "sliding_window", nullptr, path, "mixgpt's attention is full causal");
+        require_default(config, "use_sliding_window", false, path, "mixgpt exports no Qwen3 window");
+    else if (model_type == "llama")
+        require_default(config, "sliding_window", nullptr, path, "LlamaForCausalLM attends to the whole context");
+    else if (config.contains("sliding_window") && !config["sliding_window"].is_null())
+        model.attention_window = required_int(config, "sliding_window", 1 << 20, path);
     if (config.contains("eos_token_id") && config["eos_token_id"].is_number_integer())
         result.eos_token_id = config["eos_token_id"].get<int>();
     try {
@@ -124,7 +138,8 @@ HfModelConfig parse_llama_config(const Json& config, const std::string& path, bo
 
 const char* hf_architecture(const GPTConfig& model) {
     if (model.arch == Arch::gpt2) return "GPT2LMHeadModel";
-    return model.qk_norm ? "Qwen3ForCausalLM" : "LlamaForCausalLM";
+    if (model.qk_norm) return "Qwen3ForCausalLM";
+    return model.attention_window > 0 ? "MistralForCausalLM" : "LlamaForCausalLM";
 }
 
 std::string hf_config_json(const HfModelConfig& config) {
@@ -168,14 +183,14 @@ std::string hf_generation_config_json(const HfModelConfig& config) {
 HfModelConfig parse_hf_config(const std::string& text, const std::string& path) {
     const Json config = Json::parse(text, nullptr, false);
     MIXGPT_REQUIRE(!config.is_discarded() && config.is_object(), path + ": not a JSON object");
-    for (const char* llama_like : {"llama", "qwen3"})
+    for (const char* llama_like : {"llama", "qwen3", "mistral"})
         if (config.contains("model_type") && config["model_type"] == llama_like)
-            return parse_llama_config(config, path, config["model_type"] == "qwen3");
+            return parse_llama_config(config, path, llama_like);
     MIXGPT_REQUIRE(
         config.contains("model_type") && config["model_type"] == "gpt2",
         path + ": model_type: " + (config.contains("model_type") ? config["model_type"].dump() : "missing") +
-            ", mixgpt imports \"gpt2\" (GPT2LMHeadModel), \"llama\" (LlamaForCausalLM) and \"qwen3\" "
-            "(Qwen3ForCausalLM)");
+            ", mixgpt imports \"gpt2\" (GPT2LMHeadModel), \"llama\" (LlamaForCausalLM), \"qwen3\" "
+            "(Qwen3ForCausalLM) and \"mistral\" (MistralForCausalLM)");
     HfModelConfig result;
     result.model.n_layer = required_int(config, "n_layer", 1024, path);
     result.model.n_head = required_int(config, "n_head", 1024, path);

@@ -5,16 +5,17 @@ mixgpt code.
 
 1. Parses model.safetensors by the format's specification (8-byte little-endian header length,
    JSON header, data offsets that tile the data area) and checks that it holds exactly the
-   tensors of GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (model_type llama) or
+   tensors of GPT2LMHeadModel (model_type gpt2), LlamaForCausalLM (model_type llama),
    Qwen3ForCausalLM (model_type qwen3: Llama's, and each query and key head RMS-normalised with
-   q_norm / k_norm before RoPE) for
+   q_norm / k_norm before RoPE) or MistralForCausalLM (model_type mistral: Llama's tensors) for
    config.json's shape, with transformers' names, shapes and one float dtype (F32, BF16 or F16).
 2. Tokenizes a text file with the folder's tokenizer (one document: its tokens, then end of text, as
    `mixgpt eval --text` does) or reads a split of a prepared dataset (needs h5py), and computes
    the mean loss over the non-overlapping windows of n_positions + 1 tokens with its own float64
    forward pass: GPT-2's (pre-LayerNorm, eps from config.json, tanh GELU, causal attention, tied
    embeddings) or Llama's (pre-RMSNorm, RoPE in transformers' rotate-half convention, grouped-query
-   attention, SwiGLU, no biases, lm_head or the tied embedding; Qwen3's per-head q and k norms).
+   attention, SwiGLU, no biases, lm_head or the tied embedding; Qwen3's per-head q and k norms;
+   Mistral's sliding window: query q sees keys k with q - sliding_window < k <= q).
 3. Compares it with `mixgpt eval --json`'s mean_loss (and token count): exit 0 when the relative
    difference is at most --tolerance (1e-5), 1 otherwise.
 4. With --reference, checks the files of `mixgpt export --reference-out` (what
@@ -91,7 +92,7 @@ def read_safetensors(path):
 
 
 def llama_like(config):
-    return config.get("model_type") in ("llama", "qwen3")
+    return config.get("model_type") in ("llama", "qwen3", "mistral")
 
 
 def expected_shapes(config):
@@ -138,6 +139,8 @@ def check_config(config):
     if llama_like(config):
         wanted = {"hidden_act": "silu", "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
                   "use_sliding_window": False}
+        if config["model_type"] != "mistral":
+            wanted["sliding_window"] = None
         for key, value in wanted.items():
             if config.get(key, value) != value:
                 fail(f"config.json: {key} is {config.get(key)!r}, expected {value!r}")
@@ -175,13 +178,17 @@ def rotate(x, theta):
 
 
 def llama_forward_logits(tensors, config, inputs):
-    """LlamaForCausalLM's (or Qwen3ForCausalLM's) logits (B, T, V) of inputs (B, T), float64."""
+    """LlamaForCausalLM's (or Qwen3ForCausalLM's, MistralForCausalLM's) logits (B, T, V) of inputs
+    (B, T), float64."""
     eps, theta = config["rms_norm_eps"], config.get("rope_theta", 10000.0)
     H, C = config["num_attention_heads"], config["hidden_size"]
     Hkv, hd = config.get("num_key_value_heads") or H, C // H
     B, T = inputs.shape
     x = tensors["model.embed_tokens.weight"][inputs]
     mask = np.triu(np.full((T, T), -np.inf), k=1)
+    window = config.get("sliding_window") if config["model_type"] == "mistral" else None
+    if window:  # key k is seen by query q when q - window < k
+        mask = mask + np.tril(np.full((T, T), -np.inf), k=-window)
     for layer in range(config["num_hidden_layers"]):
         p = lambda name: tensors[f"model.layers.{layer}.{name}"]  # noqa: E731
         a = rms_norm(x, p("input_layernorm.weight"), eps)

@@ -115,21 +115,16 @@ TEST(SafetensorsHeaderTest, RefusesMalformedHeadersWithOneLine) {
 }
 
 // A tiny trained run and its export, made once for the tests below.
-class InteropTest : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        directory_ = new TempDirectory("mixgpt_interop_test");
-        TrainOptions options = tiny_train_options(directory_->file("run"));
+class InteropTest : public test::ExportedRunTest<InteropTest> {
+public:
+    static constexpr const char* kName = "mixgpt_interop_test";
+    static TrainOptions options(const std::string& output_dir) {
+        TrainOptions options = tiny_train_options(output_dir);
         options.steps = 6;
-        test::train_and_export(options, directory_->file("hf"));
+        return options;
     }
-    static void TearDownTestSuite() {
-        delete directory_;
-        directory_ = nullptr;
-    }
-    static std::string run() { return directory_->file("run"); }
-    static std::string exported() { return directory_->file("hf"); }
 
+protected:
     // A copy of the export to spoil.
     std::string copy_of_export(const std::string& name) const {
         const std::string copy = scratch_.file(name);
@@ -138,12 +133,7 @@ protected:
     }
     std::string import_error(const std::string& folder) const { return refused_import_message(scratch_, folder); }
     EvalReport evaluate(const std::string& checkpoint) const { return evaluate_on_one_thread(checkpoint); }
-
-    static TempDirectory* directory_;
-    TempDirectory scratch_{"mixgpt_interop_case"};
 };
-
-TempDirectory* InteropTest::directory_ = nullptr;
 
 TEST_F(InteropTest, ExportThenImportGivesBitIdenticalParametersAndEval) {
     const std::string imported = scratch_.file("imported");

@@ -14,11 +14,9 @@
 
 #include "eval/run_eval.h"
 #include "interop/import.h"
-#include "interop/reference_outputs.h"
 #include "interop/safetensors_file.h"
 #include "model/checkpoint.h"
 #include "tests/test_interop_support.h"
-#include "tests/test_python_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
 #include "tests/test_train_support.h"
@@ -33,23 +31,19 @@ using test::evaluate_on_one_thread;
 using test::refused_import_message;
 using test::TempDirectory;
 
-class InteropQwen3Test : public ::testing::Test {
-protected:
-    static void SetUpTestSuite() {
-        directory_ = new TempDirectory("mixgpt_interop_qwen3");
-        TrainOptions options = tiny_llama_train_options(directory_->file("run"));
+class InteropQwen3Test : public test::ExportedRunTest<InteropQwen3Test> {
+public:
+    static constexpr const char* kName = "mixgpt_interop_qwen3";
+    static TrainOptions options(const std::string& output_dir) {
+        TrainOptions options = tiny_llama_train_options(output_dir);
         options.model.tie_embeddings = "false";
         options.model.qk_norm = true;
         options.model.rope_theta = 500;
         options.steps = 6;
-        test::train_and_export(options, directory_->file("hf"));
+        return options;
     }
-    static void TearDownTestSuite() {
-        delete directory_;
-        directory_ = nullptr;
-    }
-    static std::string run() { return directory_->file("run"); }
-    static std::string exported() { return directory_->file("hf"); }
+
+protected:
 
     // A copy of the export whose q_norm weights of layer 1 are all 10 (the layer's scores ten times larger).
     std::string spoiled_copy() const {
@@ -66,12 +60,7 @@ protected:
         std::ofstream(spoiled + "/model.safetensors", std::ios::binary | std::ios::trunc) << bytes;
         return spoiled;
     }
-
-    static TempDirectory* directory_;
-    TempDirectory scratch_{"mixgpt_interop_qwen3_case"};
 };
-
-TempDirectory* InteropQwen3Test::directory_ = nullptr;
 
 TEST_F(InteropQwen3Test, FolderHoldsQwen3ConfigAndNormsOfOnes) {
     const nlohmann::json config = nlohmann::json::parse(testing::read_file(exported() + "/config.json"));
@@ -123,32 +112,9 @@ TEST_F(InteropQwen3Test, ExportThenImportGivesQkNormAndBitIdenticalEval) {
 }
 
 TEST_F(InteropQwen3Test, IndependentNumpyReaderRecomputesLossLogitsAndGreedyTokens) {
-    if (test::run_python({"-c", "import numpy, h5py"}, scratch_.file("probe.txt")) != 0)
+    // The altered copy: q_norm weights of 10, which change the reader's loss.
+    if (!test::check_with_numpy_reader(scratch_, run(), exported(), spoiled_copy()))
         GTEST_SKIP() << "/usr/bin/python3 with numpy and h5py is not available";
-    const std::string checker = test::find_checker();
-    ASSERT_FALSE(checker.empty()) << "scripts/check_hf_export.py not found above the test binary";
-    const std::string eval_json = scratch_.write("eval.json", eval_report_json(evaluate_on_one_thread(run())));
-    interop::ReferenceOptions reference;
-    reference.source = run();
-    reference.output = scratch_.file("reference");
-    reference.logits_tokens = 20;
-    reference.prompt = "the cat";
-    reference.new_tokens = 6;
-    reference.threads = 1;
-    interop::write_reference_outputs(reference);
-    const std::string output = scratch_.file("check.txt");
-    EXPECT_EQ(test::run_python({checker, exported(), "--dataset", tiny_dataset().dataset_path, "--eval-json", eval_json,
-                                "--tolerance", "1e-6", "--reference", reference.output},
-                               output),
-              0)
-        << testing::read_file(output);
-    EXPECT_NE(testing::read_file(output).find(" tokens, identical"), std::string::npos) << testing::read_file(output);
-    // The reader applies q_norm: weights of 10 change its loss.
-    EXPECT_EQ(test::run_python({checker, spoiled_copy(), "--dataset", tiny_dataset().dataset_path, "--eval-json",
-                                eval_json},
-                               scratch_.file("spoiled.txt")),
-              1)
-        << testing::read_file(scratch_.file("spoiled.txt"));
 }
 
 }  // namespace

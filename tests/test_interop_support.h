@@ -1,6 +1,6 @@
 // What the Hugging Face interop tests of both families share: a training run exported to a folder,
-// a refused import's message (checked to be one line that left no output folder) and a
-// single-threaded evaluation of a checkpoint.
+// a refused import's message (checked to be one line that left no output folder), a
+// single-threaded evaluation of a checkpoint, and the independent NumPy reader's verdicts.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,7 +11,11 @@
 #include "eval/run_eval.h"
 #include "interop/export.h"
 #include "interop/import.h"
+#include "interop/reference_outputs.h"
+#include "tests/test_python_support.h"
 #include "tests/test_support.h"
+#include "tests/test_tokenizer_support.h"
+#include "tests/test_train_support.h"
 #include "train/trainer.h"
 
 namespace mixgpt::test {
@@ -40,6 +44,58 @@ inline EvalReport evaluate_on_one_thread(const std::string& checkpoint) {
     options.checkpoint = checkpoint;
     options.device.threads = 1;
     return run_evaluation(options);
+}
+
+// A suite's one training run and its export, made once for all its tests (SetUpTestSuite), and a
+// scratch folder per test. Suite (CRTP) gives kName, the folders' prefix, and
+// `static TrainOptions options(const std::string& output_dir)`, the run's options.
+template <typename Suite>
+class ExportedRunTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        directory_ = new TempDirectory(std::string(Suite::kName));
+        train_and_export(Suite::options(directory_->file("run")), directory_->file("hf"));
+    }
+    static void TearDownTestSuite() {
+        delete directory_;
+        directory_ = nullptr;
+    }
+    static std::string run() { return directory_->file("run"); }
+    static std::string exported() { return directory_->file("hf"); }
+
+    static inline TempDirectory* directory_ = nullptr;
+    TempDirectory scratch_{std::string(Suite::kName) + "_case"};
+};
+
+// scripts/check_hf_export.py on `exported` against `mixgpt eval` of `run` within 1e-6 relative,
+// with `run`'s reference outputs (logits of 20 tokens, 6 greedy tokens after "the cat"), expected
+// to pass; then on `altered`, a copy with a change the reader must see, expected to fail. False,
+// with nothing run, when /usr/bin/python3 lacks numpy or h5py.
+inline bool check_with_numpy_reader(const TempDirectory& scratch, const std::string& run,
+                                    const std::string& exported, const std::string& altered) {
+    if (run_python({"-c", "import numpy, h5py"}, scratch.file("probe.txt")) != 0) return false;
+    const std::string checker = find_checker();
+    EXPECT_FALSE(checker.empty()) << "scripts/check_hf_export.py not found above the test binary";
+    const std::string dataset = testing_support::tiny_dataset().dataset_path;
+    const std::string eval_json = scratch.write("eval.json", eval_report_json(evaluate_on_one_thread(run)));
+    interop::ReferenceOptions reference;
+    reference.source = run;
+    reference.output = scratch.file("reference");
+    reference.logits_tokens = 20;
+    reference.prompt = "the cat";
+    reference.new_tokens = 6;
+    reference.threads = 1;
+    interop::write_reference_outputs(reference);
+    const std::string output = scratch.file("check.txt"), altered_output = scratch.file("altered.txt");
+    EXPECT_EQ(run_python({checker, exported, "--dataset", dataset, "--eval-json", eval_json, "--tolerance", "1e-6",
+                          "--reference", reference.output},
+                         output),
+              0)
+        << ::mixgpt::testing::read_file(output);
+    EXPECT_NE(::mixgpt::testing::read_file(output).find(" tokens, identical"), std::string::npos) << ::mixgpt::testing::read_file(output);
+    EXPECT_EQ(run_python({checker, altered, "--dataset", dataset, "--eval-json", eval_json}, altered_output), 1)
+        << ::mixgpt::testing::read_file(altered_output);
+    return true;
 }
 
 }  // namespace mixgpt::test

@@ -68,10 +68,22 @@ INSTANTIATE_TEST_SUITE_P(
                    },
                    ": --qk-norm: GPT2LMHeadModel does not normalise queries and keys (Qwen3ForCausalLM, which does, "
                    "has Llama's blocks): export refuses"},
-        // Issue 39's sliding window: LlamaForCausalLM has none (Mistral's class, not exported, does).
-        ExportCase{"window", [](ModelOptions& model) { model.window = 4; },
-                   ": --window 4: neither GPT2LMHeadModel nor LlamaForCausalLM has a sliding window: export "
-                   "refuses"}),
+        // Issue 39's sliding window: on every layer it exports as MistralForCausalLM
+        // (tests/test_interop_mistral.cpp); a per-layer pattern, or a window with QK-norm, has no class.
+        ExportCase{"window_pattern",
+                   [](ModelOptions& model) {
+                       model.window = 4;
+                       model.window_pattern = "SL";
+                   },
+                   ": --window-pattern SL: MistralForCausalLM windows every layer alike, and no exported class "
+                   "mixes windowed and whole-context layers: export refuses"},
+        ExportCase{"window_qk_norm",
+                   [](ModelOptions& model) {
+                       model.window = 4;
+                       model.qk_norm = true;
+                   },
+                   ": --window 4: Qwen3ForCausalLM has no sliding window (MistralForCausalLM, which has, has "
+                   "Llama's blocks without QK-norm): export refuses"}),
     [](const ::testing::TestParamInfo<ExportCase>& info) { return std::string(info.param.name); });
 
 // --zero-init changes how training starts, not the model: its run exports (the function is one a

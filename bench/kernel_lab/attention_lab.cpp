@@ -20,8 +20,9 @@ constexpr int kHeads = 12;
 constexpr int32_t kSeparator = 1;  // the token that ends a document in the document-mask shapes
 
 // Half the sum of the squared document lengths of a sequence: its causal half, T²/2, without
-// the document mask.
+// the document mask; under a window of W, T·W − W²/2 (T²/2 at W = T).
 double visible_pairs(const AttentionShape& s) {
+    if (s.window > 0) return static_cast<double>(s.length) * s.window - static_cast<double>(s.window) * s.window / 2;
     if (s.document_length == 0) return static_cast<double>(s.length) * s.length / 2;
     const int whole = s.length / s.document_length, rest = s.length % s.document_length;
     return (static_cast<double>(whole) * s.document_length * s.document_length +
@@ -34,7 +35,9 @@ double forward_flops(const AttentionShape& s) {
 }
 
 std::string shape_text(const AttentionShape& s) {
-    const std::string documents = s.document_length > 0 ? format(" documents=%d", s.document_length) : "";
+    const std::string documents = s.document_length > 0 ? format(" documents=%d", s.document_length)
+                                  : s.window > 0        ? format(" window=%d", s.window)
+                                                        : "";
     if (s.kv_heads == s.heads && s.rope_theta == 0.f)
         return format("B=%d T=%d H=%d hd=%d", s.batch, s.length, s.heads, s.head_dim) + documents;
     return format("B=%d T=%d H=%d Hkv=%d hd=%d theta=%g", s.batch, s.length, s.heads, s.kv_heads, s.head_dim,
@@ -47,14 +50,27 @@ bool grouped(const AttentionShape& s) { return s.kv_heads != s.heads || s.rope_t
 // The rows' name suffix of a shape's variant.
 std::string variant_name(const AttentionShape& s) {
     if (s.document_length > 0) return format(" (documents %d)", s.document_length);
+    if (s.window > 0) return format(" (window %d)", s.window);
     return grouped(s) ? " (GQA+RoPE)" : "";
+}
+
+// Each position's first visible key and one past its last seeing query under a window of W (one
+// document a row): what CudaBackend::folded_window hands the flash kernels. (B,T) each.
+void window_bounds(const AttentionShape& s, std::vector<int32_t>& starts, std::vector<int32_t>& ends) {
+    for (int b = 0; b < s.batch; ++b)
+        for (int t = 0; t < s.length; ++t) {
+            starts.push_back(std::max(0, t - s.window + 1));
+            ends.push_back(std::min(s.length, t + s.window));
+        }
 }
 
 // One attention problem's tensors in backend memory.
 struct AttentionTensors {
-    // With `rope`, the RoPE table (kernels/rope_table.h) is uploaded when the shape has RoPE (the
-    // flash kernels read it; the CPU backend keeps its own).
-    AttentionTensors(Backend& backend, const AttentionShape& s, DType act, bool rope) {
+    // `flash`: for the flash kernels, called directly: the RoPE table (kernels/rope_table.h) is
+    // uploaded when the shape has RoPE, and a window is folded into the bounds as the CUDA
+    // backend folds it; else for a Backend's ops (the CPU backend keeps its own table and takes
+    // the window as it is).
+    AttentionTensors(Backend& backend, const AttentionShape& s, DType act, bool flash) {
         const int64_t B = s.batch, T = s.length, H = s.heads, C = H * s.head_dim;
         const int64_t width = int64_t{s.heads + 2 * s.kv_heads} * s.head_dim;
         qkv = make(backend, act, {B, T, width});
@@ -75,7 +91,17 @@ struct AttentionTensors {
             params.document_ends = make(backend, DType::i32, {B, T});
             backend.document_bounds(params.document_starts, params.document_ends, token_view, kSeparator);
         }
-        if (!rope || s.rope_theta == 0.f) return;
+        if (s.window > 0 && flash) {
+            std::vector<int32_t> starts, ends;
+            window_bounds(s, starts, ends);
+            params.document_starts = make(backend, DType::i32, {B, T});
+            params.document_ends = make(backend, DType::i32, {B, T});
+            backend.copy_to_backend(params.document_starts.data, starts.data(), params.document_starts.bytes());
+            backend.copy_to_backend(params.document_ends.data, ends.data(), params.document_ends.bytes());
+        } else {
+            params.window = s.window;
+        }
+        if (!flash || s.rope_theta == 0.f) return;
         const std::vector<float> table = rope_table(s.rope_theta, s.head_dim, T);
         rope_cos_sin = make(backend, DType::f32, {T, s.head_dim});
         backend.copy_to_backend(rope_cos_sin.data, table.data(), rope_cos_sin.bytes());
@@ -216,13 +242,18 @@ std::vector<AttentionShape> attention_shapes(LabSizes sizes, const std::vector<i
                 shapes.push_back(
                     {kTokens / grouped_length, grouped_length, kHeads, head_dim, kHeads / 3, kTheta});
         }
-        if (smoke && wanted(150)) shapes.push_back({2, 150, 2, head_dim, 2, 0.f, 40});
+        if (smoke && wanted(150)) {
+            shapes.push_back({2, 150, 2, head_dim, 2, 0.f, 40});
+            shapes.push_back({2, 150, 2, head_dim, 2, 0.f, 0, 37});
+        }
         if (smoke) continue;
         for (const int document_length : {512, 128})
             for (const int length : {1024, 4096, 8192})
                 if (wanted(length))
                     shapes.push_back(
                         {kTokens / length, length, kHeads, head_dim, kHeads, 0.f, document_length});
+        for (const int length : {1024, 4096, 8192})
+            if (wanted(length)) shapes.push_back({kTokens / length, length, kHeads, head_dim, kHeads, 0.f, 0, 512});
     }
     return shapes;
 }
@@ -277,6 +308,7 @@ std::vector<Row> attention_rows(const LabContext& context) {
                     dims.push_back({"rope_theta", static_cast<int64_t>(s.rope_theta)});
                 }
                 if (s.document_length > 0) dims.push_back({"document_length", s.document_length});
+                if (s.window > 0) dims.push_back({"window", s.window});
                 const double flops = forward_flops(s);
                 rows.push_back({std::string("flash_attention_forward") + variant, shape_text(s), dims,
                                 forward_ms, Rate::tflop_per_s, flops / forward_ms / 1e9,

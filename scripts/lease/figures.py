@@ -119,8 +119,9 @@ def lab_attention(path):
     report = load_json(path)
     shapes = {}
     for row in (report or {}).get("rows", []):
-        if not row["kernel"].startswith("flash_attention_") or "document_length" in row["dims"]:
-            continue  # the document-mask rows: lab_document_mask
+        if not row["kernel"].startswith("flash_attention_") or "document_length" in row["dims"] \
+                or "window" in row["dims"]:
+            continue  # the document-mask and window rows: lab_document_mask
         key = (row["dims"]["T"], row["dims"]["head_dim"])
         entry = shapes.setdefault(key, {**row["dims"], "valid": True, "validation": []})
         entry["forward_ms" if row["kernel"].endswith("forward") else "backward_ms"] = row["milliseconds"]
@@ -136,33 +137,37 @@ def lab_attention(path):
 
 
 def lab_document_mask(path):
-    """Per document-mask shape: forward + backward ms, and against the causal shape of the same T and
-    head dim in the same report, the time ratio beside the ratio of the pairs the mask leaves (the
-    work the kernels should do when they skip the masked tiles)."""
+    """Per document-mask or window shape: forward + backward ms, and against the causal shape of the
+    same T and head dim in the same report, the time ratio beside the ratio of the pairs the mask
+    leaves (the work the kernels should do when they skip the masked tiles)."""
     times = {}
     for row in (load_json(path) or {}).get("rows", []):
         if not row["kernel"].startswith("flash_attention_") or "kv_heads" in row["dims"]:
             continue
         dims = row["dims"]
-        key = (dims["T"], dims["head_dim"], dims.get("document_length", 0))
+        key = (dims["T"], dims["head_dim"], dims.get("document_length", 0), dims.get("window", 0))
         entry = times.setdefault(key, {"T": dims["T"], "head_dim": dims["head_dim"], "document_length": key[2],
-                                       "ms": 0.0, "valid": True})
+                                       "window": key[3], "ms": 0.0, "valid": True})
         entry["ms"] += row["milliseconds"]
         entry["valid"] = entry["valid"] and row["valid"]
     rows = []
-    for (length, head_dim, document_length), entry in sorted(times.items()):
-        causal = times.get((length, head_dim, 0))
-        if document_length == 0 or causal is None:
+    for (length, head_dim, document_length, window), entry in sorted(times.items()):
+        causal = times.get((length, head_dim, 0, 0))
+        if (document_length == 0 and window == 0) or causal is None:
             continue
-        whole, rest = divmod(length, document_length)
-        entry["pairs_ratio"] = (whole * document_length ** 2 + rest ** 2) / length ** 2
+        if window:  # each query's min(t + 1, W) keys over the causal half's T^2 / 2
+            entry["pairs_ratio"] = (2 * length * window - window ** 2) / length ** 2
+        else:
+            whole, rest = divmod(length, document_length)
+            entry["pairs_ratio"] = (whole * document_length ** 2 + rest ** 2) / length ** 2
         entry["time_ratio"] = entry["ms"] / causal["ms"]
         rows.append(entry)
     return rows
 
 
 def document_mask_text(row):
-    return (f"T={row['T']} hd={row['head_dim']} documents {row['document_length']}: {row['ms']:.3f} ms fwd+bwd, "
+    mask = f"window {row['window']}" if row["window"] else f"documents {row['document_length']}"
+    return (f"T={row['T']} hd={row['head_dim']} {mask}: {row['ms']:.3f} ms fwd+bwd, "
             f"{row['time_ratio']:.2f}x causal for {row['pairs_ratio']:.2f}x its pairs"
             f"{'' if row['valid'] else ' FAILED validation'}")
 

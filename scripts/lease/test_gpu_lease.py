@@ -172,6 +172,24 @@ class DigestFigures(unittest.TestCase):
         self.assertEqual(line, "attention causal bf16 fwd+bwd TFLOP/s: T=1024 hd64: mixgpt 25.8, SDPA flash 36.8, "
                                "cuDNN - (0.70x flash)")
 
+    def test_masked_attention_against_the_causal_rows(self):
+        with tempfile.TemporaryDirectory() as folder:
+            lab = os.path.join(folder, "lab.json")
+            causal = {"B": 16, "T": 1024, "H": 12, "head_dim": 64}
+            rows = []
+            for extra, forward_ms in (({}, 1.0), ({"document_length": 512}, 0.5), ({"window": 512}, 0.8)):
+                for kernel, ms in (("flash_attention_forward", forward_ms), ("flash_attention_backward", 2 * forward_ms)):
+                    rows.append({"kernel": kernel, "dims": {**causal, **extra}, "milliseconds": ms, "valid": True,
+                                 "validation": "ok"})
+            with open(lab, "w") as file:
+                json.dump({"sizes": "production", "rows": rows}, file)
+            masked = figures.lab_document_mask(lab)
+            self.assertEqual(len(figures.lab_attention(lab)), 1)  # the causal shape alone
+        # documents of 512 leave half the causal pairs, a window of 512 at T 1024 three quarters
+        self.assertEqual([figures.document_mask_text(row) for row in masked],
+                         ["T=1024 hd=64 window 512: 2.400 ms fwd+bwd, 0.80x causal for 0.75x its pairs",
+                          "T=1024 hd=64 documents 512: 1.500 ms fwd+bwd, 0.50x causal for 0.50x its pairs"])
+
 
 class LeaseOnTheSimulator(unittest.TestCase):
     BUDGET_S = 150

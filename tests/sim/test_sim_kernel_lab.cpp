@@ -67,21 +67,24 @@ std::string printed(const std::function<void(std::FILE*)>& print) {
 }
 
 // Rows come per shape in attention_shapes' order (which lists each head dimension's multi-head
-// shapes, then its grouped one with RoPE, then its document-mask one); the grouped and the
-// document-mask rows are named so and carry their heads or their documents' length.
+// shapes, then its grouped one with RoPE, then its document-mask one, then its window one); the
+// grouped, document-mask and window rows are named so and carry their heads, their documents'
+// length or the window.
 TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
     const std::vector<Row> rows = attention_rows(*context_);
     const std::vector<AttentionShape> shapes = attention_shapes(LabSizes::smoke);
     ASSERT_EQ(rows.size(), 2 * shapes.size());
-    int grouped_shapes = 0, document_shapes = 0;
+    int grouped_shapes = 0, document_shapes = 0, window_shapes = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
-        const bool grouped = shapes[i].kv_heads != shapes[i].heads, documents = shapes[i].document_length > 0;
+        const bool grouped = shapes[i].kv_heads != shapes[i].heads, documents = shapes[i].document_length > 0,
+                   window = shapes[i].window > 0;
         grouped_shapes += grouped ? 1 : 0;
         document_shapes += documents ? 1 : 0;
+        window_shapes += window ? 1 : 0;
         for (const Row& row : {rows[2 * i], rows[2 * i + 1]}) {
             expect_valid_and_timed(row);
             EXPECT_EQ(row.rate, Rate::tflop_per_s);
-            ASSERT_EQ(row.dims.size(), grouped ? 6u : documents ? 5u : 4u);
+            ASSERT_EQ(row.dims.size(), grouped ? 6u : documents || window ? 5u : 4u);
             EXPECT_EQ(row.dims[1].second, shapes[i].length);
             EXPECT_EQ(row.dims[3].second, shapes[i].head_dim);
             if (grouped) {
@@ -90,31 +93,38 @@ TEST_P(SimKernelLab, FlashAttentionRowsPassValidationAtEveryShape) {
             if (documents) {
                 EXPECT_EQ(row.dims[4].second, shapes[i].document_length);
             }
+            if (window) {
+                EXPECT_EQ(row.dims[4].second, shapes[i].window);
+            }
         }
         const std::string variant = grouped     ? " (GQA+RoPE)"
                                     : documents ? " (documents " + std::to_string(shapes[i].document_length) + ")"
+                                    : window    ? " (window " + std::to_string(shapes[i].window) + ")"
                                                 : "";
         EXPECT_EQ(rows[2 * i].kernel, "flash_attention_forward" + variant);
         EXPECT_EQ(rows[2 * i + 1].kernel, "flash_attention_backward" + variant);
     }
     EXPECT_EQ(grouped_shapes, 2) << "one grouped shape with RoPE per head dimension";
     EXPECT_EQ(document_shapes, 2) << "one document-mask shape per head dimension";
+    EXPECT_EQ(window_shapes, 2) << "one window shape per head dimension";
 }
 
 TEST(SimKernelLabShapes, AttentionLengthsChooseTheTimedShapes) {
-    // Per head dimension: the causal shape, then documents of 512 and of 128 tokens.
+    // Per head dimension: the causal shape, then documents of 512 and of 128 tokens, then a window of 512.
     const std::vector<AttentionShape> chosen = attention_shapes(LabSizes::production, {1024});
-    ASSERT_EQ(chosen.size(), 6u);
-    const int document_lengths[] = {0, 512, 128};
+    ASSERT_EQ(chosen.size(), 8u);
+    const int document_lengths[] = {0, 512, 128, 0}, windows[] = {0, 0, 0, 512};
     for (size_t i = 0; i < chosen.size(); ++i) {
         EXPECT_EQ(chosen[i].length, 1024);
         EXPECT_EQ(chosen[i].batch * chosen[i].length, 16384);
-        EXPECT_EQ(chosen[i].head_dim, i < 3 ? 64 : 128);
-        EXPECT_EQ(chosen[i].document_length, document_lengths[i % 3]);
+        EXPECT_EQ(chosen[i].head_dim, i < 4 ? 64 : 128);
+        EXPECT_EQ(chosen[i].document_length, document_lengths[i % 4]);
+        EXPECT_EQ(chosen[i].window, windows[i % 4]);
     }
-    // Per head dimension: T 64 and 150, the grouped RoPE shape at T 150 and documents of 40 at T 150.
-    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 8u);
-    EXPECT_EQ(attention_shapes(LabSizes::production, {8192}).size(), 6u);
+    // Per head dimension: T 64 and 150, the grouped RoPE shape at T 150, documents of 40 and a
+    // window of 37 at T 150.
+    EXPECT_EQ(attention_shapes(LabSizes::smoke).size(), 10u);
+    EXPECT_EQ(attention_shapes(LabSizes::production, {8192}).size(), 8u);
     // The grouped shape comes with its own length only.
     const std::vector<AttentionShape> at_2048 = attention_shapes(LabSizes::production, {2048});
     ASSERT_EQ(at_2048.size(), 4u);

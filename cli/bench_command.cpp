@@ -82,6 +82,12 @@ void add_bench_command(CLI::App& app) {
                      "step time each costs")
         ->check(CLI::IsMember({"adamw", "muon"}))
         ->capture_default_str();
+    command
+        ->add_option("--telemetry-interval", o.telemetry_interval,
+                     "N: measure every N-th step as train --telemetry-interval does (the cost of telemetry; "
+                     "default 0: none)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
     command->add_flag("--profile", o.profile,
                       "also print where each precision's step goes, per op (on CUDA every op is "
                       "synchronized, so the profiled step is slower)");

@@ -198,6 +198,14 @@ void add_train_command(CLI::App& app) {
         ->needs(skip_spikes)
         ->group("Loss-spike guard");
 
+    command
+        ->add_option("--telemetry-interval", o.telemetry_interval,
+                     "N: every N-th step, per tensor and per block where the numbers sit (gradient and update "
+                     "norms, gradient underflow in the working precision, activation maxima and RMS, attention "
+                     "and output logit maxima, fp16's loss-scale headroom), written to metrics.jsonl as a "
+                     "telemetry record (train/telemetry.h; default 0: off; not with --zero)")
+        ->check(CLI::NonNegativeNumber)
+        ->group("Run");
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")
         ->capture_default_str()
         ->group("Run");

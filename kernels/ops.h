@@ -43,6 +43,15 @@ struct StepStatus {
 };
 static_assert(sizeof(StepStatus) == 32, "StepStatus is copied between host and device as 32 bytes");
 
+// What tensor_statistics (kernels/ops.def) measures of one tensor, in backend memory (32 bytes).
+struct TensorStatistics {
+    double sum_squares = 0;  // of the finite elements
+    double amax = 0;         // the largest |x| of the finite elements
+    double small = 0;        // finite elements with |x| below the op's `small` (zeros included)
+    double non_finite = 0;   // Inf and NaN elements
+};
+static_assert(sizeof(TensorStatistics) == 32, "TensorStatistics is copied to the host as 4 doubles");
+
 struct AdamWHyper {
     float learning_rate = 0.f;
     float beta1 = 0.9f;

@@ -87,6 +87,24 @@ public:
     // the loss saw, rounded to act); after forward_backward they hold the logit gradients.
     TensorView logits();
 
+    // Telemetry (train/telemetry.h): while set, every forward pass records tensor_statistics
+    // (kernels/ops.def, with `small` as its threshold) of each block's output x_{l+1} into
+    // block_outputs[l], of each layer's attention log-sum-exp (lse (b, H, t) f32) into
+    // attention_lse[l], and of the logits before the loss (and before a soft-cap) into logits:
+    // backend memory, overwritten by each pass. All null (the default): nothing recorded.
+    struct ForwardStatistics {
+        TensorStatistics* block_outputs = nullptr;  // (n_layer)
+        TensorStatistics* attention_lse = nullptr;  // (n_layer)
+        TensorStatistics* logits = nullptr;
+        float small = 0.f;
+    };
+    void record_statistics(const ForwardStatistics& statistics) { statistics_ = statistics; }
+    int64_t last_tokens() const { return last_rows_ * last_length_; }  // b * t of the last forward
+    // Of the last forward, under Recompute::none (which keeps them all): block `layer`'s output
+    // x_{layer+1} (b*t, C) act, and its attention's log-sum-exp (b, H, t) f32.
+    TensorView block_output(int layer) const { return block_activations(layer, last_rows_, last_length_).residual_out; }
+    TensorView attention_lse(int layer) const { return block_activations(layer, last_rows_, last_length_).lse; }
+
     // Sampling with a KV cache (batch rows <= batch_size): forward of new tokens (rows, Tn) i32 in
     // backend memory, Tn <= seq_len, at positions [position, position + Tn) <= max_seq_len, after
     // earlier calls filled positions [0, position). Returns logits (rows, Vp) act of the last new position
@@ -188,6 +206,7 @@ private:
     Buffer cache_;
     TensorView k_cache_, v_cache_, last_norm_, cached_logits_;
     std::unique_ptr<Fp8Linears> fp8_;  // Precision::fp8 only
+    ForwardStatistics statistics_;  // record_statistics
     // Under the document mask (config().document_separator >= 0): i32 document starts and ends of
     // the last batch (B*T each), the decoding starts (B*T), each row's open document (B), and
     // under --positions document with learned positions the tokens' positions (B*T).

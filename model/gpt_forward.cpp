@@ -62,6 +62,9 @@ void GPT::forward_blocks(TensorView tokens, int cache_position) {
         const BlockActivations a = block_activations(l, b, t);
         block_forward_to_mlp_hidden(l, a, cache_position);
         block_forward_finish(l, a, next_norm(l, b, t));
+        if (statistics_.block_outputs == nullptr) continue;
+        backend_.tensor_statistics(statistics_.block_outputs + l, a.residual_out, TensorView(), statistics_.small);
+        backend_.tensor_statistics(statistics_.attention_lse + l, a.lse, TensorView(), statistics_.small);
     }
 }
 
@@ -121,6 +124,8 @@ void GPT::forward_pass(TensorView tokens, TensorView targets, bool compute_gradi
     const TensorView logits = activation(Activation::logits, 0, {N, Vp});
     linear_forward(0, LinearRole::head, logits, activation(Activation::final_norm, 0, {N, C}), weights_.head(),
                    TensorView());
+    if (statistics_.logits != nullptr)
+        backend_.tensor_statistics(statistics_.logits, logits, TensorView(), statistics_.small);
     const TensorView target_rows(targets.data, targets.dtype, {N});
     // The z-loss is part of the training objective only (forward_backward).
     const float z_loss = compute_gradient ? z_loss_ : 0.f;

@@ -6,6 +6,11 @@ each evaluation. With `train --task-eval`, a second panel: each task's acc_norm 
 (dashed) at each task evaluation, and its chance level (dotted). Bottom panel: learning rate, and
 the loss scale when it is not constantly 1.
 A resumed run appends to the file; for a step seen twice the later line wins.
+With `train --telemetry-interval`, a second PNG beside the first (metrics_telemetry.png): the
+training loss on top, then per-layer heat maps (layer x measured step) of each block's output
+max |x| and RMS, its attention's max |log-sum-exp|, and over the block's tensors the gradient
+norm, the update's norm over the weight's and the fraction of gradient elements the working
+precision cannot hold as normals (train/telemetry.h).
 
     scripts/plot_metrics.py runs/demo/metrics.jsonl            # writes runs/demo/metrics.png
     scripts/plot_metrics.py runs/demo/metrics.jsonl -o loss.png
@@ -57,6 +62,60 @@ def read_task_evaluations(path):
 
 def as_number(value):
     return math.nan if value is None else float(value)
+
+
+def read_telemetry(path):
+    """Returns {step: telemetry record} (`train --telemetry-interval`), later lines winning."""
+    return {r["step"]: r for r in read_records(path) if r.get("type") == "telemetry"}
+
+
+def layer_quantities(record):
+    """{quantity: [value per layer]} of one telemetry record."""
+    layers = len(record["blocks"])
+    quantities = {name: [as_number(block[name]) for block in record["blocks"]]
+                  for name in ("output_amax", "output_rms", "attention_lse_amax")}
+    gradient, update, weight, small, elements = ([0.0] * layers for _ in range(5))
+    for tensor in record["tensors"]:
+        layer = tensor["layer"]
+        if 0 <= layer < layers:
+            gradient[layer] += as_number(tensor["grad_norm"]) ** 2
+            update[layer] += (as_number(tensor["update_ratio"]) * as_number(tensor["weight_norm"])) ** 2
+            weight[layer] += as_number(tensor["weight_norm"]) ** 2
+            small[layer] += as_number(tensor["grad_small_fraction"]) * tensor["elements"]
+            elements[layer] += tensor["elements"]
+    quantities["grad_norm"] = [math.sqrt(g) for g in gradient]
+    quantities["update_ratio"] = [math.sqrt(u / w) if w > 0 else math.nan for u, w in zip(update, weight)]
+    quantities["grad_small_fraction"] = [s / e if e > 0 else math.nan for s, e in zip(small, elements)]
+    return quantities
+
+
+TELEMETRY_PANELS = [("output_amax", "block output max |x|", True), ("output_rms", "block output RMS", True),
+                    ("attention_lse_amax", "attention max |lse|", False), ("grad_norm", "gradient norm", True),
+                    ("update_ratio", "|update| / |weight|", True),
+                    ("grad_small_fraction", "gradient elements below the smallest normal", False)]
+
+
+def plot_telemetry(train, telemetry, output, title):
+    steps = sorted(telemetry)
+    figure, axes = plt.subplots(1 + len(TELEMETRY_PANELS), 1, figsize=(9, 2.2 * (1 + len(TELEMETRY_PANELS))))
+    train_steps = sorted(train)
+    axes[0].plot(train_steps, [as_number(train[s]["loss"]) for s in train_steps], color="tab:blue", linewidth=1.0)
+    axes[0].set_ylabel("train loss")
+    axes[0].set_title(title)
+    axes[0].grid(alpha=0.3)
+    per_step = [layer_quantities(telemetry[s]) for s in steps]
+    for axis, (name, label, logarithmic) in zip(axes[1:], TELEMETRY_PANELS):
+        grid = [[row[name][layer] for row in per_step] for layer in range(len(per_step[0][name]))]
+        if logarithmic:
+            grid = [[math.log10(v) if v > 0 else math.nan for v in row] for row in grid]
+        image = axis.imshow(grid, aspect="auto", origin="lower", interpolation="nearest",
+                            extent=(steps[0] - 0.5, steps[-1] + 0.5, -0.5, len(grid) - 0.5))
+        figure.colorbar(image, ax=axis, label="log10" if logarithmic else "")
+        axis.set_ylabel("layer")
+        axis.set_title(label, fontsize="small")
+    axes[-1].set_xlabel("step")
+    figure.tight_layout()
+    figure.savefig(output, dpi=110)
 
 
 def moving_average(values, window):
@@ -140,6 +199,11 @@ def main():
     output = arguments.output or arguments.metrics.rsplit(".", 1)[0] + ".png"
     plot(train, evaluation, tasks, output, arguments.metrics)
     print(output)
+    telemetry = read_telemetry(arguments.metrics)
+    if telemetry:
+        telemetry_output = output.rsplit(".", 1)[0] + "_telemetry.png"
+        plot_telemetry(train, telemetry, telemetry_output, arguments.metrics + ": telemetry")
+        print(telemetry_output)
 
 
 if __name__ == "__main__":

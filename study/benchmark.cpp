@@ -15,6 +15,7 @@
 #include "model/flops.h"
 #include "train/loss_scaling.h"
 #include "train/memory_check.h"
+#include "train/telemetry.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -76,11 +77,18 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     AdamWHyper hyper;
     hyper.learning_rate = 1e-4f;
 
+    std::optional<Telemetry> telemetry;
+    if (options.telemetry_interval > 0) telemetry.emplace(model, *backend, options.telemetry_interval);
+    int64_t steps_done = 0;
     const auto run_steps = [&](int count) {
-        for (int i = 0; i < count; ++i) {
+        for (int i = 0; i < count; ++i, ++steps_done) {
+            const bool measured = telemetry && telemetry->due(steps_done);
+            const float loss_scale = measured ? step.read_status().loss_scale : 1.f;
+            if (measured) telemetry->before_step();
             step.begin();
             step.micro_step(windows.data());
             step.finish(hyper);
+            if (measured) telemetry->after_step(steps_done + 1, loss_scale);
         }
     };
     run_steps(options.warmup_steps);

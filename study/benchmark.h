@@ -50,6 +50,9 @@ struct BenchOptions {
     // The step's optimizer: AdamW on every parameter, or Muon on the hidden matrices with its
     // defaults (train/muon_step.h) and AdamW on the rest.
     OptimizerKind optimizer = OptimizerKind::adamw;
+    // > 0: every such step (warm-up included) is measured as train --telemetry-interval does
+    // (train/telemetry.h), its record dropped: the cost of measuring.
+    int telemetry_interval = 0;
 };
 
 struct BenchResult {

@@ -488,6 +488,21 @@ F64Vector f64_attention_backward(const F64Vector& dout, const F64Vector& qkv, in
     return rope ? rotate_queries_keys(dqkv, B, T, heads, params.rope_theta, 0, true, positions) : dqkv;
 }
 
+F64Statistics f64_tensor_statistics(const F64Vector& values, const F64Vector& reference, double small) {
+    F64Statistics result;
+    for (size_t i = 0; i < values.size(); ++i) {
+        const double value = reference.empty() ? values[i] : values[i] - reference[i];
+        if (!std::isfinite(value)) {
+            result.non_finite += 1;
+            continue;
+        }
+        result.sum_squares += value * value;
+        result.amax = std::max(result.amax, std::fabs(value));
+        if (std::fabs(value) < small) result.small += 1;
+    }
+    return result;
+}
+
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
                              int V, double gradient_scale, double loss_scale, double softcap, double z_loss) {
     F64Classifier result{F64Vector(index(N)), F64Vector(index(N)), F64Vector(index(int64_t{N} * Vp)), logits};

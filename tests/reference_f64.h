@@ -159,6 +159,13 @@ std::vector<int> f64_document_positions(const std::vector<int32_t>& tokens, int 
 F64Vector f64_rope(const F64Vector& qkv, int B, int T, int head_dim, const AttentionParams& params,
                    int first_position = 0, bool inverse = false);
 
+// ---- telemetry ----
+// tensor_statistics (kernels/ops.def) of values, minus reference when it is not empty, in double.
+struct F64Statistics {
+    double sum_squares = 0, amax = 0, small = 0, non_finite = 0;
+};
+F64Statistics f64_tensor_statistics(const F64Vector& values, const F64Vector& reference, double small);
+
 // ---- fused classifier over a padded vocabulary ----
 struct F64Classifier {
     F64Vector losses;    // (N) logsumexp(c[i, :V]) - c[i, target], c the capped logits

@@ -1,5 +1,8 @@
 #include "tests/test_cpu_support.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstring>
 
 namespace mixgpt::test {
@@ -89,6 +92,13 @@ std::vector<double> stored_rope_attention_backward(const std::vector<double>& do
     const std::vector<double> stored = rounded(f64_rope(qkv, B, T, head_dim, params), dtype);
     return f64_rope(f64_attention_backward(dout, stored, B, T, head_dim, unrotated, documents), B, T,
                     head_dim, params, 0, true);
+}
+
+void expect_statistics_match(const TensorStatistics& got, const F64Statistics& want, const std::string& what) {
+    EXPECT_LE(std::fabs(got.sum_squares - want.sum_squares), 1e-12 * want.sum_squares) << what;
+    EXPECT_EQ(got.amax, want.amax) << what;
+    EXPECT_EQ(got.small, want.small) << what;
+    EXPECT_EQ(got.non_finite, want.non_finite) << what;
 }
 
 }  // namespace mixgpt::test

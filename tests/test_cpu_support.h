@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/memory.h"
@@ -52,6 +53,9 @@ double storage_error(const std::vector<double>& reference, DType dtype);
 // The bound a result stored in `dtype` must meet against its float64 reference: the FP32
 // criterion for fp32, else twice the storage error of the reference in that dtype.
 double tolerance_for(const std::vector<double>& reference, DType dtype);
+// tensor_statistics' result against the float64 reference's: the sum of squares within 1e-12
+// relative (double sums in another order), the maximum and the counts exactly (EXPECTs).
+void expect_statistics_match(const TensorStatistics& got, const F64Statistics& want, const std::string& what);
 
 // The float64 references of attention (tests/reference_f64.h) for a backend whose activations are
 // stored in `dtype`: under RoPE, q and k are rotated in float64 and then rounded to `dtype`, as the

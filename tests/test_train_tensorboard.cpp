@@ -74,6 +74,7 @@ protected:
         options.tensorboard_dir = d.file("tb/run");
         options.peak_tflops = 1e-3;  // a peak, so that MFU is known on the CPU
         options.skip_spikes = 3;     // never judged in 10 steps (a window of 100): spike_skips 0
+        options.telemetry_interval = 3;  // steps 3 and 6 before the resume, 6 and 9 after
         run_training(options, [&](const TrainMetrics& metrics) {
             if (metrics.step != 5) return;
             fs::create_directories(d.file("flushed"));
@@ -102,7 +103,9 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
     ASSERT_EQ(read.status, 0) << read.output;
     for (const char* tag : {"train/loss,", "train/lr,", "train/grad_norm,", "train/tokens_per_second,",
                             "train/loss_scale,", "train/mfu,", "train/spike_skips,", "val/loss,",
-                            "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,"})
+                            "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,",
+                            "telemetry/logit_amax,", "telemetry/loss_scale_headroom_bits,",
+                            "telemetry/output_rms/1,", "telemetry/update_ratio/0,", "telemetry/grad_small_fraction/1,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);

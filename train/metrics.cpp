@@ -111,6 +111,11 @@ void MetricsWriter::write(const TaskEvalMetrics& metrics) {
     if (tensorboard_) tensorboard_->write(metrics);
 }
 
+void MetricsWriter::write(const TelemetryRecord& record) {
+    write_line(telemetry_json(record));
+    if (tensorboard_) tensorboard_->write(record);
+}
+
 void MetricsWriter::write_resume(int64_t step) {
     const nlohmann::ordered_json line = {{"type", "resume"}, {"step", step}};
     write_line(line.dump());

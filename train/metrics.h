@@ -15,6 +15,7 @@
 //    elements the FP8 conversion clipped during the step, per tensor class, model/fp8_linears.h)
 //   {"type":"task_eval","step":100,"task":"hellaswag","data":"hellaswag_val.jsonl","examples":10042,
 //    "acc":0.2859,"acc_norm":0.2955,"chance":0.25}        (train/task_eval.h)
+//   {"type":"telemetry","step":100,...}         (train --telemetry-interval: train/telemetry_record.h)
 //   {"type":"resume","step":50}                  (a resumed run appends after this line; the lines
 //                                                 past step 50 of the stopped run are removed)
 // Non-finite numbers are written as null. With `train --tensorboard DIR` the same records also go
@@ -29,6 +30,7 @@
 #include <string>
 
 #include "model/fp8_linears.h"
+#include "train/telemetry_record.h"
 #include "train/train_options.h"
 
 namespace mixgpt {
@@ -91,6 +93,7 @@ public:
     void write(const TrainMetrics& metrics);
     void write(const EvalMetrics& metrics);
     void write(const TaskEvalMetrics& metrics);
+    void write(const TelemetryRecord& record);
     void write_resume(int64_t step);  // and the event file's SessionLog START
     const std::string& path() const { return path_; }
 

@@ -48,6 +48,12 @@ void TensorBoardMetrics::write(const EvalMetrics& metrics) {
     file_.flush();
 }
 
+void TensorBoardMetrics::write(const TelemetryRecord& record) {
+    std::vector<TensorBoardScalar> scalars;
+    for (const auto& [tag, value] : telemetry_scalars(record)) scalars.push_back({tag, static_cast<float>(value)});
+    file_.write(scalars_event(event_wall_time(), record.step, scalars));
+}
+
 void TensorBoardMetrics::write(const TaskEvalMetrics& metrics) {
     const std::string task = "task/" + std::filesystem::path(metrics.data).filename().string();
     file_.write(scalars_event(event_wall_time(), metrics.step,

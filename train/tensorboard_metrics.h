@@ -11,14 +11,15 @@
 //   val/loss, val/perplexity, val/tokens           each evaluation
 //   val/grad_zero_fraction                         when measured (mixgpt study)
 //   task/<task file's name>/{acc,acc_norm}         each task evaluation (--task-eval)
+//   telemetry/<quantity>[/<layer>]                 each measured step (--telemetry-interval,
+//                                                  train/telemetry_record.h's telemetry_scalars)
 //
 // A run writes a SessionLog START at the first step it writes (its start step + 1): TensorBoard
 // then drops the events of that step and later read from the folder's earlier files, the steps
 // a resumed run redoes, as metrics.jsonl drops their lines. Evaluations flush the file.
 //
-// Issue 40's per-layer telemetry (point 1, not built yet) belongs here too: its scalars as
-// telemetry/<quantity>/<layer> tags through scalars_event, its histograms through a histogram
-// encoder in train/event_records.h.
+// The telemetry's histograms (issue 40) are not written yet: they need a histogram encoder in
+// train/event_records.h.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,7 @@ public:
     void write(const TrainMetrics& metrics);
     void write(const EvalMetrics& metrics);      // and flushes
     void write(const TaskEvalMetrics& metrics);  // and flushes
+    void write(const TelemetryRecord& record);
 
 private:
     EventFile file_;

@@ -103,6 +103,9 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
                    "skip-spikes: must be a finite number of standard deviations > 0 (0: off)");
     MIXGPT_REQUIRE(options.spike_window >= 2, "spike-window: must be at least 2 steps");
     MIXGPT_REQUIRE(options.max_spike_skips >= 1, "max-spike-skips: must be at least 1");
+    MIXGPT_REQUIRE(options.telemetry_interval >= 0, "telemetry-interval: must not be negative (0: off)");
+    MIXGPT_REQUIRE(options.telemetry_interval == 0 || !options.zero_optimizer,
+                   "telemetry-interval: needs every fp32 master on each rank, which --zero shards");
     MIXGPT_REQUIRE(std::isfinite(options.peak_tflops) && options.peak_tflops >= 0,
                    "peak-tflops: must be a finite number >= 0 (0: the device's, when known)");
     MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");
@@ -305,13 +308,14 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
         };
         described.insert(described.end(), guard.begin(), guard.end());
     }
+    if (options.telemetry_interval > 0) described.emplace_back("telemetry_interval", integer(options.telemetry_interval));
     return described;
 }
 
 bool is_run_mechanics(const std::string& name) {
     return name == "steps" || name == "tokens" || name == "zero_optimizer" || name == "overlap_comm" ||
            name == "bucket_mb" || name == "collective_timeout" || name == "output_dir" ||
-           name == "gradient_zero_stats";
+           name == "gradient_zero_stats" || name == "telemetry_interval";
 }
 
 }  // namespace mixgpt

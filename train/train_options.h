@@ -74,6 +74,9 @@ struct TrainOptions {
     double skip_spikes = 0;
     int spike_window = 100;
     int max_spike_skips = 10;
+    // Every telemetry_interval-th step is measured (train/telemetry.h) and written to metrics.jsonl
+    // as a telemetry record; 0: off. Changes no result of the run.
+    int telemetry_interval = 0;
     Fp8Options fp8;          // --precision fp8 only (model/fp8_linears.h)
 
     // run

@@ -32,6 +32,7 @@
 #include "train/run_directory.h"
 #include "train/spike_guard.h"
 #include "train/task_eval.h"
+#include "train/telemetry.h"
 #include "train/train_step.h"
 
 namespace mixgpt {
@@ -64,8 +65,6 @@ private:
     void evaluate_tasks();  // --task-eval: metrics and the progress line's fields
     // The fp8 state before an evaluation, restored after it (Fp8Linears::snapshot); none without fp8.
     std::optional<Fp8Linears::Snapshot> fp8_snapshot() const;
-    // Of the last step's gradients that this rank owns, over all ranks: exactly zero / all.
-    double gradient_zero_fraction();
     // This rank's loader of a split: its shard of each global batch of (B, T+1) windows.
     LoaderOptions loader_options(const char* split, LoaderMode mode) const;
     TrainMetrics run_step();
@@ -87,6 +86,7 @@ private:
     std::unique_ptr<DataLoader> loader_;
     std::unique_ptr<TrainStep> train_step_;
     std::unique_ptr<MetricsWriter> metrics_;  // rank 0 only
+    std::unique_ptr<Telemetry> telemetry_;    // rank 0, with --telemetry-interval only
 
     int64_t step_ = 0;  // optimizer steps completed
     int64_t tokens_seen_ = 0;
@@ -164,6 +164,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     status_ = plan_.loss_scale.initial_status();
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel, plan_.muon);
+    if (options.telemetry_interval > 0 && is_root())
+        telemetry_ = std::make_unique<Telemetry>(*model_, *backend_, options.telemetry_interval);
 
     // Validation reads every dataset of the run in turn (each component of a mixture): possible
     // when any of them has a validation shard of a window or more.
@@ -446,7 +448,9 @@ void Trainer::evaluate() {
     totals.nats = sums[0];
     totals.tokens = static_cast<int64_t>(sums[1]);
     result_.last_val_loss = totals.mean_loss();
-    const double zero_fraction = options_.gradient_zero_stats ? gradient_zero_fraction() : -1;
+    const double zero_fraction = options_.gradient_zero_stats
+                                     ? gradient_zero_fraction(*model_, train_step_->owned(), communicator())
+                                     : -1;
     if (!is_root()) return;
     EvalMetrics metrics;
     metrics.grad_zero_fraction = zero_fraction;
@@ -484,20 +488,6 @@ void Trainer::evaluate_tasks() {
     }
 }
 
-double Trainer::gradient_zero_fraction() {
-    const TensorView all = model_->gradients();  // (n) f32
-    double counts[2] = {0, 0};                   // zeros, elements
-    for (const ElementRange& owned : train_step_->owned()) {
-        std::vector<float> gradients(static_cast<size_t>(owned.count()));
-        backend_->copy_to_host(gradients.data(), slice_elements(all, owned).data,
-                               gradients.size() * sizeof(float));
-        counts[0] += static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f));
-        counts[1] += static_cast<double>(gradients.size());
-    }
-    communicator().all_reduce_sum_host(counts, 2);
-    return counts[1] > 0 ? counts[0] / counts[1] : 0;
-}
-
 TrainMetrics Trainer::run_step() {
     const auto start = std::chrono::steady_clock::now();
     AdamWHyper hyper = plan_.adamw;
@@ -506,6 +496,8 @@ TrainMetrics Trainer::run_step() {
     LrSchedule unit_schedule = plan_.schedule;  // the schedule's factor, for Muon's groups
     unit_schedule.peak = 1;
 
+    const bool measured = telemetry_ && telemetry_->due(step_);
+    if (measured) telemetry_->before_step();
     train_step_->begin();
     Batch batch;
     for (int micro = 0; micro < plan_.accumulation_steps; ++micro) {
@@ -527,6 +519,7 @@ TrainMetrics Trainer::run_step() {
     status_ = result.status;
     ++step_;
     tokens_seen_ += plan_.tokens_per_step;
+    if (measured) metrics_->write(telemetry_->after_step(step_, scale_used));
     metrics.step = step_;
     metrics.loss = result.loss;
     metrics.z_loss = plan_.z_loss > 0 ? result.z_loss : -1;

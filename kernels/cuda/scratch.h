@@ -27,6 +27,7 @@ enum class ScratchSlot {
     muon_norm,           // muon_momentum's per-block sums of squares and the norm's inverse
     muon_iteration,      // muon_newton_schulz's A, B (s, s) and next X (rows, cols) of one matrix
     window_bounds,       // the flash kernels' document bounds with the sliding window folded in (B,T) x 2
+    statistics_partials,  // per-block TensorStatistics of tensor_statistics
     count
 };
 

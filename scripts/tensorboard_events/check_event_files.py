@@ -13,7 +13,8 @@ protobuf's own encoding of the decoded event is the record byte for byte. A file
 file_version event ("brain.Event:2"), a SessionLog START, then scalar events. The scalars are
 merged as TensorBoard merges a folder: a START at step s drops the scalars of step s and later
 read before it. What remains must be metrics.jsonl's values (as float32; null: NaN or Inf) at their
-steps, under the tags of train/tensorboard_metrics.h; --loss-scaled: the run scales its loss
+steps, under the tags of train/tensorboard_metrics.h; a telemetry record's per-layer tags computed
+here from its blocks and tensors (train/telemetry_record.h); --loss-scaled: the run scales its loss
 (train/loss_scale expected).
 """
 import argparse
@@ -152,6 +153,35 @@ def float32(value):
     return None if value is None else struct.unpack("<f", struct.pack("<f", value))[0]
 
 
+def telemetry_scalars(record):
+    """(tag, value) of a telemetry record: its block quantities per layer, and over each block's
+    tensors the joint gradient norm, the joint update's norm over the joint weight's and the
+    fraction of small gradient elements."""
+    scalars = {"telemetry/logit_amax": record["logit_amax"]}
+    if "loss_scale_headroom_bits" in record:
+        scalars["telemetry/loss_scale_headroom_bits"] = record["loss_scale_headroom_bits"]
+    sums = {}
+    for tensor in record["tensors"]:
+        if tensor["layer"] < 0:
+            continue
+        layer = sums.setdefault(tensor["layer"], [0.0, 0.0, 0.0, 0.0, 0.0])
+        update = tensor["update_ratio"] * tensor["weight_norm"]
+        layer[0] += tensor["grad_norm"] * tensor["grad_norm"]
+        layer[1] += update * update
+        layer[2] += tensor["weight_norm"] * tensor["weight_norm"]
+        layer[3] += tensor["grad_small_fraction"] * tensor["elements"]
+        layer[4] += tensor["elements"]
+    for block in record["blocks"]:
+        tail = f"/{block['layer']}"
+        for quantity in ("output_amax", "output_rms", "attention_lse_amax"):
+            scalars["telemetry/" + quantity + tail] = block[quantity]
+        gradient, update, weight, small, elements = sums.get(block["layer"], [0.0] * 5)
+        scalars["telemetry/grad_norm" + tail] = math.sqrt(gradient)
+        scalars["telemetry/update_ratio" + tail] = math.sqrt(update / weight) if weight > 0 else 0.0
+        scalars["telemetry/grad_small_fraction" + tail] = small / elements if elements > 0 else 0.0
+    return scalars
+
+
 def expected_scalars(metrics_path, loss_scaled):
     expected = {}
     with open(metrics_path) as f:
@@ -167,6 +197,10 @@ def expected_scalars(metrics_path, loss_scaled):
             elif kind == "task_eval":
                 task = "task/" + os.path.basename(record["data"])
                 fields = {"acc": task + "/acc", "acc_norm": task + "/acc_norm"}
+            elif kind == "telemetry":
+                for tag, value in telemetry_scalars(record).items():
+                    expected[(tag, step)] = float32(value)
+                continue
             else:
                 continue
             for field, tag in fields.items():

@@ -69,6 +69,11 @@ void add_study_command(CLI::App& app) {
     command->add_option("--recompute", arguments->recompute, "none, selective, full")->capture_default_str();
     command->add_option("--eval-interval", o.eval_interval, "steps between evaluations (and checkpoints)")
         ->capture_default_str();
+    command
+        ->add_option("--telemetry-interval", o.telemetry_interval,
+                     "steps between the runs' telemetry records (train --telemetry-interval; default: "
+                     "--eval-interval), which the report's departures from fp32 compare")
+        ->check(CLI::NonNegativeNumber);
     command->add_option("--eval-batches", o.eval_batches, "validation batches per evaluation (0: all)")
         ->capture_default_str();
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")

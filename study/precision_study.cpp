@@ -47,6 +47,7 @@ TrainOptions run_options(const StudyOptions& options, const StudyVariant& varian
     train.optimizer = variant.optimizer;
     train.muon_ns_dtype = variant.muon_ns_dtype;
     train.gradient_zero_stats = true;
+    if (train.telemetry_interval == 0) train.telemetry_interval = train.eval_interval;  // at each evaluation
     train.resume = "if-present";
     if (train.checkpoint_interval == 0) train.checkpoint_interval = train.eval_interval;
     return train;

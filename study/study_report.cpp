@@ -27,7 +27,7 @@ double median(std::vector<double> values) {
 }
 
 struct RunMetrics {
-    std::map<int64_t, Json> train, eval;  // by step; a later line for a step replaces an earlier one
+    std::map<int64_t, Json> train, eval, telemetry;  // by step; a later line for a step replaces an earlier one
     std::vector<double> tokens_per_second, ms_per_step;  // of the steps after each process's first
 };
 
@@ -62,6 +62,8 @@ RunMetrics read_run_metrics(const std::string& path) {
             metrics.train[step] = std::move(record);
         } else if (type == "eval") {
             metrics.eval[step] = std::move(record);
+        } else if (type == "telemetry") {
+            metrics.telemetry[step] = std::move(record);
         }
     }
     MIXGPT_REQUIRE(!metrics.train.empty(), path + ": holds no training step");
@@ -70,6 +72,11 @@ RunMetrics read_run_metrics(const std::string& path) {
 
 double bits_per_byte(double nats_per_token, double bytes_per_token) {
     return nats_per_token / std::log(2.0) / bytes_per_token;
+}
+
+Json departure_json(const TelemetryDeparture& departure) {
+    if (departure.layer < 0) return nullptr;
+    return {{"layer", departure.layer}, {"step", departure.step}, {"value", departure.value}};
 }
 
 Json run_json(const StudyRunSummary& run) {
@@ -115,8 +122,12 @@ Json run_json(const StudyRunSummary& run) {
               {"peak_memory_bytes", run.bench.peak_memory_bytes},
               {"device", run.bench.device},
               {"emulated", run.bench.emulated}}},
-            {"evaluations", evaluations}};
+            {"evaluations", evaluations},
+            {"telemetry_departures",
+             {{"output_amax_ratio", departure_json(run.departures.amax)},
+              {"grad_underflow_excess", departure_json(run.departures.underflow)}}}};
 }
+
 
 // Speed figures carry their caveat on the CPU, where reduced precisions are emulated.
 std::string speed(double value, const char* pattern, bool emulated) {
@@ -287,6 +298,33 @@ std::string target_markdown(const StudyReport& report) {
 
 // An optimizer study: each variant's validation loss and training seconds at every evaluation,
 // means over the seeds.
+// Where each run's block outputs and gradient underflow depart most from the fp32 run of its seed
+// (the telemetry the study measures at each evaluation); "" when no run has a departure.
+std::string departures_markdown(const StudyReport& report) {
+    std::string rows;
+    for (const StudyRunSummary& run : report.runs) {
+        const TelemetryDeparture &amax = run.departures.amax, &underflow = run.departures.underflow;
+        if (amax.layer < 0 && underflow.layer < 0) continue;
+        const auto where = [](const TelemetryDeparture& d) {
+            return format("layer %d, step %lld", d.layer, static_cast<long long>(d.step));
+        };
+        rows += format("| %s | %s | %s | %s | %s |\n", run_label(report, run).c_str(),
+                       amax.layer < 0 ? "—" : format("%.3f×", amax.value).c_str(),
+                       amax.layer < 0 ? "—" : where(amax).c_str(),
+                       underflow.layer < 0 ? "—" : format("%+.4f%%", 100 * underflow.value).c_str(),
+                       underflow.layer < 0 ? "—" : where(underflow).c_str());
+    }
+    if (rows.empty()) return "";
+    return "\n## Where each run departs from fp32 (telemetry)\n\n"
+           "At each evaluation the runs measure every block (train --telemetry-interval): its output's max |x|, "
+           "and the fraction of its gradient elements below the working dtype's smallest normal (fp16: of the "
+           "loss-scaled values). Per run, the layer and step where each departs most from the fp32 run of its "
+           "seed: the output maximum's ratio to fp32's, and the underflow's excess over fp32's.\n\n"
+           "| run | block output max vs fp32 | where | gradient underflow vs fp32 | where |\n"
+           "|---|---|---|---|---|\n" +
+           rows;
+}
+
 std::string curve_markdown(const StudyReport& report) {
     std::string text =
         report.seeds.size() > 1
@@ -364,6 +402,7 @@ StudyRunSummary summarize_study_run(const std::string& study_directory, const st
         }
         run.evaluations.push_back(point);
     }
+    run.telemetry = study_telemetry(metrics.telemetry);
     run.final_val_loss = run.evaluations.back().val_loss;
     run.final_perplexity = std::exp(run.final_val_loss);
     run.final_bits_per_byte = bits_per_byte(run.final_val_loss, bytes_per_token);
@@ -393,6 +432,7 @@ void compare_runs(StudyReport& report) {
             const auto found = reference_loss.find(point.step);
             point.gap_to_fp32 = found == reference_loss.end() ? kNaN : point.val_loss - found->second;
         }
+        if (reference != &run) run.departures = telemetry_departures(run.telemetry, reference->telemetry);
     }
     report.spreads.clear();
     for (const StudyRunSummary& run : report.runs) {
@@ -501,6 +541,7 @@ std::string study_report_markdown(const StudyReport& report) {
     const StudyRunSummary* reference =
         report.seeds.empty() ? nullptr : fp32_run(report, report.seeds.front());
     if (reference != nullptr) text += gap_markdown(report, *reference);
+    text += departures_markdown(report);
     text +=
         "\n## Figures\n\n![final validation loss per seed](final_loss.png)\n![loss curves](loss_curves.png)\n"
         "![gap to fp32](val_gap.png)\n![tokens per second](throughput.png)\n![memory](memory.png)\n";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "study/precision_study.h"
+#include "study/study_telemetry.h"
 
 namespace mixgpt {
 
@@ -49,6 +50,8 @@ struct StudyRunSummary {
     // study's first variant of the same seed: its step (-1: none) and training seconds (NaN: none).
     int64_t steps_to_target = -1;
     double seconds_to_target = 0;
+    StudyTelemetry telemetry;          // the run's measured steps (empty: none)
+    TelemetryDepartures departures;    // from the fp32 run of its seed (compare_runs; layer -1: none)
 };
 
 // One variant's final validation loss over its seeds.

@@ -86,10 +86,38 @@ TEST(PrecisionStudyTest, ReportOfTwoPrecisionsAgreesWithTheirRuns) {
     EXPECT_EQ(fp16["loss_scale"], "dynamic");
     EXPECT_EQ(fp16["final_loss_scale"], 65536.0);
 
+    // The runs measure telemetry at each evaluation; fp16's largest departure of a block output's
+    // max |x| from fp32's, recomputed here from the two metrics files.
+    const auto telemetry = [&](const nlohmann::json& run) {
+        std::map<int64_t, nlohmann::json> records;
+        std::ifstream file(directory.file(run["directory"].get<std::string>() + "/metrics.jsonl"));
+        for (std::string line; std::getline(file, line);) {
+            nlohmann::json record = nlohmann::json::parse(line);
+            if (record["type"] == "telemetry") records[record["step"].get<int64_t>()] = record;
+        }
+        return records;
+    };
+    const std::map<int64_t, nlohmann::json> fp32_telemetry = telemetry(fp32), fp16_telemetry = telemetry(fp16);
+    ASSERT_EQ(fp16_telemetry.size(), 2u);  // steps 4 and 8
+    double largest = -1, ratio_there = 0;
+    for (const auto& [step, record] : fp16_telemetry)
+        for (size_t l = 0; l < record["blocks"].size(); ++l) {
+            const double ratio = record["blocks"][l]["output_amax"].get<double>() /
+                                 fp32_telemetry.at(step)["blocks"][l]["output_amax"].get<double>();
+            if (std::fabs(std::log2(ratio)) > largest) {
+                largest = std::fabs(std::log2(ratio));
+                ratio_there = ratio;
+            }
+        }
+    EXPECT_DOUBLE_EQ(fp16["telemetry_departures"]["output_amax_ratio"]["value"].get<double>(), ratio_there);
+    EXPECT_NE(ratio_there, 1.0) << "fp16 rounds the block outputs";
+    EXPECT_TRUE(fp32["telemetry_departures"]["output_amax_ratio"].is_null());
+
     std::ifstream markdown(directory.file("report.md"));
     const std::string text((std::istreambuf_iterator<char>(markdown)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("| fp32 |"), std::string::npos);
     EXPECT_NE(text.find("(emulated)"), std::string::npos);
+    EXPECT_NE(text.find("## Where each run departs from fp32 (telemetry)"), std::string::npos);
     for (const char* figure : {"loss_curves.png", "val_gap.png", "throughput.png", "memory.png"})
         EXPECT_TRUE(std::filesystem::exists(directory.file(figure))) << figure;
 }

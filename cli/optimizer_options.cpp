@@ -30,9 +30,9 @@ void add_optimizer_options(CLI::App& command, OptimizerArguments& arguments, Tra
                             "decoupled weight decay of the Muon matrices (W -= muon-lr * this * W)"))
         ->capture_default_str();
     muon(command.add_option("--embedding-lr", options.embedding_lr,
-                            "peak AdamW learning rate of the embeddings and a tied head (default: --lr)"));
+                            "peak AdamW learning rate of the embeddings and a tied head (default: 30 x --lr)"));
     muon(command.add_option("--head-lr", options.head_lr,
-                            "peak AdamW learning rate of an untied output head (default: --lr)"));
+                            "peak AdamW learning rate of an untied output head (default: 3 x --lr)"));
 }
 
 void parse_optimizer_arguments(const OptimizerArguments& arguments, TrainOptions& options) {

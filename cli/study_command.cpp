@@ -46,9 +46,9 @@ void add_study_command(CLI::App& app) {
     command->add_option("--muon-lr", o.muon_lr, "--optimizers: peak learning rate of the Muon matrices")
         ->capture_default_str();
     command->add_option("--embedding-lr", o.embedding_lr,
-                        "--optimizers: Muon runs' embedding rate (default --lr)");
+                        "--optimizers: Muon runs' embedding rate (default 30 x --lr)");
     command->add_option("--head-lr", o.head_lr,
-                        "--optimizers: Muon runs' untied output head rate (default --lr)");
+                        "--optimizers: Muon runs' untied output head rate (default 3 x --lr)");
     command
         ->add_option("--output-dir,-o", study.output_dir, "study directory: one run directory per precision")
         ->capture_default_str();

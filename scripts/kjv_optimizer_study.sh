@@ -2,7 +2,9 @@
 # The KJV optimizer study of issue 37 on the CPU: AdamW against Muon (bf16 Newton-Schulz) and Muon
 # with fp32 Newton-Schulz, 3 seeds each, on a Llama-style model of 4 layers and width 256; each
 # optimizer's learning rate chosen first by a one-seed sweep (AdamW's --lr, then Muon's --muon-lr
-# with the embeddings at AdamW's best rate, then Muon's --embedding-lr around it, reported only).
+# with the embeddings at AdamW's best rate, then Muon's --embedding-lr around it (its best is
+# --embedding-lr's default ratio, train/train_options.h), then an untied head's --head-lr, reported
+# only: the study's model ties its head to the embeddings).
 #
 #   scripts/kjv_optimizer_study.sh [BUILD] [OUT]      (defaults: build, runs/kjv_optimizer_study)
 #
@@ -24,6 +26,7 @@ common=("${model[@]}" --dataset "$data" -b 8 -t 128 --steps "$steps" --warmup-st
 sweep_adamw=(3e-4 1e-3 3e-3 1e-2)
 sweep_muon=(0.01 0.02 0.04)
 sweep_embedding=(3e-4 3e-3 1e-2 3e-2 1e-1)
+sweep_head=(3e-4 1e-3 3e-3 1e-2)
 
 source "$(dirname "$0")/kjv_runs.sh"
 kjv_common=("${common[@]}")
@@ -51,17 +54,26 @@ PY
 
 for lr in "${sweep_adamw[@]}"; do sweep_run "adamw_$lr" --lr "$lr"; done
 adamw_lr=$(best_rate adamw)
-for lr in "${sweep_muon[@]}"; do sweep_run "muon_$lr" --optimizer muon --lr "$adamw_lr" --muon-lr "$lr"; done
+for lr in "${sweep_muon[@]}"; do
+  sweep_run "muon_$lr" --optimizer muon --lr "$adamw_lr" --muon-lr "$lr" --embedding-lr "$adamw_lr"
+done
 muon_lr=$(best_rate muon)
 # Muon's AdamW group of the (tied) embeddings: its rate around AdamW's, the others held.
 for lr in "${sweep_embedding[@]}"; do
   sweep_run "embedding_$lr" --optimizer muon --lr "$adamw_lr" --muon-lr "$muon_lr" --embedding-lr "$lr"
 done
-echo "kjv_optimizer_study: AdamW at $adamw_lr, Muon at $muon_lr (embeddings at $adamw_lr)"
-echo "kjv_optimizer_study: Muon's embeddings at other rates (the study keeps $adamw_lr):" >&2
-best_rate embedding > /dev/null
+embedding_lr=$(best_rate embedding)
+# An untied head's rate, with the embeddings at their best (not used by the study's tied model).
+for lr in "${sweep_head[@]}"; do
+  sweep_run "head_$lr" --optimizer muon --tie-embeddings false --lr "$adamw_lr" --muon-lr "$muon_lr" \
+    --embedding-lr "$embedding_lr" --head-lr "$lr"
+done
+head_lr=$(best_rate head)
+echo "kjv_optimizer_study: AdamW at $adamw_lr; Muon at $muon_lr, embeddings at $embedding_lr" \
+  "(an untied head at $head_lr)"
 
 "$mixgpt" study "${model[@]}" --dataset "$data" -b 8 -t 128 --steps "$steps" --warmup-steps 25 \
   --eval-interval 25 --eval-batches 16 --threads 1 --device cpu --seed 1 --seeds 3 \
-  --optimizers adamw,muon,muon-fp32 --lr "$adamw_lr" --muon-lr "$muon_lr" -o "$out/study"
+  --optimizers adamw,muon,muon-fp32 --lr "$adamw_lr" --muon-lr "$muon_lr" --embedding-lr "$embedding_lr" \
+  -o "$out/study"
 echo "kjv_optimizer_study: done; report in $out/study/report.md"

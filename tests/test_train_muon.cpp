@@ -205,8 +205,12 @@ TEST(TrainMuonOptions, RefusesBadValuesInOneLine) {
     const TrainPlan plan = plan_training(options, 256, 1);
     ASSERT_TRUE(plan.muon.has_value());
     EXPECT_FLOAT_EQ(plan.muon->embedding_lr, 0.3f);
-    EXPECT_FLOAT_EQ(plan.muon->head_lr, static_cast<float>(options.learning_rate));
+    EXPECT_FLOAT_EQ(plan.muon->head_lr, static_cast<float>(3 * options.learning_rate));
     EXPECT_FLOAT_EQ(plan.muon->hyper.learning_rate, 0.02f);
+    options.embedding_lr.reset();
+    options.learning_rate = 1e-3;  // the KJV sweeps' --lr: their best embedding rate 3e-2, head rate 3e-3
+    EXPECT_FLOAT_EQ(plan_training(options, 256, 1).muon->embedding_lr, 3e-2f);
+    EXPECT_FLOAT_EQ(plan_training(options, 256, 1).muon->head_lr, 3e-3f);
     EXPECT_FALSE(plan_training(tiny_train_options("unused"), 256, 1).muon.has_value());
 }
 

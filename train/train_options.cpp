@@ -41,8 +41,8 @@ MuonPlan plan_muon(const TrainOptions& options) {
     plan.hyper.ns_dtype = options.muon_ns_dtype;
     plan.hyper.weight_decay = static_cast<float>(options.muon_weight_decay);
     plan.base_lr = static_cast<float>(options.learning_rate);
-    plan.embedding_lr = static_cast<float>(options.embedding_lr.value_or(options.learning_rate));
-    plan.head_lr = static_cast<float>(options.head_lr.value_or(options.learning_rate));
+    plan.embedding_lr = static_cast<float>(muon_embedding_lr(options));
+    plan.head_lr = static_cast<float>(muon_head_lr(options));
     return plan;
 }
 
@@ -52,6 +52,14 @@ OptimizerKind parse_optimizer(const std::string& name) {
     if (name == "adamw") return OptimizerKind::adamw;
     if (name == "muon") return OptimizerKind::muon;
     throw Error("optimizer: '" + name + "' is not one of adamw, muon");
+}
+
+double muon_embedding_lr(const TrainOptions& options) {
+    return options.embedding_lr.value_or(muon_embedding_rate_factor * options.learning_rate);
+}
+
+double muon_head_lr(const TrainOptions& options) {
+    return options.head_lr.value_or(muon_head_rate_factor * options.learning_rate);
 }
 
 const char* optimizer_name(OptimizerKind kind) { return kind == OptimizerKind::muon ? "muon" : "adamw"; }
@@ -294,8 +302,8 @@ std::vector<std::pair<std::string, std::string>> describe_options(const TrainOpt
             {"muon_ns_steps", integer(options.muon_ns_steps)},
             {"muon_ns_precision", dtype_name(options.muon_ns_dtype)},
             {"muon_weight_decay", number(options.muon_weight_decay)},
-            {"embedding_lr", number(options.embedding_lr.value_or(options.learning_rate))},
-            {"head_lr", number(options.head_lr.value_or(options.learning_rate))},
+            {"embedding_lr", number(muon_embedding_lr(options))},
+            {"head_lr", number(muon_head_lr(options))},
         };
         described.insert(described.end(), muon.begin(), muon.end());
     }

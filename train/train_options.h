@@ -60,7 +60,8 @@ struct TrainOptions {
     int muon_ns_steps = 5;
     DType muon_ns_dtype = DType::bf16;
     double muon_weight_decay = 0;
-    std::optional<double> embedding_lr, head_lr;  // muon's AdamW groups; unset: --lr
+    // Muon's AdamW groups; unset: muon_embedding_lr and muon_head_lr
+    std::optional<double> embedding_lr, head_lr;
 
     // precision
     Precision precision = Precision::fp32;
@@ -147,6 +148,14 @@ void set_datasets(TrainOptions& options, const std::vector<std::string>& dataset
 
 // The options as (name, value) text pairs, recorded in checkpoints.
 std::vector<std::pair<std::string, std::string>> describe_options(const TrainOptions& options);
+
+// Muon's AdamW rates when --embedding-lr and --head-lr are not given: 30 x --lr for the embeddings
+// (and a tied head), 3 x --lr for an untied head, the best of the KJV sweeps at --lr 1e-3
+// (bench/results/2026-11-28-kjv-optimizer-study/: embeddings 1e-2 and 1e-1 worse, a head 1e-3 and
+// 1e-2 worse).
+constexpr double muon_embedding_rate_factor = 30, muon_head_rate_factor = 3;
+double muon_embedding_lr(const TrainOptions& options);
+double muon_head_lr(const TrainOptions& options);
 // Whether the option `name` (of describe_options) may change between a run and its resumption
 // without changing what is trained: the step budget, how ranks exchange gradients, the output.
 bool is_run_mechanics(const std::string& name);

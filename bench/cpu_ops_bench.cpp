@@ -142,9 +142,11 @@ void BM_Attention(benchmark::State& state) {
 }
 
 // Attention forward + backward of one sequence of state.range(0) tokens, 12 heads of 64, under the
-// document mask with documents of state.range(1) tokens (the last one shorter), or causal (0).
+// document mask with documents of state.range(1) tokens (the last one shorter), or causal (0);
+// under a sliding window of state.range(2) keys (0: none).
 void BM_AttentionDocuments(benchmark::State& state) {
     const int T = static_cast<int>(state.range(0)), document_length = static_cast<int>(state.range(1));
+    const int window = static_cast<int>(state.range(2));
     const int width = 3 * kHeads * kHeadDim;
     const Tensor qkv({1, T, width}, 1.5f), dqkv({1, T, width});
     const Tensor out({1, T, kHeads * kHeadDim}), dout({1, T, kHeads * kHeadDim}), lse({1, kHeads, T});
@@ -153,6 +155,7 @@ void BM_AttentionDocuments(benchmark::State& state) {
     for (int t = 0; t < T; ++t)
         tokens[t] = document_length > 0 && t % document_length == document_length - 1 ? 1 : 0;
     AttentionParams params = multi_head_attention(kHeads);
+    params.window = window;
     if (document_length > 0) {
         params.document_starts = TensorView(tokens + T, DType::i32, {1, T});
         params.document_ends = TensorView(tokens + 2 * T, DType::i32, {1, T});
@@ -168,6 +171,7 @@ void BM_AttentionDocuments(benchmark::State& state) {
         },
         int64_t{T} * kHeads * kHeadDim, 1);
     state.SetLabel(document_length > 0 ? "documents of " + std::to_string(document_length)
+                   : window > 0        ? "window of " + std::to_string(window)
                                        : std::string("causal"));
 }
 
@@ -188,7 +192,9 @@ MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluForward);
 MIXGPT_CPU_OP_BENCHMARK(BM_GeluBackward);
 MIXGPT_CPU_OP_BENCHMARK(BM_SwiGluBackward);
 MIXGPT_CPU_OP_BENCHMARK(BM_Attention)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1});
-MIXGPT_CPU_OP_BENCHMARK(BM_AttentionDocuments)->ArgsProduct({{512, 1024, 2048, 4096}, {0, 512, 128}});
+MIXGPT_CPU_OP_BENCHMARK(BM_AttentionDocuments)
+    ->ArgsProduct({{512, 1024, 2048, 4096}, {0, 512, 128}, {0}})
+    ->ArgsProduct({{1024, 2048, 4096}, {0}, {512}});
 
 }  // namespace
 }  // namespace mixgpt

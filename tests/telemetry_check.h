@@ -98,7 +98,7 @@ inline void expect_telemetry_matches_f64(Backend& backend, const GPTConfig& conf
     for (size_t i = 0; i < views.size(); ++i) {
         const TensorTelemetry& got = record.tensors[i];
         EXPECT_EQ(got.name, views[i].name);
-        const F64Statistics gradient = f64_tensor_statistics(slice(gradients, views[i]), {}, small * initial.loss_scale);
+        const F64Statistics gradient = f64_tensor_statistics(slice(gradients, views[i]), {}, small);
         const F64Statistics weight = f64_tensor_statistics(slice(after, views[i]), {}, small);
         const F64Statistics update = f64_tensor_statistics(slice(after, views[i]), slice(before, views[i]), small);
         expect_relative(got.grad_norm, std::sqrt(gradient.sum_squares) / initial.loss_scale, 1e-12, got.name + " grad_norm");

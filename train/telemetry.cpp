@@ -59,7 +59,7 @@ TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale) {
         const auto part = [&](const TensorView& arena) {
             return TensorView(arena.as<float>() + view.offset, DType::f32, {count});
         };
-        backend_.tensor_statistics(slot(3 * i), part(gradients), TensorView(), small_ * loss_scale);
+        backend_.tensor_statistics(slot(3 * i), part(gradients), TensorView(), small_);
         backend_.tensor_statistics(slot(3 * i + 1), part(masters), TensorView(), small_);
         backend_.tensor_statistics(slot(3 * i + 2), part(masters),
                                    TensorView(const_cast<float*>(before) + view.offset, DType::f32, {count}), small_);

@@ -125,12 +125,6 @@ public:
     }
 
 protected:
-    // A copy of the export to spoil.
-    std::string copy_of_export(const std::string& name) const {
-        const std::string copy = scratch_.file(name);
-        fs::copy(exported(), copy, fs::copy_options::recursive);
-        return copy;
-    }
     std::string import_error(const std::string& folder) const { return refused_import_message(scratch_, folder); }
     EvalReport evaluate(const std::string& checkpoint) const { return evaluate_on_one_thread(checkpoint); }
 };

@@ -12,6 +12,7 @@
 #include "interop/export.h"
 #include "interop/import.h"
 #include "interop/reference_outputs.h"
+#include "model/checkpoint.h"
 #include "tests/test_python_support.h"
 #include "tests/test_support.h"
 #include "tests/test_tokenizer_support.h"
@@ -62,6 +63,25 @@ protected:
     }
     static std::string run() { return directory_->file("run"); }
     static std::string exported() { return directory_->file("hf"); }
+    // Imports the export into the scratch folder, expects its parameters to be the run's last
+    // checkpoint's bit for bit and its evaluation the run's exactly; the imported model's config.
+    GPTConfig expect_bit_identical_round_trip() const {
+        const std::string imported = scratch_.file("imported");
+        interop::import_hf({exported(), imported, false});
+        const Checkpoint original = read_checkpoint(newest_valid_checkpoint(run() + "/checkpoints"));
+        const Checkpoint round_trip = read_checkpoint(newest_valid_checkpoint(imported + "/checkpoints"));
+        EXPECT_EQ(original.parameters, round_trip.parameters);
+        const EvalReport before = evaluate_on_one_thread(run()), after = evaluate_on_one_thread(imported);
+        EXPECT_GT(before.totals.tokens, 0);
+        EXPECT_EQ(after.totals.nats, before.totals.nats);  // exactly
+        return round_trip.config;
+    }
+    // A copy of the export in the test's scratch folder, to spoil.
+    std::string copy_of_export(const std::string& name) const {
+        const std::string copy = scratch_.file(name);
+        std::filesystem::copy(exported(), copy, std::filesystem::copy_options::recursive);
+        return copy;
+    }
 
     static inline TempDirectory* directory_ = nullptr;
     TempDirectory scratch_{std::string(Suite::kName) + "_case"};

@@ -97,23 +97,30 @@ TELEMETRY_PANELS = [("output_amax", "block output max |x|", True), ("output_rms"
 
 def plot_telemetry(train, telemetry, output, title):
     steps = sorted(telemetry)
-    figure, axes = plt.subplots(1 + len(TELEMETRY_PANELS), 1, figsize=(9, 2.2 * (1 + len(TELEMETRY_PANELS))))
+    rows = 1 + len(TELEMETRY_PANELS)
+    figure, axes = plt.subplots(rows, 2, figsize=(9, 2.2 * rows), sharex="col",
+                                gridspec_kw={"width_ratios": [40, 1]})
     train_steps = sorted(train)
-    axes[0].plot(train_steps, [as_number(train[s]["loss"]) for s in train_steps], color="tab:blue", linewidth=1.0)
-    axes[0].set_ylabel("train loss")
-    axes[0].set_title(title)
-    axes[0].grid(alpha=0.3)
+    axes[0][0].plot(train_steps, [as_number(train[s]["loss"]) for s in train_steps], color="tab:blue", linewidth=1.0)
+    axes[0][0].set_ylabel("train loss")
+    axes[0][0].set_title(title)
+    axes[0][0].grid(alpha=0.3)
+    axes[0][1].axis("off")
+    # Each measured step's column is centred on it, one interval wide.
+    half = (steps[1] - steps[0]) / 2 if len(steps) > 1 else 0.5
     per_step = [layer_quantities(telemetry[s]) for s in steps]
-    for axis, (name, label, logarithmic) in zip(axes[1:], TELEMETRY_PANELS):
+    for (axis, bar), (name, label, logarithmic) in zip(axes[1:], TELEMETRY_PANELS):
         grid = [[row[name][layer] for row in per_step] for layer in range(len(per_step[0][name]))]
         if logarithmic:
             grid = [[math.log10(v) if v > 0 else math.nan for v in row] for row in grid]
         image = axis.imshow(grid, aspect="auto", origin="lower", interpolation="nearest",
-                            extent=(steps[0] - 0.5, steps[-1] + 0.5, -0.5, len(grid) - 0.5))
-        figure.colorbar(image, ax=axis, label="log10" if logarithmic else "")
+                            extent=(steps[0] - half, steps[-1] + half, -0.5, len(grid) - 0.5))
+        figure.colorbar(image, cax=bar, label="log10" if logarithmic else "")
+        axis.set_yticks(range(len(grid)))
         axis.set_ylabel("layer")
         axis.set_title(label, fontsize="small")
-    axes[-1].set_xlabel("step")
+    axes[-1][0].set_xlabel("step")
+    axes[0][0].set_xlim(min(train_steps[0], steps[0] - half), max(train_steps[-1], steps[-1] + half))
     figure.tight_layout()
     figure.savefig(output, dpi=110)
 

@@ -4,6 +4,7 @@
 // for bit as one without, and writes a telemetry line every interval; refused under --zero.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,24 @@ TEST(TrainTelemetry, ChangesNoLossOrWeightBitAndWritesEveryInterval) {
         EXPECT_EQ(telemetry_steps(b.metrics_path), (std::vector<int64_t>{2, 4}));
         EXPECT_TRUE(telemetry_steps(a.metrics_path).empty());
     }
+}
+
+// mixgpt study's grad_zero_fraction, counted on the backend: the exact zeros of a step's gradients
+// (the vocabulary's padding rows at least), against a count on the host.
+TEST(TrainTelemetry, GradientZeroFractionCountsTheZeros) {
+    const std::unique_ptr<Backend> backend = cpu_backend(Precision::bf16);
+    GPT model(*backend, tiny_config(), 2, 16, Recompute::none);
+    load_initial_parameters(model, 3);
+    SingleProcessCommunicator alone;
+    const LossScalePolicy policy = parse_loss_scale("auto", Precision::bf16);
+    TrainStep step(model, alone, 1, policy.config(), policy.initial_status());
+    std::vector<int32_t> windows = random_windows(2, 16, 5, 4);
+    step.begin();
+    step.micro_step(windows.data());
+    const std::vector<float> gradients = read_floats(*backend, model.gradients());
+    const double zeros = static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f));
+    EXPECT_GT(zeros, 0);
+    EXPECT_EQ(gradient_zero_fraction(model, step.owned(), alone), zeros / static_cast<double>(gradients.size()));
 }
 
 TEST(TrainTelemetry, RefusedUnderZeroInOneLine) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -15,14 +16,18 @@ constexpr double kFp16Largest = 65504.0;
 }  // namespace
 
 double gradient_zero_fraction(GPT& model, const std::vector<ElementRange>& owned, Communicator& communicator) {
+    // On the backend, range by range: the elements below the smallest positive float are the zeros.
+    Backend& backend = model.backend();
+    const Buffer statistics = backend.allocate(sizeof(TensorStatistics));
     const TensorView all = model.gradients();  // (n) f32
     double counts[2] = {0, 0};                 // zeros, elements
     for (const ElementRange& range : owned) {
-        std::vector<float> gradients(static_cast<size_t>(range.count()));
-        model.backend().copy_to_host(gradients.data(), slice_elements(all, range).data,
-                                     gradients.size() * sizeof(float));
-        counts[0] += static_cast<double>(std::count(gradients.begin(), gradients.end(), 0.0f));
-        counts[1] += static_cast<double>(gradients.size());
+        backend.tensor_statistics(statistics.as<TensorStatistics>(), slice_elements(all, range), TensorView(),
+                                  std::numeric_limits<float>::denorm_min());
+        TensorStatistics read;
+        backend.copy_to_host(&read, statistics.data(), sizeof read);
+        counts[0] += read.small;
+        counts[1] += static_cast<double>(range.count());
     }
     communicator.all_reduce_sum_host(counts, 2);
     return counts[1] > 0 ? counts[0] / counts[1] : 0;
@@ -51,7 +56,7 @@ void Telemetry::before_step() {
 TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale) {
     model_.record_statistics({});
     const TensorView masters = model_.master_parameters(), gradients = model_.gradients();
-    const auto* before = masters_before_.as<const float>();
+    float* before = masters_before_.as<float>();  // (n) f32
     const std::vector<ParameterView>& views = model_.layout().views();
     for (size_t i = 0; i < views.size(); ++i) {
         const ParameterView& view = views[i];
@@ -62,7 +67,7 @@ TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale) {
         backend_.tensor_statistics(slot(3 * i), part(gradients), TensorView(), small_);
         backend_.tensor_statistics(slot(3 * i + 1), part(masters), TensorView(), small_);
         backend_.tensor_statistics(slot(3 * i + 2), part(masters),
-                                   TensorView(const_cast<float*>(before) + view.offset, DType::f32, {count}), small_);
+                                   TensorView(before + view.offset, DType::f32, {count}), small_);
     }
     const size_t layers = static_cast<size_t>(model_.config().n_layer);
     std::vector<TensorStatistics> read(3 * tensor_count_ + 2 * layers + 1);

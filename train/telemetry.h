@@ -26,7 +26,8 @@
 namespace mixgpt {
 
 // Of the model's gradients in `owned` (a rank's ranges of the arena), over all ranks: the fraction
-// exactly zero (a collective; mixgpt study's grad_zero_fraction, read to the host in full).
+// exactly zero (a collective; mixgpt study's grad_zero_fraction), counted on the backend by
+// tensor_statistics, one small read per range.
 double gradient_zero_fraction(GPT& model, const std::vector<ElementRange>& owned, Communicator& communicator);
 
 class Telemetry {

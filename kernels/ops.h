@@ -52,6 +52,16 @@ struct TensorStatistics {
 };
 static_assert(sizeof(TensorStatistics) == 32, "TensorStatistics is copied to the host as 4 doubles");
 
+// The bins of exponent_histogram (kernels/ops.def), u64 counts of a tensor's elements:
+//   [0]                                   zeros (either sign)
+//   [1 + e - kHistogramExponentMin]        finite nonzero x with floor(log2|x|) = e, for every e a
+//                                         float has: kHistogramExponentMin (fp32's smallest
+//                                         subnormal, 2^-149) .. kHistogramExponentMax (127)
+//   [kExponentBins - 1]                   Inf and NaN
+constexpr int kHistogramExponentMin = -149;
+constexpr int kHistogramExponentMax = 127;
+constexpr int kExponentBins = kHistogramExponentMax - kHistogramExponentMin + 3;  // 279
+
 struct AdamWHyper {
     float learning_rate = 0.f;
     float beta1 = 0.9f;

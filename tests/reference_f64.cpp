@@ -503,6 +503,22 @@ F64Statistics f64_tensor_statistics(const F64Vector& values, const F64Vector& re
     return result;
 }
 
+std::vector<uint64_t> f64_exponent_histogram(const F64Vector& values) {
+    std::vector<uint64_t> bins(kExponentBins, 0);
+    for (const double value : values) {
+        if (!std::isfinite(value)) {
+            ++bins[kExponentBins - 1];
+        } else if (value == 0) {
+            ++bins[0];
+        } else {
+            int power = 0;
+            std::frexp(value, &power);
+            ++bins[static_cast<size_t>(1 + (power - 1) - kHistogramExponentMin)];
+        }
+    }
+    return bins;
+}
+
 F64Classifier f64_classifier(const F64Vector& logits, const std::vector<int32_t>& targets, int N, int Vp,
                              int V, double gradient_scale, double loss_scale, double softcap, double z_loss) {
     F64Classifier result{F64Vector(index(N)), F64Vector(index(N)), F64Vector(index(int64_t{N} * Vp)), logits};

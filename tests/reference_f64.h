@@ -165,6 +165,9 @@ struct F64Statistics {
     double sum_squares = 0, amax = 0, small = 0, non_finite = 0;
 };
 F64Statistics f64_tensor_statistics(const F64Vector& values, const F64Vector& reference, double small);
+// exponent_histogram's bins (kernels/ops.h) of values, each counted by frexp in double: a finite
+// nonzero v = m · 2^p with 0.5 <= |m| < 1 lies in floor(log2|v|) = p - 1.
+std::vector<uint64_t> f64_exponent_histogram(const F64Vector& values);
 
 // ---- fused classifier over a padded vocabulary ----
 struct F64Classifier {

@@ -2,7 +2,8 @@
 // (tests/reference_f64.h) in fp32, bf16 and fp16: sums of squares within 1e-12 relative (double
 // sums in another order), the maximum and the counts of small and non-finite elements exactly;
 // zeros, subnormals, infinities and NaNs placed among normal values; an update (x - reference);
-// an empty tensor; the same bits on 1 and 4 threads.
+// an empty tensor; the same bits on 1 and 4 threads. exponent_histogram against frexp's exponents
+// over every binade of each dtype, specials included, counts added to.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,6 +70,35 @@ TEST(CpuStatistics, EmptyTensorAndThreadCounts) {
     const TensorStatistics a = measure(*one, x, TensorView(), 1e-3), b = measure(*four, x, TensorView(), 1e-3);
     EXPECT_EQ(a.sum_squares, b.sum_squares);
     EXPECT_EQ(a.small, b.small);
+}
+
+// 70000 values over every binade from 2^-149 to 2^127 (each dtype keeps what it can, the rest
+// becomes zero or Inf), with the specials of spread_values.
+std::vector<double> binade_values(DType dtype) {
+    std::vector<double> values = spread_values(dtype);
+    for (size_t i = 0; i < values.size(); ++i)
+        if (i % 3 == 0 && (i < 17 || (i - 17) % 9001 != 0)) values[i] = std::ldexp(0.5 + 0.5 * std::fabs(std::sin(static_cast<double>(i))),
+                                               static_cast<int>((i * 37) % 278) - 149);
+    return values;
+}
+
+TEST(CpuExponentHistogram, MatchesFrexpInEveryDtypeAndAddsUp) {
+    auto backend = make_backend({"cpu", 0, Precision::fp32, 2});
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+        const HostTensor x(binade_values(dtype), dtype, {70000});
+        const std::vector<uint64_t> want = f64_exponent_histogram(x.values());
+        EXPECT_GE(want[1], dtype == DType::f32 ? 1u : 0u) << "2^-149, fp32's smallest subnormal";
+        EXPECT_GE(want[kExponentBins - 1], 3u) << "Inf, -Inf and NaN";
+        std::vector<uint64_t> counts(kExponentBins, 0);
+        backend->exponent_histogram(counts.data(), x.view());
+        EXPECT_EQ(counts, want) << dtype_name(dtype);
+        backend->exponent_histogram(counts.data(), x.view());
+        for (int bin = 0; bin < kExponentBins; ++bin)
+            ASSERT_EQ(counts[static_cast<size_t>(bin)], 2 * want[static_cast<size_t>(bin)]) << "bin " << bin;
+    }
+    std::vector<uint64_t> none(kExponentBins, 0);
+    backend->exponent_histogram(none.data(), HostTensor(std::vector<double>(), DType::f32, {0}).view());
+    EXPECT_EQ(none, std::vector<uint64_t>(kExponentBins, 0));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// tensor_statistics (kernels/ops.def): chunks of fixed size reduced in parallel, then combined in
-// chunk order, so the result does not depend on the thread count.
+// tensor_statistics and exponent_histogram (kernels/ops.def): chunks of fixed size reduced in
+// parallel, then combined in chunk order, so the result does not depend on the thread count.
 #include <cmath>
 #include <vector>
 
@@ -21,6 +21,13 @@ void add_element(TensorStatistics& s, double value, double small) {
     s.sum_squares += value * value;
     if (magnitude > s.amax) s.amax = magnitude;
     if (magnitude < small) s.small += 1;
+}
+
+// x's bin of kernels/ops.h's exponent bins.
+int exponent_bin(float x) {
+    if (!std::isfinite(x)) return kExponentBins - 1;
+    if (x == 0) return 0;
+    return 1 + std::ilogb(x) - kHistogramExponentMin;  // ilogb: floor(log2|x|), subnormals too
 }
 
 }  // namespace
@@ -54,6 +61,25 @@ void CpuBackend::tensor_statistics(TensorStatistics* statistics, TensorView x, T
         total.non_finite += part.non_finite;
     }
     *statistics = total;
+}
+
+void CpuBackend::exponent_histogram(uint64_t* counts, TensorView x) {
+    const char* op = "exponent_histogram";
+    require(counts != nullptr, op, "counts is missing (null)");
+    require(x.valid() || x.numel() == 0, op, "x is missing");
+    const int64_t n = x.numel();
+    const FloatInput values(scratch_, TensorView(x.data, x.dtype, {n}));
+    const float* value = values.data();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<uint64_t> partials(static_cast<size_t>(chunks * kExponentBins), 0);
+#pragma omp parallel for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        uint64_t* part = &partials[static_cast<size_t>(chunk * kExponentBins)];
+        const int64_t end = std::min(n, (chunk + 1) * kChunk);
+        for (int64_t i = chunk * kChunk; i < end; ++i) ++part[exponent_bin(value[i])];
+    }
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+        for (int bin = 0; bin < kExponentBins; ++bin) counts[bin] += partials[static_cast<size_t>(chunk * kExponentBins + bin)];
 }
 
 }  // namespace mixgpt::cpu

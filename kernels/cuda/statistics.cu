@@ -1,6 +1,8 @@
 // tensor_statistics (kernels/ops.def): per-block partial statistics over a grid-strided share of
 // the tensor, then one block combines the partials in block order, so the result depends on n
-// only (not on timing). Only telemetry steps run it (train/telemetry.h).
+// only (not on timing). exponent_histogram: per-block counts in shared memory, added to the
+// global ones (integers: any order gives the same counts). Only telemetry steps run them
+// (train/telemetry.h).
 #include <algorithm>
 
 #include "core/log.h"
@@ -80,7 +82,54 @@ __global__ void statistics_finish_kernel(TensorStatistics* statistics, const Ten
     if (threadIdx.x == 0) *statistics = s;
 }
 
+// x's bin of kernels/ops.h's exponent bins, from its bits: a normal number's exponent field, a
+// subnormal's leading mantissa bit.
+__device__ __forceinline__ int exponent_bin(float x) {
+    const unsigned bits = __float_as_uint(x);
+    const unsigned field = (bits >> 23) & 0xffu;
+    unsigned mantissa = bits & 0x7fffffu;
+    if (field == 0xffu) return kExponentBins - 1;
+    if (field == 0 && mantissa == 0) return 0;
+    int exponent = static_cast<int>(field) - 127;
+    if (field == 0) {
+        for (exponent = -126; mantissa < 0x800000u; mantissa <<= 1) --exponent;
+    }
+    return 1 + exponent - kHistogramExponentMin;
+}
+
+// counts (kExponentBins) += the exponent bins of x (n): each block counts its grid-strided share
+// in shared memory, then adds its nonzero bins.
+template <typename T>
+__global__ void exponent_histogram_kernel(unsigned long long* counts, const T* x, int64_t n) {
+    declare_launch_limits<kThreads>();
+    __shared__ unsigned bins_array[kExponentBins];
+    const SharedPointer<unsigned> bins = shared_pointer(bins_array);
+    for (int bin = threadIdx.x; bin < kExponentBins; bin += blockDim.x) bins[bin] = 0;
+    __syncthreads();
+    const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+    for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+        atomicAdd(bins + exponent_bin(to_float(x[i])), 1u);
+    __syncthreads();
+    for (int bin = threadIdx.x; bin < kExponentBins; bin += blockDim.x) {
+        const unsigned count = bins[bin];
+        if (count != 0) atomicAdd(counts + bin, static_cast<unsigned long long>(count));
+    }
+}
+
 }  // namespace
+
+void CudaBackend::exponent_histogram(uint64_t* counts, TensorView x) {
+    MIXGPT_REQUIRE(counts != nullptr, "cuda exponent_histogram: counts is missing (null)");
+    const int64_t n = x.numel();
+    if (n == 0) return;
+    // A block's share stays far below 2^32 elements for any tensor a GPU holds.
+    const int blocks = static_cast<int>(std::clamp<int64_t>(blocks_for(n, kThreads), 1, kMaxBlocks));
+    dispatch_dtype(x.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        launch_kernel(exponent_histogram_kernel<T>, blocks, kThreads, 0, stream_,
+                      reinterpret_cast<unsigned long long*>(counts), x.as<const T>(), n);
+    });
+}
 
 void CudaBackend::tensor_statistics(TensorStatistics* statistics, TensorView x, TensorView reference, float small) {
     const char* op = "tensor_statistics";

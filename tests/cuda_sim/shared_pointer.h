@@ -73,6 +73,14 @@ private:
     const char* owner_ = nullptr;
 };
 
+// atomicAdd on a shared word (CUDA's atomicAdd(unsigned*, unsigned) on a shared address): one
+// load and one store as the bank counters see it. Atomic as written, as device_functions.h's.
+MIXGPT_SIM_INLINE unsigned atomicAdd(SharedPointer<unsigned> address, unsigned value) {
+    const unsigned old = address[0];
+    address[0] = old + value;
+    return old;
+}
+
 #undef MIXGPT_SIM_INLINE
 
 }  // namespace mixgpt::cuda_sim

@@ -1,7 +1,8 @@
 // tensor_statistics (kernels/ops.def) on the CUDA backend: against the float64 reference in fp32,
 // bf16 and fp16 as the CPU's (tests/test_cpu_statistics.cpp): sums of squares within 1e-12
 // relative, the maximum and the counts exactly, specials included, an update, a tensor shorter
-// than one block and one longer than the grid's fixed block count.
+// than one block and one longer than the grid's fixed block count. exponent_histogram against
+// frexp's exponents over every binade the dtype holds, specials included, counts added to.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,6 +50,28 @@ TEST_P(GpuStatistics, MatchTheFloat64Reference) {
     const TwinTensor after = f32_tensor(moved, {3000});
     test::expect_statistics_match(measure(after, before.gpu(), 1e-6),
                    f64_tensor_statistics(after.cpu_values(), before.cpu_values(), 1e-6), "update");
+}
+
+TEST_P(GpuStatistics, ExponentHistogramMatchesFrexp) {
+    for (const int64_t n : {int64_t{100}, int64_t{70001}}) {
+        std::vector<double> values = random_normal(static_cast<size_t>(n), seed(3));
+        for (size_t i = 0; i < values.size(); i += 2)
+            values[i] = std::ldexp(0.75, static_cast<int>((i * 37) % 278) - 149);
+        const std::vector<double> specials = {0.0, -0.0, std::numeric_limits<double>::infinity(), std::nan("")};
+        for (size_t i = 0; i < specials.size(); ++i) values[i * static_cast<size_t>(n / 5) + 1] = specials[i];
+        const TwinTensor x = act_tensor(values, {n});
+        const std::vector<uint64_t> want = f64_exponent_histogram(x.cpu_values());
+        Buffer memory = gpu->allocate(kExponentBins * sizeof(uint64_t));
+        gpu->fill_zero(memory.data(), memory.bytes());
+        for (int pass = 1; pass <= 2; ++pass) {
+            gpu->exponent_histogram(memory.as<uint64_t>(), x.gpu());
+            std::vector<uint64_t> counts(kExponentBins);
+            gpu->copy_to_host(counts.data(), memory.data(), memory.bytes());
+            for (int bin = 0; bin < kExponentBins; ++bin)
+                ASSERT_EQ(counts[static_cast<size_t>(bin)], pass * want[static_cast<size_t>(bin)])
+                    << "n = " << n << ", pass " << pass << ", bin " << bin;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(GpuPrecisions, GpuStatistics,

@@ -27,6 +27,9 @@ const std::vector<SharedBankBudget>& shared_bank_budgets() {
         {"column_sum_partials_kernel", 1, "a row of 32 floats per thread row, read down its columns"},
         {"block_sum", 1, "per-warp doubles: lane w reads word pair w (two half-warp phases)"},
         {"block_statistics", 1, "per-warp doubles and floats, read by lane (as block_sum)"},
+        {"exponent_histogram_kernel", 32,
+         "a histogram: each lane adds to its value's exponent bin, so lanes whose values lie 32 bins "
+         "apart share a bank (data-dependent; a tensor's exponents cluster, so few phases reach 2)"},
         {"block_combine", 1, "per-warp (max, sum) pairs, read as by block_sum; the result broadcast"},
         {"attention_forward_kernel", 2,
          "rows hd + 1 floats apart; a warp filling a tile across a row end spans 33 words"},

@@ -201,9 +201,10 @@ void add_train_command(CLI::App& app) {
     command
         ->add_option("--telemetry-interval", o.telemetry_interval,
                      "N: every N-th step, per tensor and per block where the numbers sit (gradient and update "
-                     "norms, gradient underflow in the working precision, activation maxima and RMS, attention "
-                     "and output logit maxima, fp16's loss-scale headroom), written to metrics.jsonl as a "
-                     "telemetry record (train/telemetry.h; default 0: off; not with --zero)")
+                     "norms, gradient underflow in the working precision and a histogram of the gradients' "
+                     "exponents, activation maxima and RMS, attention and output logit maxima, fp16's "
+                     "loss-scale headroom, fp8's amax, scale and saturation per FP8 tensor), written to "
+                     "metrics.jsonl as a telemetry record (train/telemetry.h; default 0: off)")
         ->check(CLI::NonNegativeNumber)
         ->group("Run");
     command->add_option("--seed", o.seed, "seed of the initialization and the data order")

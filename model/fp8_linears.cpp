@@ -104,6 +104,11 @@ std::vector<TensorView> Fp8Linears::amax_histories() const {
 }
 
 void Fp8Linears::step_done() {
+    if (keep_next_step_) {
+        kept_step_.reset();  // the last measured step's copy, before the new one is allocated
+        kept_step_ = snapshot();
+        keep_next_step_ = false;
+    }
     if (options_.scaling.scaling != Fp8Scaling::delayed) return;
     backend_.fp8_update_delayed(slot(forward_, 0));
     backend_.fp8_update_delayed(slot(backward_, 0));
@@ -165,6 +170,62 @@ Fp8Saturation Fp8Linears::take_saturation() {
     for (size_t i = 0; i < forward.size(); ++i) (i % 2 == 0 ? counts.inputs : counts.weights) += forward[i];
     for (uint64_t count : backward) counts.gradients += count;
     return counts;
+}
+
+std::vector<float> Fp8Linears::scales() const {
+    std::vector<float> scales(static_cast<size_t>(forward_.tensors + backward_.tensors));
+    backend_.copy_to_host(scales.data(), forward_.values.data(), static_cast<size_t>(forward_.tensors) * sizeof(float));
+    backend_.copy_to_host(scales.data() + forward_.tensors, backward_.values.data(),
+                          static_cast<size_t>(backward_.tensors) * sizeof(float));
+    return scales;
+}
+
+std::vector<Fp8StepTensor> Fp8Linears::step_tensors(const std::vector<float>& scales_before) const {
+    if (!kept_step_) return {};
+    const auto host = [this](const Buffer& buffer, auto element) {
+        std::vector<decltype(element)> values(buffer.bytes() / sizeof(element));
+        backend_.copy_to_host(values.data(), buffer.data(), buffer.bytes());
+        return values;
+    };
+    const std::vector<float> forward = host(kept_step_->forward_values, 0.f),
+                             backward = host(kept_step_->backward_values, 0.f);
+    const std::vector<uint64_t> forward_saturated = host(kept_step_->forward_saturated, uint64_t{0}),
+                                backward_saturated = host(kept_step_->backward_saturated, uint64_t{0});
+    const bool delayed = options_.scaling.scaling == Fp8Scaling::delayed;
+    const int history = options_.scaling.history_length;
+    // Tensor t of a state: its values (the flat form), counts, and its scale before the step.
+    const auto entry = [&](const State& state, const std::vector<float>& values, const std::vector<uint64_t>& saturated,
+                           size_t scales_offset, int t) {
+        Fp8StepTensor tensor;
+        const float scale_after = values[static_cast<size_t>(t)];
+        tensor.scale = delayed ? scales_before[scales_offset + static_cast<size_t>(t)] : scale_after;
+        tensor.amax = delayed ? values[static_cast<size_t>(2 * state.tensors + t * history)]
+                              : fp8_scaled_max(state.format, options_.scaling.margin) / static_cast<double>(scale_after);
+        tensor.saturated = saturated[static_cast<size_t>(t)];
+        tensor.fp8_max = fp8_max(state.format);
+        return tensor;
+    };
+    static const char* const kRoleNames[] = {"qkv", "attention_output", "mlp_input", "mlp_output", "head"};
+    std::vector<Fp8StepTensor> tensors;
+    for (int layer = 0; layer <= n_layer_; ++layer) {
+        for (int r = 0; r <= kRolesPerBlock; ++r) {
+            const auto role = static_cast<LinearRole>(r);
+            if ((layer == n_layer_) != (role == LinearRole::head) || !in_fp8(layer, role)) continue;
+            const int i = index(layer, role);
+            const std::pair<const char*, Fp8StepTensor> kinds[] = {
+                {"input", entry(forward_, forward, forward_saturated, 0, 2 * i)},
+                {"weight", entry(forward_, forward, forward_saturated, 0, 2 * i + 1)},
+                {"gradient", entry(backward_, backward, backward_saturated, static_cast<size_t>(forward_.tensors), i)}};
+            for (const auto& [kind, measured] : kinds) {
+                Fp8StepTensor tensor = measured;
+                tensor.layer = role == LinearRole::head ? -1 : layer;
+                tensor.role = kRoleNames[r];
+                tensor.kind = kind;
+                tensors.push_back(tensor);
+            }
+        }
+    }
+    return tensors;
 }
 
 }  // namespace mixgpt

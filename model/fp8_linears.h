@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,19 @@ struct Fp8Saturation {
     uint64_t inputs = 0, weights = 0, gradients = 0;
 };
 
+// One FP8 tensor in one optimizer step, for telemetry (train/telemetry.h).
+struct Fp8StepTensor {
+    int layer = -1;                 // the block; -1: the head
+    std::string role;               // "qkv", "attention_output", "mlp_input", "mlp_output", "head"
+    std::string kind;               // "input", "weight", "gradient"
+    double amax = 0;                // delayed: the step's amax (its quantizations', max over the ranks);
+                                    // current: the last quantization's, as scaled_max / scale
+    double scale = 0;               // the scale the step's quantizations used (current: the last's)
+    uint64_t saturated = 0;         // elements the step's quantizations clipped, on this rank, each
+                                    // quantization counted (a weight: the forward's and the input gradient's)
+    double fp8_max = 0;             // the format's largest finite value
+};
+
 class Fp8Linears {
 public:
     Fp8Linears(Backend& backend, const Fp8Options& options, int n_layer);
@@ -63,6 +77,13 @@ public:
     std::vector<TensorView> amax_histories() const;
     // Once per optimizer step, after it: delayed scaling's update (nothing under current scaling).
     void step_done();
+    // Telemetry: the next step_done first keeps a copy of the state as the step left it (its
+    // amaxes still in the newest history slot, its saturation counts), which step_tensors reads
+    // (a host synchronisation), one entry per tensor that multiplies in FP8; empty before any.
+    void keep_next_step() { keep_next_step_ = true; }
+    std::vector<Fp8StepTensor> step_tensors(const std::vector<float>& scales_before) const;
+    // The scales as they stand (forward's, then backward's), before a step: step_tensors' argument.
+    std::vector<float> scales() const;
 
     // A copy of the whole state (scales, histories, saturation counts) in backend memory. An
     // evaluation between training steps quantizes with the training's scales but records amaxes
@@ -97,6 +118,8 @@ private:
     int n_layer_;
     std::vector<bool> bf16_blocks_;
     State forward_, backward_;
+    bool keep_next_step_ = false;
+    std::optional<Snapshot> kept_step_;
 };
 
 }  // namespace mixgpt

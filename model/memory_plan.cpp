@@ -36,6 +36,7 @@ std::string format_memory_plan(const MemoryPlan& plan) {
                                                          {"activations", plan.activations}};
     if (plan.shard_exchange > 0) parts.emplace_back("shard exchange", plan.shard_exchange);
     if (plan.optimizer_iterates > 0) parts.emplace_back("Muon iterates", plan.optimizer_iterates);
+    if (plan.telemetry > 0) parts.emplace_back("telemetry", plan.telemetry);
     const double total = static_cast<double>(plan.total());
     constexpr double kMiB = 1024.0 * 1024.0;
     std::string table;

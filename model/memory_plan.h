@@ -25,10 +25,13 @@ struct MemoryPlan {
     // --optimizer muon: the Newton-Schulz iterates, a batch per matrix shape (train/muon_step.h); set
     // by the trainer, 0 from plan_memory
     size_t optimizer_iterates = 0;
+    // --telemetry-interval: the fp32 masters' copy and the statistics (train/telemetry.h); set by
+    // the trainer, 0 from plan_memory
+    size_t telemetry = 0;
 
     size_t total() const {
         return parameters + gradients + optimizer_state + working_copy + activations + shard_exchange +
-               optimizer_iterates;
+               optimizer_iterates + telemetry;
     }
 };
 

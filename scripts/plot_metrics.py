@@ -9,8 +9,9 @@ A resumed run appends to the file; for a step seen twice the later line wins.
 With `train --telemetry-interval`, a second PNG beside the first (metrics_telemetry.png): the
 training loss on top, then per-layer heat maps (layer x measured step) of each block's output
 max |x| and RMS, its attention's max |log-sum-exp|, and over the block's tensors the gradient
-norm, the update's norm over the weight's and the fraction of gradient elements the working
-precision cannot hold as normals (train/telemetry.h).
+norm, the update's norm over the weight's, the fraction of gradient elements the working
+precision cannot hold as normals and the median log2|g| of the nonzero ones; in fp8 runs also
+the least FP8 headroom over the block's FP8 tensors (train/telemetry.h).
 
     scripts/plot_metrics.py runs/demo/metrics.jsonl            # writes runs/demo/metrics.png
     scripts/plot_metrics.py runs/demo/metrics.jsonl -o loss.png
@@ -86,18 +87,44 @@ def layer_quantities(record):
     quantities["grad_norm"] = [math.sqrt(g) for g in gradient]
     quantities["update_ratio"] = [math.sqrt(u / w) if w > 0 else math.nan for u, w in zip(update, weight)]
     quantities["grad_small_fraction"] = [s / e if e > 0 else math.nan for s, e in zip(small, elements)]
+    medians = [math.nan] * layers
+    for histogram in record.get("grad_exponents", []):
+        if 0 <= histogram["layer"] < layers:
+            medians[histogram["layer"]] = median_exponent(histogram["bins"])
+    quantities["grad_log2_median"] = medians
+    if "fp8" in record:
+        least = [math.inf] * layers
+        for tensor in record["fp8"]:
+            if 0 <= tensor["layer"] < layers and tensor["headroom_bits"] is not None:
+                least[tensor["layer"]] = min(least[tensor["layer"]], tensor["headroom_bits"])
+        quantities["fp8_headroom_bits"] = [v if math.isfinite(v) else math.nan for v in least]
     return quantities
+
+
+def median_exponent(bins):
+    """The exponent e (floor(log2|g|)) of the median nonzero element, from [e, count] pairs."""
+    total = sum(count for _, count in bins)
+    seen = 0
+    for exponent, count in sorted(bins):
+        seen += count
+        if 2 * seen >= total:
+            return exponent
+    return math.nan
 
 
 TELEMETRY_PANELS = [("output_amax", "block output max |x|", True), ("output_rms", "block output RMS", True),
                     ("attention_lse_amax", "attention max |lse|", False), ("grad_norm", "gradient norm", True),
                     ("update_ratio", "|update| / |weight|", True),
-                    ("grad_small_fraction", "gradient elements below the smallest normal", False)]
+                    ("grad_small_fraction", "gradient elements below the smallest normal", False),
+                    ("grad_log2_median", "median log2 |gradient| (nonzero elements)", False),
+                    ("fp8_headroom_bits", "least FP8 headroom log2(fp8 max / (amax scale)), bits", False)]
 
 
 def plot_telemetry(train, telemetry, output, title):
     steps = sorted(telemetry)
-    rows = 1 + len(TELEMETRY_PANELS)
+    per_step = [layer_quantities(telemetry[s]) for s in steps]
+    panels = [panel for panel in TELEMETRY_PANELS if all(panel[0] in row for row in per_step)]
+    rows = 1 + len(panels)
     figure, axes = plt.subplots(rows, 2, figsize=(9, 2.2 * rows), sharex="col",
                                 gridspec_kw={"width_ratios": [40, 1]})
     train_steps = sorted(train)
@@ -108,8 +135,7 @@ def plot_telemetry(train, telemetry, output, title):
     axes[0][1].axis("off")
     # Each measured step's column is centred on it, one interval wide.
     half = (steps[1] - steps[0]) / 2 if len(steps) > 1 else 0.5
-    per_step = [layer_quantities(telemetry[s]) for s in steps]
-    for (axis, bar), (name, label, logarithmic) in zip(axes[1:], TELEMETRY_PANELS):
+    for (axis, bar), (name, label, logarithmic) in zip(axes[1:], panels):
         grid = [[row[name][layer] for row in per_step] for layer in range(len(per_step[0][name]))]
         if logarithmic:
             grid = [[math.log10(v) if v > 0 else math.nan for v in row] for row in grid]

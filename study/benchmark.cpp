@@ -78,7 +78,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
     hyper.learning_rate = 1e-4f;
 
     std::optional<Telemetry> telemetry;
-    if (options.telemetry_interval > 0) telemetry.emplace(model, *backend, options.telemetry_interval);
+    if (options.telemetry_interval > 0) telemetry.emplace(model, *backend, options.telemetry_interval, *communicator);
     int64_t steps_done = 0;
     const auto run_steps = [&](int count) {
         for (int i = 0; i < count; ++i, ++steps_done) {
@@ -88,7 +88,7 @@ BenchResult bench_precision(const BenchOptions& options, const GPTConfig& config
             step.begin();
             step.micro_step(windows.data());
             step.finish(hyper);
-            if (measured) telemetry->after_step(steps_done + 1, loss_scale);
+            if (measured) telemetry->after_step(steps_done + 1, loss_scale, step.kept_gradients());
         }
     };
     run_steps(options.warmup_steps);

@@ -105,7 +105,8 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
                             "train/loss_scale,", "train/mfu,", "train/spike_skips,", "val/loss,",
                             "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,",
                             "telemetry/logit_amax,", "telemetry/loss_scale_headroom_bits,",
-                            "telemetry/output_rms/1,", "telemetry/update_ratio/0,", "telemetry/grad_small_fraction/1,"})
+                            "telemetry/output_rms/1,", "telemetry/update_ratio/0,", "telemetry/grad_small_fraction/1,",
+                            "telemetry/grad_log2/0,", "telemetry/grad_log2/model,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);
@@ -177,6 +178,39 @@ TEST(TensorBoardTest, UnscaledRunWritesNoLossScale) {
     EXPECT_EQ(read.output.find("loss_scale"), std::string::npos) << read.output;
     EXPECT_EQ(read.output.find("train/mfu"), std::string::npos) << "no peak known for a CPU: " << read.output;
     EXPECT_EQ(read.output.find("spike_skips"), std::string::npos) << read.output;
+}
+
+// An fp8 run's telemetry: the per-layer FP8 headroom and saturation scalars beside the histograms,
+// which the reader recomputes from metrics.jsonl's fp8 and grad_exponents; a histogram changed in
+// metrics.jsonl is found.
+TEST(TensorBoardTest, Fp8TelemetryScalarsAndHistograms) {
+    TempDirectory d("mixgpt_tensorboard_fp8");
+    TrainOptions options = tiny_train_options(d.file("run"));
+    options.precision = Precision::fp8;
+    options.steps = 2;
+    options.telemetry_interval = 1;
+    options.tensorboard_dir = d.file("tb");
+    run_training(options);
+    const ReaderResult read = read_events(d, d.file("tb"), d.file("run/metrics.jsonl"), false);
+    ASSERT_EQ(read.status, 0) << read.output;
+    for (const char* tag : {"telemetry/fp8_input_headroom_bits/0,", "telemetry/fp8_weight_saturated/1,",
+                            "telemetry/fp8_gradient_headroom_bits/1,", "telemetry/grad_log2/1,"})
+        EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
+
+    std::ifstream metrics_file(d.file("run/metrics.jsonl"));
+    std::ofstream changed(d.file("changed.jsonl"));
+    for (std::string line; std::getline(metrics_file, line);) {
+        nlohmann::json record = nlohmann::json::parse(line);
+        if (record["type"] == "telemetry" && record["step"] == 2) {
+            nlohmann::json& count = record["grad_exponents"][0]["bins"][0][1];
+            count = count.get<int64_t>() + 1000;
+        }
+        changed << record.dump() << '\n';
+    }
+    changed.close();
+    const ReaderResult differs = read_events(d, d.file("tb"), d.file("changed.jsonl"), false);
+    EXPECT_EQ(differs.status, 1);
+    EXPECT_NE(differs.output.find("telemetry/grad_log2/0 at step 2 is"), std::string::npos) << differs.output;
 }
 
 }  // namespace

@@ -26,15 +26,43 @@ void put_bytes(std::string& out, uint32_t field, const std::string& bytes) {
     out += bytes;
 }
 
+// A double field, left out at 0 as proto3 does.
+void put_double(std::string& out, uint32_t field, double value) {
+    if (value == 0) return;
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    put_key(out, field, kFixed64);
+    put_little_endian(out, bits, 8);
+}
+
+// A packed repeated double field, left out when empty.
+void put_doubles(std::string& out, uint32_t field, const std::vector<double>& values) {
+    if (values.empty()) return;
+    std::string packed;
+    for (const double value : values) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &value, sizeof(bits));
+        put_little_endian(packed, bits, 8);
+    }
+    put_bytes(out, field, packed);
+}
+
+std::string histogram_proto(const TensorBoardHistogram& histogram) {
+    std::string proto;
+    put_double(proto, 1, histogram.min);
+    put_double(proto, 2, histogram.max);
+    put_double(proto, 3, histogram.num);
+    put_double(proto, 4, histogram.sum);
+    put_double(proto, 5, histogram.sum_squares);
+    put_doubles(proto, 6, histogram.bucket_limit);
+    put_doubles(proto, 7, histogram.bucket);
+    return proto;
+}
+
 // Event's wall_time and step, each left out at 0 as proto3 does.
 std::string event_head(double wall_time, int64_t step) {
     std::string event;
-    if (wall_time != 0) {
-        uint64_t bits = 0;
-        std::memcpy(&bits, &wall_time, sizeof(bits));
-        put_key(event, 1, kFixed64);
-        put_little_endian(event, bits, 8);
-    }
+    put_double(event, 1, wall_time);
     if (step != 0) {
         put_key(event, 2, kVarint);
         put_varint(event, static_cast<uint64_t>(step));  // negative: ten bytes, as int64 is encoded
@@ -69,7 +97,8 @@ std::string session_start_event(double wall_time, int64_t step) {
     return event;
 }
 
-std::string scalars_event(double wall_time, int64_t step, const std::vector<TensorBoardScalar>& scalars) {
+std::string scalars_event(double wall_time, int64_t step, const std::vector<TensorBoardScalar>& scalars,
+                          const std::vector<TensorBoardHistogram>& histograms) {
     std::string summary;
     for (const TensorBoardScalar& scalar : scalars) {
         std::string value;
@@ -78,6 +107,12 @@ std::string scalars_event(double wall_time, int64_t step, const std::vector<Tens
         std::memcpy(&bits, &scalar.value, sizeof(bits));
         put_key(value, 2, kFixed32);
         put_little_endian(value, bits, 4);
+        put_bytes(summary, 1, value);
+    }
+    for (const TensorBoardHistogram& histogram : histograms) {
+        std::string value;
+        put_bytes(value, 1, histogram.tag);
+        put_bytes(value, 5, histogram_proto(histogram));
         put_bytes(summary, 1, value);
     }
     std::string event = event_head(wall_time, step);

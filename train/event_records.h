@@ -7,11 +7,10 @@
 //   Event       wall_time = 1 (double), step = 2 (int64), file_version = 3 (string),
 //               summary = 5 (Summary), session_log = 7 (SessionLog)
 //   Summary     value = 1 (repeated Value)
-//   Value       tag = 1 (string), simple_value = 2 (float)
+//   Value       tag = 1 (string), simple_value = 2 (float), histo = 5 (HistogramProto)
+//   HistogramProto  min = 1, max = 2, num = 3, sum = 4, sum_squares = 5 (double each),
+//                   bucket_limit = 6, bucket = 7 (repeated double, packed)
 //   SessionLog  status = 1 (enum; START = 1)
-//
-// Histograms (Value.histo = 5, a HistogramProto), for the per-layer telemetry of issue 40's
-// point 1, would be one more encoder here; none is written yet.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +22,14 @@ namespace mixgpt {
 struct TensorBoardScalar {
     std::string tag;  // "train/loss": TensorBoard groups the charts by the part before the first '/'
     float value = 0;
+};
+
+// A histogram as TensorBoard's HistogramProto holds one: bucket i counts the values in
+// [bucket_limit[i - 1], bucket_limit[i]), the first from min.
+struct TensorBoardHistogram {
+    std::string tag;
+    double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+    std::vector<double> bucket_limit, bucket;
 };
 
 // One TFRecord: the data's length (uint64, little-endian), the masked CRC-32C of those 8 bytes, the
@@ -37,7 +44,9 @@ std::string file_version_event(double wall_time);
 // Event{wall_time, step, session_log: {status: START}}.
 std::string session_start_event(double wall_time, int64_t step);
 
-// Event{wall_time, step, summary: {value: [{tag, simple_value} for each scalar]}}.
-std::string scalars_event(double wall_time, int64_t step, const std::vector<TensorBoardScalar>& scalars);
+// Event{wall_time, step, summary: {value: [{tag, simple_value} for each scalar, then {tag, histo}
+// for each histogram]}}.
+std::string scalars_event(double wall_time, int64_t step, const std::vector<TensorBoardScalar>& scalars,
+                          const std::vector<TensorBoardHistogram>& histograms = {});
 
 }  // namespace mixgpt

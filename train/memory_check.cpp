@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "dist/mpi_launch.h"
 #include "model/memory_plan.h"
+#include "train/telemetry.h"
 #include "tokenizer/dataset.h"
 #include "tokenizer/dataset_path.h"
 #include "train/muon_step.h"
@@ -20,12 +21,13 @@ double gibibytes(size_t bytes) { return static_cast<double>(bytes) / (1ull << 30
 }  // namespace
 
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates) {
+                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates,
+                         size_t telemetry) {
     const Precision precision = backend.precision();
     const size_t scratch = backend.attention_scratch_bytes(seq_len);
     const auto needed_with = [&](Recompute policy) {
         return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() +
-               optimizer_iterates + scratch;
+               optimizer_iterates + telemetry + scratch;
     };
     const size_t needed = needed_with(recompute);
     const AvailableMemory available = backend.available_memory();
@@ -84,6 +86,9 @@ void print_memory_plans(const TrainOptions& options, std::ostream& out) {
         if (muon)
             plan.optimizer_iterates =
                 muon_iterate_bytes(config, options.muon_ns_dtype, options.zero_optimizer ? ranks : 1);
+        if (options.telemetry_interval > 0)
+            plan.telemetry = telemetry_bytes(config, options.precision, options.fp8.scaling.history_length,
+                                             shard_sizes ? shard_sizes->shard_elements : 0);
         out << format_memory_plan(plan);
     }
 }

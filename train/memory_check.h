@@ -15,13 +15,15 @@
 namespace mixgpt {
 
 // Throws Error when plan_memory(config, batch_size, seq_len, precision, recompute,
-// shards).total() + optimizer_iterates (MemoryPlan's) + the backend's attention scratch exceeds its
-// available memory.
+// shards).total() + optimizer_iterates + telemetry (MemoryPlan's) + the backend's attention
+// scratch exceeds its available memory.
 void require_memory_fits(const Backend& backend, const GPTConfig& config, int batch_size, int seq_len,
-                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates = 0);
+                         Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates = 0,
+                         size_t telemetry = 0);
 
 // --dry-run: the plan and the memory needed under each recompute policy, per rank of the job the
-// launcher announces (ZeRO-1 included), and Muon's iterates with --optimizer muon.
+// launcher announces (ZeRO-1 included), Muon's iterates with --optimizer muon, and the telemetry's
+// memory with --telemetry-interval (rank 0's).
 void print_memory_plans(const TrainOptions& options, std::ostream& out);
 
 }  // namespace mixgpt

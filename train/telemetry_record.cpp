@@ -1,6 +1,8 @@
 #include "train/telemetry_record.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -32,7 +34,36 @@ std::string telemetry_json(const TelemetryRecord& record) {
                            {"grad_non_finite", tensor.grad_non_finite},
                            {"elements", tensor.elements}});
     line["tensors"] = tensors;
+    nlohmann::ordered_json exponents = nlohmann::ordered_json::array();
+    for (const GradientExponents& histogram : record.grad_exponents) {
+        nlohmann::ordered_json bins = nlohmann::ordered_json::array();
+        for (int bin = 1; bin + 1 < kExponentBins; ++bin)
+            if (histogram.counts[static_cast<size_t>(bin)] != 0)
+                bins.push_back({bin - 1 + kHistogramExponentMin, histogram.counts[static_cast<size_t>(bin)]});
+        exponents.push_back({{"layer", histogram.layer},
+                             {"zeros", histogram.counts.front()},
+                             {"non_finite", histogram.counts.back()},
+                             {"bins", bins}});
+    }
+    line["grad_exponents"] = exponents;
+    if (!record.fp8.empty()) {
+        nlohmann::ordered_json fp8 = nlohmann::ordered_json::array();
+        for (const Fp8StepTensor& tensor : record.fp8)
+            fp8.push_back({{"layer", tensor.layer},
+                           {"role", tensor.role},
+                           {"kind", tensor.kind},
+                           {"amax", number(tensor.amax)},
+                           {"scale", number(tensor.scale)},
+                           {"saturated", tensor.saturated},
+                           {"fp8_max", tensor.fp8_max},
+                           {"headroom_bits", number(fp8_headroom_bits(tensor))}});
+        line["fp8"] = fp8;
+    }
     return line.dump();
+}
+
+double fp8_headroom_bits(const Fp8StepTensor& tensor) {
+    return std::log2(tensor.fp8_max / (tensor.amax * tensor.scale));
 }
 
 std::vector<std::pair<std::string, double>> telemetry_scalars(const TelemetryRecord& record) {
@@ -65,7 +96,50 @@ std::vector<std::pair<std::string, double>> telemetry_scalars(const TelemetryRec
         scalars.emplace_back("telemetry/grad_small_fraction" + layer,
                              sums.elements > 0 ? sums.small / sums.elements : 0);
     }
+    struct Fp8Sums {
+        double headroom = std::numeric_limits<double>::infinity(), saturated = 0;
+    };
+    std::map<std::pair<int, std::string>, Fp8Sums> fp8;  // (layer, kind)
+    for (const Fp8StepTensor& tensor : record.fp8) {
+        if (tensor.layer < 0) continue;
+        Fp8Sums& sums = fp8[{tensor.layer, tensor.kind}];
+        sums.headroom = std::min(sums.headroom, fp8_headroom_bits(tensor));
+        sums.saturated += static_cast<double>(tensor.saturated);
+    }
+    for (const auto& [key, sums] : fp8) {
+        const std::string tail = "/" + std::to_string(key.first);
+        scalars.emplace_back("telemetry/fp8_" + key.second + "_headroom_bits" + tail, sums.headroom);
+        scalars.emplace_back("telemetry/fp8_" + key.second + "_saturated" + tail, sums.saturated);
+    }
     return scalars;
+}
+
+std::vector<TensorBoardHistogram> telemetry_histograms(const TelemetryRecord& record) {
+    std::vector<TensorBoardHistogram> histograms;
+    for (const GradientExponents& exponents : record.grad_exponents) {
+        int first = kExponentBins, last = 0;  // the nonzero finite bins' range
+        for (int bin = 1; bin + 1 < kExponentBins; ++bin) {
+            if (exponents.counts[static_cast<size_t>(bin)] == 0) continue;
+            first = std::min(first, bin);
+            last = bin;
+        }
+        if (first > last) continue;
+        TensorBoardHistogram histogram;
+        histogram.tag = "telemetry/grad_log2/" + (exponents.layer >= 0 ? std::to_string(exponents.layer) : "model");
+        histogram.min = first - 1 + kHistogramExponentMin;
+        histogram.max = last + kHistogramExponentMin;
+        for (int bin = first; bin <= last; ++bin) {
+            const double count = static_cast<double>(exponents.counts[static_cast<size_t>(bin)]);
+            const double middle = bin - 1 + kHistogramExponentMin + 0.5;
+            histogram.num += count;
+            histogram.sum += count * middle;
+            histogram.sum_squares += count * middle * middle;
+            histogram.bucket_limit.push_back(bin + kHistogramExponentMin);
+            histogram.bucket.push_back(count);
+        }
+        histograms.push_back(histogram);
+    }
+    return histograms;
 }
 
 }  // namespace mixgpt

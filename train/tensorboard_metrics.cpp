@@ -51,7 +51,7 @@ void TensorBoardMetrics::write(const EvalMetrics& metrics) {
 void TensorBoardMetrics::write(const TelemetryRecord& record) {
     std::vector<TensorBoardScalar> scalars;
     for (const auto& [tag, value] : telemetry_scalars(record)) scalars.push_back({tag, static_cast<float>(value)});
-    file_.write(scalars_event(event_wall_time(), record.step, scalars));
+    file_.write(scalars_event(event_wall_time(), record.step, scalars, telemetry_histograms(record)));
 }
 
 void TensorBoardMetrics::write(const TaskEvalMetrics& metrics) {

@@ -13,13 +13,11 @@
 //   task/<task file's name>/{acc,acc_norm}         each task evaluation (--task-eval)
 //   telemetry/<quantity>[/<layer>]                 each measured step (--telemetry-interval,
 //                                                  train/telemetry_record.h's telemetry_scalars)
+//   telemetry/grad_log2/<layer or model>           histograms of the same steps (telemetry_histograms)
 //
 // A run writes a SessionLog START at the first step it writes (its start step + 1): TensorBoard
 // then drops the events of that step and later read from the folder's earlier files, the steps
 // a resumed run redoes, as metrics.jsonl drops their lines. Evaluations flush the file.
-//
-// The telemetry's histograms (issue 40) are not written yet: they need a histogram encoder in
-// train/event_records.h.
 #pragma once
 
 #include <cstdint>

@@ -112,8 +112,6 @@ TrainPlan plan_training(const TrainOptions& options, int vocab_size, int world_s
     MIXGPT_REQUIRE(options.spike_window >= 2, "spike-window: must be at least 2 steps");
     MIXGPT_REQUIRE(options.max_spike_skips >= 1, "max-spike-skips: must be at least 1");
     MIXGPT_REQUIRE(options.telemetry_interval >= 0, "telemetry-interval: must not be negative (0: off)");
-    MIXGPT_REQUIRE(options.telemetry_interval == 0 || !options.zero_optimizer,
-                   "telemetry-interval: needs every fp32 master on each rank, which --zero shards");
     MIXGPT_REQUIRE(std::isfinite(options.peak_tflops) && options.peak_tflops >= 0,
                    "peak-tflops: must be a finite number >= 0 (0: the device's, when known)");
     MIXGPT_REQUIRE(!options.output_dir.empty(), "output-dir: must not be empty");

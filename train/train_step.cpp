@@ -343,6 +343,10 @@ StepResult TrainStep::result() {
     return {loss_, z_loss_, read_status()};
 }
 
+TensorView TrainStep::kept_gradients() const {
+    return sharded() ? kept_view(shard_gradients_, DType::f32) : model_.gradients();
+}
+
 TensorView TrainStep::kept_view(const Buffer& buffer, DType dtype) const {
     return TensorView(buffer.data(), dtype, {kept_elements_});
 }

@@ -103,6 +103,9 @@ public:
     // The parameters whose optimizer state this rank keeps, ascending: its pieces (without the
     // padding), or all of them.
     const std::vector<ElementRange>& owned() const { return owned_; }
+    // After the gradients are finished: the mean gradients of the masters the model keeps, in their
+    // order: (n) f32, the model's gradients, or under ZeRO-1 (the shard's elements) f32.
+    TensorView kept_gradients() const;
 
     // The three phases of a step; micro_step is called accumulation_steps times in between.
     void begin();

@@ -147,6 +147,10 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
                         plan_.muon
                             ? muon_iterate_bytes(plan_.model, plan_.muon->hyper.ns_dtype,
                                                  parallel.shard_optimizer ? communicator().world_size() : 1)
+                            : 0,
+                        options.telemetry_interval > 0 && (is_root() || parallel.shard_optimizer)
+                            ? telemetry_bytes(plan_.model, options.precision, options.fp8.scaling.history_length,
+                                              shard_sizes ? shard_sizes->shard_elements : 0)
                             : 0);
     model_ = std::make_unique<GPT>(
         *backend_, plan_.model, options.batch_size, options.seq_len, options.recompute,
@@ -164,8 +168,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* given, const StepObs
     status_ = plan_.loss_scale.initial_status();
     train_step_ = std::make_unique<TrainStep>(*model_, communicator(), plan_.accumulation_steps,
                                               plan_.loss_scale.config(), status_, parallel, plan_.muon);
-    if (options.telemetry_interval > 0 && is_root())
-        telemetry_ = std::make_unique<Telemetry>(*model_, *backend_, options.telemetry_interval);
+    // Rank 0 measures; under ZeRO-1 every rank measures its shard, and the ranks' sums are added.
+    if (options.telemetry_interval > 0 && (is_root() || parallel.shard_optimizer))
+        telemetry_ = std::make_unique<Telemetry>(*model_, *backend_, options.telemetry_interval, communicator());
 
     // Validation reads every dataset of the run in turn (each component of a mixture): possible
     // when any of them has a validation shard of a window or more.
@@ -519,7 +524,10 @@ TrainMetrics Trainer::run_step() {
     status_ = result.status;
     ++step_;
     tokens_seen_ += plan_.tokens_per_step;
-    if (measured) metrics_->write(telemetry_->after_step(step_, scale_used));
+    if (measured) {
+        const TelemetryRecord record = telemetry_->after_step(step_, scale_used, train_step_->kept_gradients());
+        if (is_root()) metrics_->write(record);
+    }
     metrics.step = step_;
     metrics.loss = result.loss;
     metrics.z_loss = plan_.z_loss > 0 ? result.z_loss : -1;

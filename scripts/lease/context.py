@@ -49,7 +49,7 @@ PRODUCTION = Sizes(
     memcheck_lab=["--sizes", "smoke"],
     attention_lengths="1024",
     train=["--model", "d12", "-b", "16", "-t", "1024", "--steps", "300", "--warmup-steps", "30", "--lr", "6e-4",
-           "--eval-batches", "8"],
+           "--eval-batches", "8", "--telemetry-interval", "100"],
     eval_tokens=32768,
 )
 
@@ -69,7 +69,8 @@ SMOKE = Sizes(
     lab=["--sizes", "smoke"],
     memcheck_lab=["--sizes", "smoke", "--attention-lengths", "64"],
     attention_lengths="64",
-    train=["--model", "d2", "--n-layer", "1", "-b", "1", "-t", "32", "--steps", "2", "--eval-batches", "1"],
+    train=["--model", "d2", "--n-layer", "1", "-b", "1", "-t", "32", "--steps", "2", "--eval-batches", "1",
+           "--telemetry-interval", "1"],
     eval_tokens=128,
 )
 

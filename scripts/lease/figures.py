@@ -288,5 +288,6 @@ def training_text(result):
     board = result.get("tensorboard")
     if board:
         text += (f"; TensorBoard read {board['values']} values of {board['scalar_tags']} scalar tags"
+                 f" and {board.get('histograms', 0)} histograms of {board.get('histogram_tags', 0)} tags"
                  if board.get("available") else f"; TensorBoard not checked: {board.get('why')}")
     return text if result["train_exit"] == 0 else text + f"; training exit {result['train_exit']}"

@@ -10,12 +10,13 @@ TFRecords: the length's and the data's masked CRC-32C are checked (a bitwise CRC
 mixgpt's table), and each record is decoded with event.proto/summary.proto (TensorBoard's field
 numbers) compiled by Debian's protoc (protobuf-compiler, python3-protobuf): no unknown field, and
 protobuf's own encoding of the decoded event is the record byte for byte. A file holds the
-file_version event ("brain.Event:2"), a SessionLog START, then scalar events. The scalars are
-merged as TensorBoard merges a folder: a START at step s drops the scalars of step s and later
+file_version event ("brain.Event:2"), a SessionLog START, then summary events. The values are
+merged as TensorBoard merges a folder: a START at step s drops the values of step s and later
 read before it. What remains must be metrics.jsonl's values (as float32; null: NaN or Inf) at their
 steps, under the tags of train/tensorboard_metrics.h; a telemetry record's per-layer tags computed
-here from its blocks and tensors (train/telemetry_record.h); --loss-scaled: the run scales its loss
-(train/loss_scale expected).
+here from its blocks, tensors and fp8 tensors, and its gradient histograms (log2|g|, one bucket per
+exponent) from its grad_exponents, exactly (train/telemetry_record.h); --loss-scaled: the run
+scales its loss (train/loss_scale expected).
 """
 import argparse
 import json
@@ -137,15 +138,47 @@ def event_scalars(event_pb2, directory):
                 scalars = {key: value for key, value in scalars.items() if key[1] < event.step}
                 continue
             if kind != "summary" or not event.summary.value:
-                raise CheckFailed(f"{where}: a {kind} event, not scalars")
+                raise CheckFailed(f"{where}: a {kind} event, not a summary")
             for value in event.summary.value:
-                if value.WhichOneof("value") != "simple_value":
-                    raise CheckFailed(f"{where}: {value.tag} is not a simple_value")
+                held = value.WhichOneof("value")
+                if held not in ("simple_value", "histo"):
+                    raise CheckFailed(f"{where}: {value.tag} is neither a simple_value nor a histo")
                 key = (value.tag, event.step)
                 if key in scalars:
                     raise CheckFailed(f"{where}: {value.tag} twice at step {event.step}")
-                scalars[key] = value.simple_value
+                scalars[key] = value.simple_value if held == "simple_value" else histogram_fields(value.histo)
     return scalars, len(names)
+
+
+def histogram_fields(histo):
+    return (histo.min, histo.max, histo.num, histo.sum, histo.sum_squares, tuple(histo.bucket_limit),
+            tuple(histo.bucket))
+
+
+def gradient_histograms(record):
+    """tag -> histogram_fields of each grad_exponents entry with a finite nonzero element: a bucket
+    [e, e + 1) per exponent from the least to the greatest present, limited at e + 1; sums over the
+    buckets' midpoints e + 0.5."""
+    histograms = {}
+    for entry in record["grad_exponents"]:
+        counts = dict(entry["bins"])
+        if not counts:
+            continue
+        low, high = min(counts), max(counts)
+        num = total = squares = 0.0
+        limits, buckets = [], []
+        for exponent in range(low, high + 1):
+            count = float(counts.get(exponent, 0))
+            middle = exponent + 0.5
+            num += count
+            total += count * middle
+            squares += count * middle * middle
+            limits.append(float(exponent + 1))
+            buckets.append(count)
+        layer = "model" if entry["layer"] < 0 else str(entry["layer"])
+        histograms["telemetry/grad_log2/" + layer] = (float(low), float(high + 1), num, total, squares,
+                                                     tuple(limits), tuple(buckets))
+    return histograms
 
 
 def float32(value):
@@ -179,6 +212,16 @@ def telemetry_scalars(record):
         scalars["telemetry/grad_norm" + tail] = math.sqrt(gradient)
         scalars["telemetry/update_ratio" + tail] = math.sqrt(update / weight) if weight > 0 else 0.0
         scalars["telemetry/grad_small_fraction" + tail] = small / elements if elements > 0 else 0.0
+    fp8 = {}
+    for tensor in record.get("fp8", []):
+        if tensor["layer"] < 0:
+            continue
+        headroom = math.log2(tensor["fp8_max"] / (tensor["amax"] * tensor["scale"])) if tensor["amax"] > 0 else math.inf
+        least, saturated = fp8.get((tensor["layer"], tensor["kind"]), (math.inf, 0.0))
+        fp8[(tensor["layer"], tensor["kind"])] = (min(least, headroom), saturated + tensor["saturated"])
+    for (layer, kind), (headroom, saturated) in fp8.items():
+        scalars[f"telemetry/fp8_{kind}_headroom_bits/{layer}"] = None if math.isinf(headroom) else headroom
+        scalars[f"telemetry/fp8_{kind}_saturated/{layer}"] = saturated
     return scalars
 
 
@@ -200,6 +243,8 @@ def expected_scalars(metrics_path, loss_scaled):
             elif kind == "telemetry":
                 for tag, value in telemetry_scalars(record).items():
                     expected[(tag, step)] = float32(value)
+                for tag, fields in gradient_histograms(record).items():
+                    expected[(tag, step)] = fields
                 continue
             else:
                 continue
@@ -210,6 +255,8 @@ def expected_scalars(metrics_path, loss_scaled):
 
 
 def same(got, expected):
+    if isinstance(expected, tuple) or isinstance(got, tuple):
+        return got == expected
     return not math.isfinite(got) if expected is None else got == expected
 
 
@@ -235,7 +282,7 @@ def main():
         print(f"check_event_files: {failure}", file=sys.stderr)
         return 1
     tags = sorted({tag for tag, _ in got})
-    print(f"{files} event files, {len(got)} scalars in {len(tags)} tags agree with {args.metrics}: "
+    print(f"{files} event files, {len(got)} values in {len(tags)} tags agree with {args.metrics}: "
           + ", ".join(tags))
     return 0
 

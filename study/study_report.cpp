@@ -125,7 +125,8 @@ Json run_json(const StudyRunSummary& run) {
             {"evaluations", evaluations},
             {"telemetry_departures",
              {{"output_amax_ratio", departure_json(run.departures.amax)},
-              {"grad_underflow_excess", departure_json(run.departures.underflow)}}}};
+              {"grad_underflow_excess", departure_json(run.departures.underflow)},
+              {"fp8_least_headroom_bits", departure_json(run.departures.fp8_headroom)}}}};
 }
 
 
@@ -303,25 +304,31 @@ std::string target_markdown(const StudyReport& report) {
 std::string departures_markdown(const StudyReport& report) {
     std::string rows;
     for (const StudyRunSummary& run : report.runs) {
-        const TelemetryDeparture &amax = run.departures.amax, &underflow = run.departures.underflow;
+        const TelemetryDeparture &amax = run.departures.amax, &underflow = run.departures.underflow,
+                                 &headroom = run.departures.fp8_headroom;
         if (amax.layer < 0 && underflow.layer < 0) continue;
         const auto where = [](const TelemetryDeparture& d) {
             return format("layer %d, step %lld", d.layer, static_cast<long long>(d.step));
         };
-        rows += format("| %s | %s | %s | %s | %s |\n", run_label(report, run).c_str(),
+        rows += format("| %s | %s | %s | %s | %s | %s | %s |\n", run_label(report, run).c_str(),
                        amax.layer < 0 ? "—" : format("%.3f×", amax.value).c_str(),
                        amax.layer < 0 ? "—" : where(amax).c_str(),
                        underflow.layer < 0 ? "—" : format("%+.4f%%", 100 * underflow.value).c_str(),
-                       underflow.layer < 0 ? "—" : where(underflow).c_str());
+                       underflow.layer < 0 ? "—" : where(underflow).c_str(),
+                       headroom.layer < 0 ? "—" : format("%+.2f bits", headroom.value).c_str(),
+                       headroom.layer < 0 ? "—" : where(headroom).c_str());
     }
     if (rows.empty()) return "";
     return "\n## Where each run departs from fp32 (telemetry)\n\n"
            "At each evaluation the runs measure every block (train --telemetry-interval): its output's max |x|, "
            "and the fraction of its gradient elements below the working dtype's smallest normal (fp16: of the "
            "loss-scaled values). Per run, the layer and step where each departs most from the fp32 run of its "
-           "seed: the output maximum's ratio to fp32's, and the underflow's excess over fp32's.\n\n"
-           "| run | block output max vs fp32 | where | gradient underflow vs fp32 | where |\n"
-           "|---|---|---|---|---|\n" +
+           "seed: the output maximum's ratio to fp32's, and the underflow's excess over fp32's; in fp8 runs the "
+           "least headroom of an FP8 tensor, log2(fp8 max / (amax · scale)) (below 0: that step's quantization "
+           "saturated).\n\n"
+           "| run | block output max vs fp32 | where | gradient underflow vs fp32 | where | least FP8 headroom "
+           "| where |\n"
+           "|---|---|---|---|---|---|---|\n" +
            rows;
 }
 

@@ -1,5 +1,6 @@
 #include "study/study_telemetry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -28,6 +29,14 @@ StudyTelemetry study_telemetry(const std::map<int64_t, nlohmann::ordered_json>& 
         }
         for (size_t l = 0; l < layers.size(); ++l)
             layers[l].grad_small_fraction = elements[l] > 0 ? small[l] / elements[l] : 0;
+        if (record.contains("fp8"))
+            for (const nlohmann::ordered_json& tensor : record["fp8"]) {
+                const int layer = tensor["layer"].get<int>();
+                const nlohmann::ordered_json& headroom = tensor["headroom_bits"];
+                if (layer < 0 || layer >= static_cast<int>(layers.size()) || !headroom.is_number()) continue;
+                double& least = layers[static_cast<size_t>(layer)].fp8_headroom_bits;
+                least = std::min(least, headroom.get<double>());
+            }
         telemetry[step] = std::move(layers);
     }
     return telemetry;
@@ -35,7 +44,13 @@ StudyTelemetry study_telemetry(const std::map<int64_t, nlohmann::ordered_json>& 
 
 TelemetryDepartures telemetry_departures(const StudyTelemetry& run, const StudyTelemetry& reference) {
     TelemetryDepartures departures;
-    double largest_log_ratio = -1, largest_excess = -INFINITY;
+    double largest_log_ratio = -1, largest_excess = -INFINITY, least_headroom = INFINITY;
+    for (const auto& [step, layers] : run)
+        for (size_t l = 0; l < layers.size(); ++l)
+            if (layers[l].fp8_headroom_bits < least_headroom) {
+                least_headroom = layers[l].fp8_headroom_bits;
+                departures.fp8_headroom = {static_cast<int>(l), step, least_headroom};
+            }
     for (const auto& [step, layers] : run) {
         const auto other = reference.find(step);
         if (other == reference.end()) continue;

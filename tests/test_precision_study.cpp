@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "study/study_telemetry.h"
 #include "model/checkpoint.h"
 #include "model/checkpoint_model.h"
 #include "study/precision_study.h"
@@ -47,6 +49,34 @@ std::vector<std::pair<std::string, int64_t>> metrics_lines(const std::string& pa
         lines.emplace_back(record["type"].get<std::string>(), record["step"].get<int64_t>());
     }
     return lines;
+}
+
+// The study's fp8 reading of hand-made telemetry records: per layer the least headroom_bits of its
+// FP8 tensors (null, the head's layer -1 and layers past the blocks left out), and the run's least
+// over the steps and layers, with where it was; none without fp8 entries.
+TEST(PrecisionStudyTest, Fp8HeadroomIsTheLeastOverTheTensors) {
+    const auto record = [](nlohmann::ordered_json fp8) {
+        nlohmann::ordered_json line = {{"blocks", {{{"output_amax", 1.0}}, {{"output_amax", 2.0}}}},
+                                       {"tensors", nlohmann::ordered_json::array()}};
+        if (!fp8.is_null()) line["fp8"] = fp8;
+        return line;
+    };
+    const auto tensor = [](int layer, nlohmann::ordered_json headroom) {
+        return nlohmann::ordered_json{{"layer", layer}, {"headroom_bits", headroom}};
+    };
+    const StudyTelemetry fp8 = study_telemetry(
+        {{10, record({tensor(0, 1.5), tensor(0, 0.25), tensor(1, 3.0), tensor(-1, -9.0)})},
+         {20, record({tensor(0, nullptr), tensor(1, -0.5), tensor(1, 2.0), tensor(5, -7.0)})}});
+    EXPECT_EQ(fp8.at(10)[0].fp8_headroom_bits, 0.25);
+    EXPECT_EQ(fp8.at(10)[1].fp8_headroom_bits, 3.0);
+    EXPECT_TRUE(std::isinf(fp8.at(20)[0].fp8_headroom_bits)) << "a null headroom (amax 0) is none";
+    EXPECT_EQ(fp8.at(20)[1].fp8_headroom_bits, -0.5);
+    const StudyTelemetry plain = study_telemetry({{10, record(nullptr)}, {20, record(nullptr)}});
+    const TelemetryDeparture least = telemetry_departures(fp8, plain).fp8_headroom;
+    EXPECT_EQ(least.layer, 1);
+    EXPECT_EQ(least.step, 20);
+    EXPECT_EQ(least.value, -0.5);
+    EXPECT_LT(telemetry_departures(plain, fp8).fp8_headroom.layer, 0);
 }
 
 TEST(PrecisionStudyTest, ReportOfTwoPrecisionsAgreesWithTheirRuns) {

@@ -71,6 +71,19 @@ TEST(EventRecords, ScalarAndStartEventsFollowTheWireFormat) {
                   bytes({0x15, 0x00, 0x00, 0x00, 0xc0}));
     // Event{step: 5, session_log: {status: START}}: session_log is field 7 (0x3a), status field 1.
     EXPECT_EQ(session_start_event(0, 5), bytes({0x10, 0x05, 0x3a, 0x02, 0x08, 0x01}));
+    // A histogram: Value{tag: "h", histo: {min: 1.0, bucket_limit: [2.0], bucket: [3.0]}}: histo is
+    // field 5 (0x2a, 29 bytes); min field 1 fixed64 (0x09), 1.0 = 0x3ff0000000000000; bucket_limit
+    // field 6 and bucket field 7 packed (0x32, 0x3a; 8 bytes each), 2.0 = 0x4000..., 3.0 = 0x4008...;
+    // max, num, sum and sum_squares are 0 and left out.
+    TensorBoardHistogram histogram;
+    histogram.tag = "h";
+    histogram.min = 1.0;
+    histogram.bucket_limit = {2.0};
+    histogram.bucket = {3.0};
+    EXPECT_EQ(scalars_event(0, 0, {}, {histogram}),
+              bytes({0x2a, 0x24, 0x0a, 0x22, 0x0a, 0x01}) + "h" + bytes({0x2a, 0x1d}) +
+                  bytes({0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}) + bytes({0x32, 0x08, 0, 0, 0, 0, 0, 0, 0x00, 0x40}) +
+                  bytes({0x3a, 0x08, 0, 0, 0, 0, 0, 0, 0x08, 0x40}));
     // wall_time 1.0 is field 1 fixed64 (0x09), 0x3ff0000000000000 little-endian.
     EXPECT_EQ(session_start_event(1.0, 5).substr(0, 9),
               bytes({0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f}));

@@ -1,6 +1,7 @@
 // tensor_statistics and exponent_histogram (kernels/ops.def): chunks of fixed size reduced in
 // parallel, then combined in chunk order, so the result does not depend on the thread count.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -23,11 +24,16 @@ void add_element(TensorStatistics& s, double value, double small) {
     if (magnitude < small) s.small += 1;
 }
 
-// x's bin of kernels/ops.h's exponent bins.
+// x's bin of kernels/ops.h's exponent bins: a normal number's from its exponent field, a
+// subnormal's by ilogb (floor(log2|x|) of its leading bit).
 int exponent_bin(float x) {
-    if (!std::isfinite(x)) return kExponentBins - 1;
-    if (x == 0) return 0;
-    return 1 + std::ilogb(x) - kHistogramExponentMin;  // ilogb: floor(log2|x|), subnormals too
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    const uint32_t field = (bits >> 23) & 0xffu;
+    if (field == 0xffu) return kExponentBins - 1;
+    if ((bits & 0x7fffffffu) == 0) return 0;
+    const int exponent = field != 0 ? static_cast<int>(field) - 127 : std::ilogb(x);
+    return 1 + exponent - kHistogramExponentMin;
 }
 
 }  // namespace

@@ -14,28 +14,6 @@ namespace {
 double smallest_normal(DType dtype) { return dtype == DType::f16 ? std::ldexp(1.0, -14) : std::ldexp(1.0, -126); }
 constexpr double kFp16Largest = 65504.0;
 
-}  // namespace
-
-double gradient_zero_fraction(GPT& model, const std::vector<ElementRange>& owned, Communicator& communicator) {
-    // On the backend, range by range: the elements below the smallest positive float are the zeros.
-    Backend& backend = model.backend();
-    const Buffer statistics = backend.allocate(sizeof(TensorStatistics));
-    const TensorView all = model.gradients();  // (n) f32
-    double counts[2] = {0, 0};                 // zeros, elements
-    for (const ElementRange& range : owned) {
-        backend.tensor_statistics(statistics.as<TensorStatistics>(), slice_elements(all, range), TensorView(),
-                                  std::numeric_limits<float>::denorm_min());
-        TensorStatistics read;
-        backend.copy_to_host(&read, statistics.data(), sizeof read);
-        counts[0] += read.small;
-        counts[1] += static_cast<double>(range.count());
-    }
-    communicator.all_reduce_sum_host(counts, 2);
-    return counts[1] > 0 ? counts[0] / counts[1] : 0;
-}
-
-namespace {
-
 size_t statistics_bytes(const GPTConfig& config, size_t segments) {
     const size_t layers = static_cast<size_t>(config.n_layer);
     return (3 * segments + 2 * layers + 1) * sizeof(TensorStatistics) + (layers + 1) * kExponentBins * sizeof(uint64_t);
@@ -71,6 +49,24 @@ double all_ranks_max(double value, Communicator& communicator) {
 }
 
 }  // namespace
+
+double gradient_zero_fraction(GPT& model, const std::vector<ElementRange>& owned, Communicator& communicator) {
+    // On the backend, range by range: the elements below the smallest positive float are the zeros.
+    Backend& backend = model.backend();
+    const Buffer statistics = backend.allocate(sizeof(TensorStatistics));
+    const TensorView all = model.gradients();  // (n) f32
+    double counts[2] = {0, 0};                 // zeros, elements
+    for (const ElementRange& range : owned) {
+        backend.tensor_statistics(statistics.as<TensorStatistics>(), slice_elements(all, range), TensorView(),
+                                  std::numeric_limits<float>::denorm_min());
+        TensorStatistics read;
+        backend.copy_to_host(&read, statistics.data(), sizeof read);
+        counts[0] += read.small;
+        counts[1] += static_cast<double>(range.count());
+    }
+    communicator.all_reduce_sum_host(counts, 2);
+    return counts[1] > 0 ? counts[0] / counts[1] : 0;
+}
 
 size_t telemetry_bytes(const GPTConfig& config, Precision precision, int history_length, int64_t kept_masters) {
     const ParameterLayout layout(config);

@@ -90,12 +90,14 @@ public:
     // Telemetry (train/telemetry.h): while set, every forward pass records tensor_statistics
     // (kernels/ops.def, with `small` as its threshold) of each block's output x_{l+1} into
     // block_outputs[l], of each layer's attention log-sum-exp (lse (b, H, t) f32) into
-    // attention_lse[l], and of the logits before the loss (and before a soft-cap) into logits:
-    // backend memory, overwritten by each pass. All null (the default): nothing recorded.
+    // attention_lse[l], of the logits before the loss (and before a soft-cap) into logits, and
+    // each block output's exponent bins (exponent_histogram) into output_exponents[l]: backend
+    // memory, overwritten by each pass. All null (the default): nothing recorded.
     struct ForwardStatistics {
         TensorStatistics* block_outputs = nullptr;  // (n_layer)
         TensorStatistics* attention_lse = nullptr;  // (n_layer)
         TensorStatistics* logits = nullptr;
+        uint64_t* output_exponents = nullptr;  // (n_layer, kExponentBins)
         float small = 0.f;
     };
     void record_statistics(const ForwardStatistics& statistics) { statistics_ = statistics; }

@@ -65,6 +65,9 @@ void GPT::forward_blocks(TensorView tokens, int cache_position) {
         if (statistics_.block_outputs == nullptr) continue;
         backend_.tensor_statistics(statistics_.block_outputs + l, a.residual_out, TensorView(), statistics_.small);
         backend_.tensor_statistics(statistics_.attention_lse + l, a.lse, TensorView(), statistics_.small);
+        uint64_t* bins = statistics_.output_exponents + static_cast<size_t>(l) * kExponentBins;
+        backend_.fill_zero(bins, kExponentBins * sizeof(uint64_t));
+        backend_.exponent_histogram(bins, a.residual_out);
     }
 }
 

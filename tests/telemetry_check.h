@@ -130,6 +130,12 @@ inline void expect_telemetry_matches_f64(Backend& backend, const GPTConfig& conf
                         "block output rms");
         EXPECT_EQ(got.attention_lse_amax, f64_tensor_statistics(lses[l], {}, small).amax) << "block " << l;
     }
+    ASSERT_EQ(record.output_exponents.size(), static_cast<size_t>(config.n_layer));
+    for (int l = 0; l < config.n_layer; ++l) {
+        EXPECT_EQ(record.output_exponents[static_cast<size_t>(l)].layer, l);
+        EXPECT_EQ(record.output_exponents[static_cast<size_t>(l)].counts, f64_exponent_histogram(outputs[l]))
+            << "exponent bins of block output " << l;
+    }
     EXPECT_EQ(record.logit_amax, f64_tensor_statistics(logits, {}, small).amax);
     // The gradients' exponent bins, per block and for the tensors outside the blocks.
     ASSERT_EQ(record.grad_exponents.size(), static_cast<size_t>(config.n_layer) + 1);

@@ -106,7 +106,7 @@ TEST_F(TensorBoardRunTest, EventFilesHoldTheMetricsThroughAResume) {
                             "val/perplexity,", "task/task.jsonl/acc,", "task/task.jsonl/acc_norm,",
                             "telemetry/logit_amax,", "telemetry/loss_scale_headroom_bits,",
                             "telemetry/output_rms/1,", "telemetry/update_ratio/0,", "telemetry/grad_small_fraction/1,",
-                            "telemetry/grad_log2/0,", "telemetry/grad_log2/model,"})
+                            "telemetry/grad_log2/0,", "telemetry/grad_log2/model,", "telemetry/output_log2/1,"})
         EXPECT_NE(read.output.find(tag), std::string::npos) << tag << " in " << read.output;
     // Without loss scaling announced, train/loss_scale is one tag too many.
     const ReaderResult unscaled = read_events(d, d.file("tb/run"), d.file("run/metrics.jsonl"), false);

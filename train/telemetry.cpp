@@ -16,7 +16,10 @@ constexpr double kFp16Largest = 65504.0;
 
 size_t statistics_bytes(const GPTConfig& config, size_t segments) {
     const size_t layers = static_cast<size_t>(config.n_layer);
-    return (3 * segments + 2 * layers + 1) * sizeof(TensorStatistics) + (layers + 1) * kExponentBins * sizeof(uint64_t);
+    // The statistics, then the gradients' exponent bins (each block's, then the other tensors'),
+    // then the block outputs'.
+    return (3 * segments + 2 * layers + 1) * sizeof(TensorStatistics) +
+           (2 * layers + 1) * kExponentBins * sizeof(uint64_t);
 }
 
 // The parts of the layout's views (their real elements) among the masters a model keeps: all of
@@ -96,7 +99,8 @@ TensorStatistics* Telemetry::slot(size_t index) const { return statistics_.as<Te
 void Telemetry::before_step() {
     backend_.copy_within(masters_before_.data(), model_.master_parameters().data, masters_before_.bytes());
     const size_t blocks = 3 * segments_.size(), layers = static_cast<size_t>(model_.config().n_layer);
-    model_.record_statistics({slot(blocks), slot(blocks + layers), slot(blocks + 2 * layers), small_});
+    uint64_t* output_exponents = reinterpret_cast<uint64_t*>(slot(statistics_count_)) + (layers + 1) * kExponentBins;
+    model_.record_statistics({slot(blocks), slot(blocks + layers), slot(blocks + 2 * layers), output_exponents, small_});
     if (Fp8Linears* fp8 = model_.fp8()) {
         fp8_scales_ = fp8->scales();
         fp8->keep_next_step();
@@ -126,13 +130,17 @@ TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale, cons
         backend_.tensor_statistics(slot(3 * k + 2), part(masters.data), part(masters_before_.data()), small_);
     }
     std::vector<TensorStatistics> read(statistics_count_);
-    std::vector<uint64_t> exponent_counts((layers + 1) * kExponentBins);
+    std::vector<uint64_t> exponent_counts((layers + 1) * kExponentBins), output_counts(layers * kExponentBins);
     {
         std::vector<char> bytes(statistics_.bytes());
         backend_.copy_to_host(bytes.data(), statistics_.data(), bytes.size());
-        std::memcpy(read.data(), bytes.data(), read.size() * sizeof(TensorStatistics));
-        std::memcpy(exponent_counts.data(), bytes.data() + read.size() * sizeof(TensorStatistics),
-                    exponent_counts.size() * sizeof(uint64_t));
+        const char* at = bytes.data();
+        for (auto [destination, size] : {std::pair<void*, size_t>{read.data(), read.size() * sizeof(TensorStatistics)},
+                                         {exponent_counts.data(), exponent_counts.size() * sizeof(uint64_t)},
+                                         {output_counts.data(), output_counts.size() * sizeof(uint64_t)}}) {
+            std::memcpy(destination, at, size);
+            at += size;
+        }
     }
 
     // Per view: the sums of squares and counts of its gradient, weight and update (9 each), its
@@ -185,11 +193,15 @@ TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale, cons
     }
     record.logit_amax = read[first_block + 2 * layers].amax;
     for (size_t l = 0; l <= layers; ++l) {
-        GradientExponents histogram{l < layers ? static_cast<int>(l) : -1, std::vector<uint64_t>(kExponentBins)};
+        ExponentHistogram histogram{l < layers ? static_cast<int>(l) : -1, std::vector<uint64_t>(kExponentBins)};
         for (int bin = 0; bin < kExponentBins; ++bin)
             histogram.counts[static_cast<size_t>(bin)] =
                 static_cast<uint64_t>(sums[9 * views.size() + l * kExponentBins + static_cast<size_t>(bin)]);
         record.grad_exponents.push_back(histogram);
+    }
+    for (size_t l = 0; l < layers; ++l) {
+        const auto first = output_counts.begin() + static_cast<std::ptrdiff_t>(l * kExponentBins);
+        record.output_exponents.push_back({static_cast<int>(l), std::vector<uint64_t>(first, first + kExponentBins)});
     }
     if (const Fp8Linears* fp8 = model_.fp8()) record.fp8 = fp8->step_tensors(fp8_scales_);
     if (model_.working_parameters().dtype == DType::f16 && gradient_amax > 0)

@@ -9,6 +9,7 @@
 // - fp16: the loss scale's headroom, log2(fp16's largest finite / the largest scaled gradient);
 // - per block and for the tensors outside them: the gradients' exponent histogram
 //   (exponent_histogram, kernels/ops.h's bins, of the arena's values: loss-scaled under fp16);
+//   per block, its output's;
 // - fp8: each FP8 tensor's amax, scale and saturated elements in the step (Fp8Linears::step_tensors).
 // The activations are the step's last micro-batch's. Nothing is measured in the other steps; a
 // measured step runs the same arithmetic (the loss does not move by a bit) and adds a copy of the
@@ -74,8 +75,8 @@ private:
     std::vector<Segment> segments_;  // the views' parts among the masters kept
     // Backend memory: TensorStatistics for each segment's gradient, weight and update (3 each),
     // each block's output and attention lse (2 per layer), the logits, then the gradients'
-    // exponent bins (kExponentBins u64 per layer, and for the tensors outside the blocks), read
-    // back in one copy; and the masters' copy.
+    // exponent bins (kExponentBins u64 per layer, and for the tensors outside the blocks) and the
+    // block outputs' (per layer), read back in one copy; and the masters' copy.
     Buffer statistics_, masters_before_;
     size_t statistics_count_ = 0;   // TensorStatistics at the front of statistics_
     std::vector<float> fp8_scales_;  // an fp8 run's scales before the measured step

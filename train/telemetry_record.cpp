@@ -11,6 +11,22 @@ namespace {
 
 nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(); }
 
+// Each histogram as {"layer", "zeros", "non_finite", "bins": [[e, count] of the nonzero bins]}.
+nlohmann::ordered_json histograms_json(const std::vector<ExponentHistogram>& histograms) {
+    nlohmann::ordered_json lines = nlohmann::ordered_json::array();
+    for (const ExponentHistogram& histogram : histograms) {
+        nlohmann::ordered_json bins = nlohmann::ordered_json::array();
+        for (int bin = 1; bin + 1 < kExponentBins; ++bin)
+            if (histogram.counts[static_cast<size_t>(bin)] != 0)
+                bins.push_back({bin - 1 + kHistogramExponentMin, histogram.counts[static_cast<size_t>(bin)]});
+        lines.push_back({{"layer", histogram.layer},
+                         {"zeros", histogram.counts.front()},
+                         {"non_finite", histogram.counts.back()},
+                         {"bins", bins}});
+    }
+    return lines;
+}
+
 }  // namespace
 
 std::string telemetry_json(const TelemetryRecord& record) {
@@ -34,18 +50,8 @@ std::string telemetry_json(const TelemetryRecord& record) {
                            {"grad_non_finite", tensor.grad_non_finite},
                            {"elements", tensor.elements}});
     line["tensors"] = tensors;
-    nlohmann::ordered_json exponents = nlohmann::ordered_json::array();
-    for (const GradientExponents& histogram : record.grad_exponents) {
-        nlohmann::ordered_json bins = nlohmann::ordered_json::array();
-        for (int bin = 1; bin + 1 < kExponentBins; ++bin)
-            if (histogram.counts[static_cast<size_t>(bin)] != 0)
-                bins.push_back({bin - 1 + kHistogramExponentMin, histogram.counts[static_cast<size_t>(bin)]});
-        exponents.push_back({{"layer", histogram.layer},
-                             {"zeros", histogram.counts.front()},
-                             {"non_finite", histogram.counts.back()},
-                             {"bins", bins}});
-    }
-    line["grad_exponents"] = exponents;
+    line["grad_exponents"] = histograms_json(record.grad_exponents);
+    line["output_exponents"] = histograms_json(record.output_exponents);
     if (!record.fp8.empty()) {
         nlohmann::ordered_json fp8 = nlohmann::ordered_json::array();
         for (const Fp8StepTensor& tensor : record.fp8)
@@ -116,29 +122,32 @@ std::vector<std::pair<std::string, double>> telemetry_scalars(const TelemetryRec
 
 std::vector<TensorBoardHistogram> telemetry_histograms(const TelemetryRecord& record) {
     std::vector<TensorBoardHistogram> histograms;
-    for (const GradientExponents& exponents : record.grad_exponents) {
-        int first = kExponentBins, last = 0;  // the nonzero finite bins' range
-        for (int bin = 1; bin + 1 < kExponentBins; ++bin) {
-            if (exponents.counts[static_cast<size_t>(bin)] == 0) continue;
-            first = std::min(first, bin);
-            last = bin;
+    const std::pair<const char*, const std::vector<ExponentHistogram>*> kinds[] = {
+        {"telemetry/grad_log2/", &record.grad_exponents}, {"telemetry/output_log2/", &record.output_exponents}};
+    for (const auto& [prefix, entries] : kinds)
+        for (const ExponentHistogram& exponents : *entries) {
+            int first = kExponentBins, last = 0;  // the nonzero finite bins' range
+            for (int bin = 1; bin + 1 < kExponentBins; ++bin) {
+                if (exponents.counts[static_cast<size_t>(bin)] == 0) continue;
+                first = std::min(first, bin);
+                last = bin;
+            }
+            if (first > last) continue;
+            TensorBoardHistogram histogram;
+            histogram.tag = prefix + (exponents.layer >= 0 ? std::to_string(exponents.layer) : "model");
+            histogram.min = first - 1 + kHistogramExponentMin;
+            histogram.max = last + kHistogramExponentMin;
+            for (int bin = first; bin <= last; ++bin) {
+                const double count = static_cast<double>(exponents.counts[static_cast<size_t>(bin)]);
+                const double middle = bin - 1 + kHistogramExponentMin + 0.5;
+                histogram.num += count;
+                histogram.sum += count * middle;
+                histogram.sum_squares += count * middle * middle;
+                histogram.bucket_limit.push_back(bin + kHistogramExponentMin);
+                histogram.bucket.push_back(count);
+            }
+            histograms.push_back(histogram);
         }
-        if (first > last) continue;
-        TensorBoardHistogram histogram;
-        histogram.tag = "telemetry/grad_log2/" + (exponents.layer >= 0 ? std::to_string(exponents.layer) : "model");
-        histogram.min = first - 1 + kHistogramExponentMin;
-        histogram.max = last + kHistogramExponentMin;
-        for (int bin = first; bin <= last; ++bin) {
-            const double count = static_cast<double>(exponents.counts[static_cast<size_t>(bin)]);
-            const double middle = bin - 1 + kHistogramExponentMin + 0.5;
-            histogram.num += count;
-            histogram.sum += count * middle;
-            histogram.sum_squares += count * middle * middle;
-            histogram.bucket_limit.push_back(bin + kHistogramExponentMin);
-            histogram.bucket.push_back(count);
-        }
-        histograms.push_back(histogram);
-    }
     return histograms;
 }
 

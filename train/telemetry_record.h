@@ -6,10 +6,12 @@
 //                "update_ratio":0.0012,"grad_small_fraction":0.0,"grad_non_finite":0,"elements":...},...],
 //    "grad_exponents":[{"layer":0,"zeros":12,"non_finite":0,"bins":[[-31,4],[-30,17],...]},...,
 //                      {"layer":-1,...}],
+//    "output_exponents":[{"layer":0,"zeros":0,"non_finite":0,"bins":[[-9,3],...]},...],
 //    ["fp8":[{"layer":0,"role":"qkv","kind":"input","amax":3.2,"scale":140.0,"saturated":0,
 //             "fp8_max":448.0,"headroom_bits":0.0},...]]}
 // (non-finite numbers as null; grad_exponents' bins [e, count] for the nonzero bins of
-// floor(log2|g|) = e, layer -1 the tensors outside the blocks; fp8 in fp8 runs, layer -1 the
+// floor(log2|g|) = e, layer -1 the tensors outside the blocks; output_exponents the same of each
+// block's output x_{l+1} (the last micro-batch's, rank 0's); fp8 in fp8 runs, layer -1 the
 // head, headroom_bits = log2(fp8_max / (amax · scale)), below 0 when the step saturated), and
 // per-layer TensorBoard scalars (telemetry_scalars) and histograms (telemetry_histograms).
 #pragma once
@@ -39,8 +41,8 @@ struct BlockTelemetry {
     double attention_lse_amax = 0;
 };
 
-// One block's (layer -1: the other tensors') gradient elements in kernels/ops.h's exponent bins.
-struct GradientExponents {
+// One block's (layer -1: the tensors outside the blocks) elements in kernels/ops.h's exponent bins.
+struct ExponentHistogram {
     int layer = 0;
     std::vector<uint64_t> counts;  // (kExponentBins)
 };
@@ -51,7 +53,8 @@ struct TelemetryRecord {
     std::vector<BlockTelemetry> blocks;
     double logit_amax = 0;
     double loss_scale_headroom_bits = -1;  // fp16 only; < 0: not measured
-    std::vector<GradientExponents> grad_exponents;
+    std::vector<ExponentHistogram> grad_exponents;    // the gradients', per block, then the others'
+    std::vector<ExponentHistogram> output_exponents;  // the block outputs', per block
     std::vector<Fp8StepTensor> fp8;  // fp8 runs
 };
 
@@ -71,8 +74,9 @@ std::string telemetry_json(const TelemetryRecord& record);
 // telemetry/fp8_<k>_saturated/<l> (their sum).
 std::vector<std::pair<std::string, double>> telemetry_scalars(const TelemetryRecord& record);
 
-// A histogram of log2|g| per grad_exponents entry that counts any finite nonzero element, tagged
-// telemetry/grad_log2/<layer> ("model" for layer -1): one bucket per exponent from the least to
+// A histogram of log2|x| per grad_exponents and output_exponents entry that counts any finite
+// nonzero element, tagged telemetry/grad_log2/<layer> ("model" for layer -1) and
+// telemetry/output_log2/<layer>: one bucket per exponent from the least to
 // the greatest present, bucket [e, e + 1) limited at e + 1; min the least e, max the greatest
 // e + 1, num the elements, sum and sum_squares over the buckets' midpoints e + 0.5. Zeros and
 // non-finite elements are left out (the JSON line and grad_small_fraction count them).

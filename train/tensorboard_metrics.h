@@ -13,7 +13,8 @@
 //   task/<task file's name>/{acc,acc_norm}         each task evaluation (--task-eval)
 //   telemetry/<quantity>[/<layer>]                 each measured step (--telemetry-interval,
 //                                                  train/telemetry_record.h's telemetry_scalars)
-//   telemetry/grad_log2/<layer or model>           histograms of the same steps (telemetry_histograms)
+//   telemetry/{grad,output}_log2/<layer>           histograms of the same steps (telemetry_histograms;
+//                                                  grad_log2/model: the tensors outside the blocks)
 //
 // A run writes a SessionLog START at the first step it writes (its start step + 1): TensorBoard
 // then drops the events of that step and later read from the folder's earlier files, the steps

@@ -14,8 +14,8 @@ file_version event ("brain.Event:2"), a SessionLog START, then summary events. T
 merged as TensorBoard merges a folder: a START at step s drops the values of step s and later
 read before it. What remains must be metrics.jsonl's values (as float32; null: NaN or Inf) at their
 steps, under the tags of train/tensorboard_metrics.h; a telemetry record's per-layer tags computed
-here from its blocks, tensors and fp8 tensors, and its gradient histograms (log2|g|, one bucket per
-exponent) from its grad_exponents, exactly (train/telemetry_record.h); --loss-scaled: the run
+here from its blocks, tensors and fp8 tensors, and its histograms (log2|x|, one bucket per
+exponent) from its grad_exponents and output_exponents, exactly (train/telemetry_record.h); --loss-scaled: the run
 scales its loss (train/loss_scale expected).
 """
 import argparse
@@ -155,12 +155,14 @@ def histogram_fields(histo):
             tuple(histo.bucket))
 
 
-def gradient_histograms(record):
-    """tag -> histogram_fields of each grad_exponents entry with a finite nonzero element: a bucket
-    [e, e + 1) per exponent from the least to the greatest present, limited at e + 1; sums over the
-    buckets' midpoints e + 0.5."""
+def exponent_histograms(record):
+    """tag -> histogram_fields of each grad_exponents and output_exponents entry with a finite
+    nonzero element: a bucket [e, e + 1) per exponent from the least to the greatest present,
+    limited at e + 1; sums over the buckets' midpoints e + 0.5."""
     histograms = {}
-    for entry in record["grad_exponents"]:
+    entries = [("telemetry/grad_log2/", entry) for entry in record["grad_exponents"]]
+    entries += [("telemetry/output_log2/", entry) for entry in record["output_exponents"]]
+    for prefix, entry in entries:
         counts = dict(entry["bins"])
         if not counts:
             continue
@@ -176,8 +178,8 @@ def gradient_histograms(record):
             limits.append(float(exponent + 1))
             buckets.append(count)
         layer = "model" if entry["layer"] < 0 else str(entry["layer"])
-        histograms["telemetry/grad_log2/" + layer] = (float(low), float(high + 1), num, total, squares,
-                                                     tuple(limits), tuple(buckets))
+        histograms[prefix + layer] = (float(low), float(high + 1), num, total, squares, tuple(limits),
+                                      tuple(buckets))
     return histograms
 
 
@@ -243,7 +245,7 @@ def expected_scalars(metrics_path, loss_scaled):
             elif kind == "telemetry":
                 for tag, value in telemetry_scalars(record).items():
                     expected[(tag, step)] = float32(value)
-                for tag, fields in gradient_histograms(record).items():
+                for tag, fields in exponent_histograms(record).items():
                     expected[(tag, step)] = fields
                 continue
             else:

@@ -46,6 +46,7 @@ void expect_sharded_record_is_replicated(const nlohmann::json& sharded, const nl
             EXPECT_EQ(got[count], want[count]) << what << " " << count;
     }
     EXPECT_EQ(sharded["grad_exponents"], replicated["grad_exponents"]) << step;
+    EXPECT_EQ(sharded["output_exponents"], replicated["output_exponents"]) << step;
     EXPECT_EQ(sharded["blocks"], replicated["blocks"]) << step;
     EXPECT_EQ(sharded["logit_amax"], replicated["logit_amax"]) << step;
 }

@@ -1,5 +1,6 @@
 #include "model/fp8_linears.h"
 
+#include <array>
 #include <sstream>
 
 #include "core/error.h"
@@ -105,8 +106,10 @@ std::vector<TensorView> Fp8Linears::amax_histories() const {
 
 void Fp8Linears::step_done() {
     if (keep_next_step_) {
-        kept_step_.reset();  // the last measured step's copy, before the new one is allocated
-        kept_step_ = snapshot();
+        if (kept_step_)
+            copy_into(*kept_step_);
+        else
+            kept_step_ = snapshot();
         keep_next_step_ = false;
     }
     if (options_.scaling.scaling != Fp8Scaling::delayed) return;
@@ -115,22 +118,25 @@ void Fp8Linears::step_done() {
 }
 
 Fp8Linears::Snapshot Fp8Linears::snapshot() const {
-    const auto copy = [this](const Buffer& source) {
-        Buffer kept = backend_.allocate(source.bytes());
-        backend_.copy_within(kept.data(), source.data(), source.bytes());
-        return kept;
-    };
-    return {copy(forward_.values), copy(forward_.saturated), copy(backward_.values),
-            copy(backward_.saturated)};
+    Snapshot kept{backend_.allocate(forward_.values.bytes()), backend_.allocate(forward_.saturated.bytes()),
+                  backend_.allocate(backward_.values.bytes()), backend_.allocate(backward_.saturated.bytes())};
+    copy_into(kept);
+    return kept;
+}
+
+void Fp8Linears::copy_into(const Snapshot& kept) const {
+    for (const auto& [live, copy] : paired_buffers(kept)) backend_.copy_within(copy->data(), live->data(), live->bytes());
+}
+
+std::array<std::pair<const Buffer*, const Buffer*>, 4> Fp8Linears::paired_buffers(const Snapshot& snapshot) const {
+    return {{{&forward_.values, &snapshot.forward_values},
+             {&forward_.saturated, &snapshot.forward_saturated},
+             {&backward_.values, &snapshot.backward_values},
+             {&backward_.saturated, &snapshot.backward_saturated}}};
 }
 
 void Fp8Linears::restore(const Snapshot& snapshot) {
-    const std::pair<const Buffer*, const Buffer*> copies[] = {
-        {&forward_.values, &snapshot.forward_values},
-        {&forward_.saturated, &snapshot.forward_saturated},
-        {&backward_.values, &snapshot.backward_values},
-        {&backward_.saturated, &snapshot.backward_saturated}};
-    for (const auto& [live, kept] : copies) backend_.copy_within(live->data(), kept->data(), live->bytes());
+    for (const auto& [live, kept] : paired_buffers(snapshot)) backend_.copy_within(live->data(), kept->data(), live->bytes());
 }
 
 std::vector<float> Fp8Linears::flat() const {
@@ -172,15 +178,7 @@ Fp8Saturation Fp8Linears::take_saturation() {
     return counts;
 }
 
-std::vector<float> Fp8Linears::scales() const {
-    std::vector<float> scales(static_cast<size_t>(forward_.tensors + backward_.tensors));
-    backend_.copy_to_host(scales.data(), forward_.values.data(), static_cast<size_t>(forward_.tensors) * sizeof(float));
-    backend_.copy_to_host(scales.data() + forward_.tensors, backward_.values.data(),
-                          static_cast<size_t>(backward_.tensors) * sizeof(float));
-    return scales;
-}
-
-std::vector<Fp8StepTensor> Fp8Linears::step_tensors(const std::vector<float>& scales_before) const {
+std::vector<Fp8StepTensor> Fp8Linears::step_tensors() const {
     if (!kept_step_) return {};
     const auto host = [this](const Buffer& buffer, auto element) {
         std::vector<decltype(element)> values(buffer.bytes() / sizeof(element));
@@ -193,14 +191,13 @@ std::vector<Fp8StepTensor> Fp8Linears::step_tensors(const std::vector<float>& sc
                                 backward_saturated = host(kept_step_->backward_saturated, uint64_t{0});
     const bool delayed = options_.scaling.scaling == Fp8Scaling::delayed;
     const int history = options_.scaling.history_length;
-    // Tensor t of a state: its values (the flat form), counts, and its scale before the step.
+    // Tensor t of a state from its copy before the update: the flat form's values and the counts.
     const auto entry = [&](const State& state, const std::vector<float>& values, const std::vector<uint64_t>& saturated,
-                           size_t scales_offset, int t) {
+                           int t) {
         Fp8StepTensor tensor;
-        const float scale_after = values[static_cast<size_t>(t)];
-        tensor.scale = delayed ? scales_before[scales_offset + static_cast<size_t>(t)] : scale_after;
+        tensor.scale = values[static_cast<size_t>(t)];
         tensor.amax = delayed ? values[static_cast<size_t>(2 * state.tensors + t * history)]
-                              : fp8_scaled_max(state.format, options_.scaling.margin) / static_cast<double>(scale_after);
+                              : fp8_scaled_max(state.format, options_.scaling.margin) / tensor.scale;
         tensor.saturated = saturated[static_cast<size_t>(t)];
         tensor.fp8_max = fp8_max(state.format);
         return tensor;
@@ -213,9 +210,9 @@ std::vector<Fp8StepTensor> Fp8Linears::step_tensors(const std::vector<float>& sc
             if ((layer == n_layer_) != (role == LinearRole::head) || !in_fp8(layer, role)) continue;
             const int i = index(layer, role);
             const std::pair<const char*, Fp8StepTensor> kinds[] = {
-                {"input", entry(forward_, forward, forward_saturated, 0, 2 * i)},
-                {"weight", entry(forward_, forward, forward_saturated, 0, 2 * i + 1)},
-                {"gradient", entry(backward_, backward, backward_saturated, static_cast<size_t>(forward_.tensors), i)}};
+                {"input", entry(forward_, forward, forward_saturated, 2 * i)},
+                {"weight", entry(forward_, forward, forward_saturated, 2 * i + 1)},
+                {"gradient", entry(backward_, backward, backward_saturated, i)}};
             for (const auto& [kind, measured] : kinds) {
                 Fp8StepTensor tensor = measured;
                 tensor.layer = role == LinearRole::head ? -1 : layer;

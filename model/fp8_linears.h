@@ -11,9 +11,11 @@
 // Blocks named by bf16_layers multiply in bf16 and leave their slots unused.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/memory.h"
@@ -77,13 +79,12 @@ public:
     std::vector<TensorView> amax_histories() const;
     // Once per optimizer step, after it: delayed scaling's update (nothing under current scaling).
     void step_done();
-    // Telemetry: the next step_done first keeps a copy of the state as the step left it (its
-    // amaxes still in the newest history slot, its saturation counts), which step_tensors reads
-    // (a host synchronisation), one entry per tensor that multiplies in FP8; empty before any.
+    // Telemetry: the next step_done first keeps a copy of the state as the step left it, before
+    // its update (the scales it used, its amaxes still in the newest history slot, its saturation
+    // counts; the copy's memory is kept for the next measured step), which step_tensors reads (a
+    // host synchronisation), one entry per tensor that multiplies in FP8; empty before any.
     void keep_next_step() { keep_next_step_ = true; }
-    std::vector<Fp8StepTensor> step_tensors(const std::vector<float>& scales_before) const;
-    // The scales as they stand (forward's, then backward's), before a step: step_tensors' argument.
-    std::vector<float> scales() const;
+    std::vector<Fp8StepTensor> step_tensors() const;
 
     // A copy of the whole state (scales, histories, saturation counts) in backend memory. An
     // evaluation between training steps quantizes with the training's scales but records amaxes
@@ -94,6 +95,8 @@ public:
     };
     Snapshot snapshot() const;
     void restore(const Snapshot& snapshot);
+    // The state as it stands into `kept`, a snapshot of this state's sizes.
+    void copy_into(const Snapshot& kept) const;
 
     // The two states' flat forms (forward, then backward), copied from and to backend memory, for
     // checkpoints. load_flat throws Error on a size or value the state cannot hold.
@@ -110,6 +113,8 @@ private:
         Fp8Format format = Fp8Format::e4m3;
     };
     int index(int layer, LinearRole role) const;
+    // Each state buffer beside its copy in `snapshot`: (live, copy).
+    std::array<std::pair<const Buffer*, const Buffer*>, 4> paired_buffers(const Snapshot& snapshot) const;
     Fp8TensorScaling slot(const State& state, int tensor) const;
     State make_state(int tensors, Fp8Format format);
 

@@ -32,6 +32,30 @@ TEST(TrainTelemetry, Fp8TensorsAmaxScaleAndSaturation) {
     test::expect_fp8_telemetry_matches(*backend, Fp8Scaling::current, 1e5f);
 }
 
+// A second measured step reads the FP8 state again (the kept copy's memory is reused): under
+// delayed scaling its weights' scales are those the first step's amaxes gave, 448 / amax.
+TEST(TrainTelemetry, Fp8SecondMeasuredStepSeesTheUpdatedScales) {
+    const std::unique_ptr<Backend> backend = cpu_backend(Precision::fp8);
+    const GPTConfig config = tiny_config();
+    Fp8Options fp8;
+    fp8.scaling.history_length = 4;
+    GPT model(*backend, config, 2, 16, Recompute::none, {}, fp8);
+    load_initial_parameters(model, 21);
+    const std::vector<int32_t> windows = random_windows(2, 16, config.vocab_size, 7);
+    float loss_scale = 1;
+    const TelemetryRecord first = test::measured_step(model, *backend, windows, &loss_scale);
+    const TelemetryRecord second = test::measured_step(model, *backend, windows, &loss_scale);
+    ASSERT_EQ(first.fp8.size(), second.fp8.size());
+    int weights = 0;
+    for (size_t k = 0; k < first.fp8.size(); ++k) {
+        if (first.fp8[k].kind != "weight") continue;
+        EXPECT_EQ(first.fp8[k].scale, 1.0) << k << ": the initial scale";
+        EXPECT_EQ(second.fp8[k].scale, 448.f / static_cast<float>(first.fp8[k].amax)) << k;
+        ++weights;
+    }
+    EXPECT_EQ(weights, 4 * config.n_layer);
+}
+
 // The memory plan's telemetry line (telemetry_bytes) is what a Telemetry and the FP8 state copy a
 // measured step keeps allocate, byte for byte.
 TEST(TrainTelemetry, MemoryPlanCountsWhatItAllocates) {

@@ -101,10 +101,7 @@ void Telemetry::before_step() {
     const size_t blocks = 3 * segments_.size(), layers = static_cast<size_t>(model_.config().n_layer);
     uint64_t* output_exponents = reinterpret_cast<uint64_t*>(slot(statistics_count_)) + (layers + 1) * kExponentBins;
     model_.record_statistics({slot(blocks), slot(blocks + layers), slot(blocks + 2 * layers), output_exponents, small_});
-    if (Fp8Linears* fp8 = model_.fp8()) {
-        fp8_scales_ = fp8->scales();
-        fp8->keep_next_step();
-    }
+    if (Fp8Linears* fp8 = model_.fp8()) fp8->keep_next_step();
 }
 
 TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale, const TensorView& kept_gradients) {
@@ -203,7 +200,7 @@ TelemetryRecord Telemetry::after_step(int64_t steps_done, float loss_scale, cons
         const auto first = output_counts.begin() + static_cast<std::ptrdiff_t>(l * kExponentBins);
         record.output_exponents.push_back({static_cast<int>(l), std::vector<uint64_t>(first, first + kExponentBins)});
     }
-    if (const Fp8Linears* fp8 = model_.fp8()) record.fp8 = fp8->step_tensors(fp8_scales_);
+    if (const Fp8Linears* fp8 = model_.fp8()) record.fp8 = fp8->step_tensors();
     if (model_.working_parameters().dtype == DType::f16 && gradient_amax > 0)
         record.loss_scale_headroom_bits = std::log2(kFp16Largest / gradient_amax);
     return record;

@@ -79,7 +79,6 @@ private:
     // block outputs' (per layer), read back in one copy; and the masters' copy.
     Buffer statistics_, masters_before_;
     size_t statistics_count_ = 0;   // TensorStatistics at the front of statistics_
-    std::vector<float> fp8_scales_;  // an fp8 run's scales before the measured step
 };
 
 }  // namespace mixgpt

@@ -5,7 +5,7 @@ import os
 import platform
 import time
 
-from figures import lab_backend_text, number, percent, training_text
+from figures import lab_backend_text, number, percent, profile_text, training_text
 
 DIGEST_LIMIT_BYTES = 10000  # the whole stdout of a lease, preflight and step lines included
 
@@ -101,6 +101,8 @@ def other_lines(figures):
     lines = []
     for result in figures.get("training", []):
         lines.append("training KJV " + training_text(result))
+    for row in figures.get("step_profile", []):
+        lines.append("step profile (synchronized per op) " + profile_text(row))
     lab = figures.get("lab_backend")
     if lab:
         lines.append("kernel lab " + lab_backend_text(lab))

@@ -85,6 +85,23 @@ def bench_text(row):
             f"{row['tflops']:.1f} TFLOP/s, peak {row['peak_memory_gib']:.1f} GiB")
 
 
+def step_profiles(path):
+    """Per precision of a `mixgpt bench --profile` JSON: ms per step and its ops, largest first."""
+    report = load_json(path)
+    return [{"precision": row["precision"], "ms_per_step": row["ms_per_step"],
+             "ops": [{"op": op["op"], "ms": op["ms_per_step"], "calls": op["calls_per_step"]}
+                     for op in row.get("profile") or []]}
+            for row in (report or {}).get("results", [])]
+
+
+def profile_text(row, top=5):
+    """"bf16 48.1 ms: attention_backward 9.60 (20%), ...; outside the ops 1.20": the largest ops."""
+    step = row["ms_per_step"]
+    in_ops = sum(op["ms"] for op in row["ops"])
+    cells = [f"{op['op']} {op['ms']:.2f} ({op['ms'] / step:.0%})" for op in row["ops"][:top]]
+    return f"{row['precision']} {step:.1f} ms: " + ", ".join(cells) + f"; outside the ops {step - in_ops:.2f}"
+
+
 def torch_rows(path):
     rows = []
     try:

@@ -73,7 +73,7 @@ def dry_run(budget, simulator):
     mode = 1 if simulator else 0
     total = 15  # the preflight
     print(f"gpu_lease plan ({'simulator, smoke sizes' if simulator else 'GPU'}), budget {budget} s"
-          + ("" if simulator else "; the estimates for an H100 are not yet measured") + ":")
+          + ("" if simulator else "; estimates from the H200 lease of 2026-11-28") + ":")
     print(f"{'':3} {'step':16} {'estimate':>8} {'cap':>5}  {'needs':28} what")
     for index, step in enumerate(plan(), 1):
         total += step.estimate_s[mode]

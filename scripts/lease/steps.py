@@ -1,6 +1,8 @@
 """The lease's steps, in order of value: what each runs, what it needs, its cap and estimate, and
-the figures it leaves in context.figures. Estimates are for an H100 (not yet measured: no lease
-has run) and for the simulator at smoke sizes; caps bound each step whatever the estimate."""
+the figures it leaves in context.figures. GPU estimates are the H200 lease's times
+(bench/results/2026-11-28-h200, figures.json) with a margin, guesses for the steps that stopped
+early there (FP8) or came later; simulator estimates are at smoke sizes. Caps bound each step
+whatever the estimate."""
 import os
 import time
 from dataclasses import dataclass
@@ -92,6 +94,20 @@ def run_bench(context, step, cap_s):
         context.figures.setdefault("mixgpt_bench", []).append(row)
     status = outcome_status(outcome, row is not None)
     return StepResult(status, parse.bench_text(row) if row else parse.failure_text(outcome, context.log(step.name + ".log")))
+
+
+def run_step_profile(context, step, cap_s):
+    """Where a step's time goes, per op (mixgpt bench --profile, synchronized around every op): the
+    per-kernel timing that locates the largest gap (issue 41, point 4)."""
+    json_path = context.log(f"{step.name}.json")
+    argv = [context.binaries.mixgpt, "bench", "--device", "cuda", *context.sizes.bench, "--precision",
+            step.arguments[0], "--profile", "--json-out", json_path]
+    outcome = command(context, step, argv, cap_s)
+    rows = [row for row in parse.step_profiles(json_path) if row["ops"]]
+    context.figures["step_profile"] = rows
+    text = "; ".join(parse.profile_text(row, top=1) for row in rows) or parse.failure_text(
+        outcome, context.log(step.name + ".log"))
+    return StepResult(outcome_status(outcome, bool(rows)), text)
 
 
 def run_torch(context, step, cap_s):
@@ -206,44 +222,47 @@ def run_training(context, step, cap_s):
 
 def plan():
     """Every step, in the order of value (issue 24): core evidence first, extras after."""
-    bench = lambda name, precision, *options, extra=False, estimate=(30, 3), needs=("device", "cublaslt"), \
+    bench = lambda name, precision, *options, extra=False, estimate=(10, 3), needs=("device", "cublaslt"), \
         sizes="bench": Step(name, f"mixgpt bench {precision} {' '.join(options)}{' (d24)' * (sizes == 'bench_d24')}"
                             .strip(), estimate, (90, 30), needs, run_bench, extra, (sizes, precision, *options))
     return [
-        Step("tensor-core-probe", "tensor cores bit for bit against the simulator's model", (10, 5), (60, 30),
+        Step("tensor-core-probe", "tensor cores bit for bit against the simulator's model", (5, 5), (60, 30),
              ("device", "cublaslt"), run_tensor_core_probe),
-        Step("tests", "GPU test suite against the CPU backend", (60, 10), (180, 60), ("device", "cublaslt"), run_tests),
+        Step("tests", "GPU test suite against the CPU backend", (40, 10), (180, 60), ("device", "cublaslt"), run_tests),
         bench("bench-bf16", "bf16"),
         bench("bench-fp16", "fp16"),
-        Step("torch-bf16", "PyTorch bf16, eager and torch.compile", (90, 10), (180, 60), ("torch",), run_torch,
+        Step("torch-bf16", "PyTorch bf16, eager and torch.compile", (60, 10), (180, 60), ("torch",), run_torch,
              arguments=("bf16", True)),
-        Step("lab-attention", "flash attention, kernel lab (JSON)", (25, 5), (90, 30), ("device", "cublaslt"),
+        Step("lab-attention", "flash attention, kernel lab (JSON)", (10, 5), (90, 30), ("device", "cublaslt"),
              run_lab_attention),
-        Step("sdpa", "PyTorch SDPA flash and cuDNN, same shapes", (30, 10), (120, 60), ("torch_cuda",), run_sdpa),
+        Step("sdpa", "PyTorch SDPA flash and cuDNN, same shapes", (15, 10), (120, 60), ("torch_cuda",), run_sdpa),
         Step("memcheck", "compute-sanitizer memcheck: kernel lab, smoke sizes", (45, 5), (120, 30),
              ("device", "cublaslt", "sanitizer"), run_sanitizer, arguments=("memcheck",)),
-        Step("racecheck", "compute-sanitizer racecheck: flash attention + LayerNorm tests", (60, 6), (150, 30),
+        Step("racecheck", "compute-sanitizer racecheck: flash attention + LayerNorm tests", (10, 6), (150, 30),
              ("device", "cublaslt", "sanitizer"), run_sanitizer, arguments=("racecheck",)),
-        Step("synccheck", "compute-sanitizer synccheck: flash attention + LayerNorm tests", (40, 6), (120, 30),
+        Step("synccheck", "compute-sanitizer synccheck: flash attention + LayerNorm tests", (5, 6), (120, 30),
              ("device", "cublaslt", "sanitizer"), run_sanitizer, arguments=("synccheck",)),
+        Step("profile", "where a bf16 and a tf32 step go, per op (bench --profile)", (15, 3), (90, 30),
+             ("device", "cublaslt"), run_step_profile, True, ("bf16,tf32",)),
         bench("bench-tf32", "tf32", extra=True),
-        bench("bench-fp32", "fp32", extra=True, estimate=(45, 3)),
+        bench("bench-fp32", "fp32", extra=True, estimate=(15, 3)),
         bench("bench-fp8", "fp8", extra=True),
-        bench("bench-d24-bf16", "bf16", extra=True, estimate=(45, 3), sizes="bench_d24"),
-        bench("bench-d24-fp8", "fp8", extra=True, estimate=(45, 3), sizes="bench_d24"),
-        Step("torch-tf32-fp32", "PyTorch tf32 and fp32, eager", (40, 10), (120, 60), ("torch",), run_torch, True,
+        bench("bench-d24-bf16", "bf16", extra=True, estimate=(15, 3), sizes="bench_d24"),
+        bench("bench-d24-fp8", "fp8", extra=True, estimate=(15, 3), sizes="bench_d24"),
+        Step("torch-tf32-fp32", "PyTorch tf32 and fp32, eager", (25, 10), (120, 60), ("torch",), run_torch, True,
              ("tf32,fp32", False)),
         Step("lab-backend", "kernel lab: backend ops against copy and GEMM ceilings", (40, 5), (120, 30),
              ("device", "cublaslt"), run_lab_backend, True),
-        Step("train-bf16", "KJV training bf16, eval on GPU and CPU", (90, 10), (180, 60),
+        Step("train-bf16", "KJV training bf16, eval on GPU and CPU", (60, 10), (180, 60),
              ("device", "cublaslt", "dataset"), run_training, True, ("bf16",)),
-        Step("train-fp32", "KJV training fp32, eval on GPU and CPU", (150, 10), (240, 60),
-             ("device", "cublaslt", "dataset"), run_training, True, ("fp32",)),
-        bench("bench-exchange", "bf16", "--gradient-exchange", "overlapped", extra=True, estimate=(35, 3),
+        bench("bench-exchange", "bf16", "--gradient-exchange", "overlapped", extra=True, estimate=(10, 3),
               needs=("device", "cublaslt", "nccl")),
         bench("bench-simple", "bf16", "--attention", "simple", extra=True),
         bench("bench-recipe", "bf16", "--recipe", "nanochat", extra=True),
         bench("bench-muon", "bf16", "--optimizer", "muon", extra=True),
+        # Last: the H200 lease measured it (GPU and CPU evaluations 3.4e-8 apart) in 194 s.
+        Step("train-fp32", "KJV training fp32, eval on GPU and CPU", (210, 10), (240, 60),
+             ("device", "cublaslt", "dataset"), run_training, True, ("fp32",)),
     ]
 
 

@@ -144,6 +144,23 @@ class DigestFigures(unittest.TestCase):
         self.assertEqual(lines[1], "  mixgpt bf16 400,000 (39.9%)")
         self.assertEqual(lines[2], "  torch  bf16 eager 300,000 (30.0%) | bf16 compile failed")
 
+    def test_step_profile_names_the_largest_ops_and_what_lies_outside_them(self):
+        with tempfile.TemporaryDirectory() as folder:
+            bench = os.path.join(folder, "profile.json")
+            with open(bench, "w") as file:
+                json.dump({"results": [
+                    {"precision": "bf16", "ms_per_step": 50.0, "profile": [
+                        {"op": "attention_backward", "calls_per_step": 12.0, "ms_per_step": 10.0},
+                        {"op": "matmul_backward 3072x768", "calls_per_step": 12.0, "ms_per_step": 5.0},
+                        {"op": "adamw", "calls_per_step": 1.0, "ms_per_step": 1.25}]},
+                    {"precision": "tf32", "ms_per_step": 300.0}]}, file)
+            rows = figures.step_profiles(bench)
+        self.assertEqual([row["precision"] for row in rows], ["bf16", "tf32"])
+        self.assertEqual(rows[1]["ops"], [])  # a row without a profile: no ops
+        self.assertEqual(figures.profile_text(rows[0], top=2),
+                         "bf16 50.0 ms: attention_backward 10.00 (20%), matmul_backward 3072x768 5.00 (10%); "
+                         "outside the ops 33.75")
+
     def test_fp8_against_bf16_per_model_from_plain_runs(self):
         rows = [{"model": "d12", "precision": "bf16", "tokens_per_second": 400000.0, "options": ""},
                 {"model": "d12", "precision": "fp8", "tokens_per_second": 460000.0, "options": ""},
@@ -250,6 +267,13 @@ class LeaseOnTheSimulator(unittest.TestCase):
             self.assertIn(" ok ", self.step_line(later), later)
         self.assertIn("failed or stopped: bench-fp16 (stopped)", self.lines())
         self.assertEqual(processes_with(f"sleep 3600.{self.lease.pid}"), [])  # the stalled command's child too
+
+    def test_step_profile_names_ops_of_both_precisions(self):
+        self.assertIn(" ok ", self.step_line("profile"))
+        profiles = [line for line in self.lines() if line.startswith("step profile (synchronized per op) ")]
+        self.assertEqual([line.split()[5] for line in profiles], ["bf16", "tf32"])
+        for line in profiles:  # five ops, each with its ms and share, then the rest
+            self.assertRegex(line, r" ms: ([a-z_0-9]+( \d+x\d+)? [\d.]+ \(\d+%\)(, |; )){5}outside the ops -?[\d.]+$")
 
     def test_within_the_budget(self):
         self.assertLessEqual(self.seconds, self.BUDGET_S)

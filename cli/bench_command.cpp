@@ -63,7 +63,8 @@ void add_bench_command(CLI::App& app) {
     command->add_option("--device-index", o.device_index, "CUDA device ordinal");
     command
         ->add_option("--attention", arguments->attention,
-                     "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128) or simple")
+                     "CUDA attention kernels: flash (fused, bf16/fp16 with head_dim 64 or 128; fp32 "
+                     "and tf32 as cuBLASLt products) or simple")
         ->check(CLI::IsMember({"flash", "simple"}))
         ->capture_default_str();
     command

@@ -43,8 +43,8 @@ public:
     void* cuda_stream() const override { return inner_->cuda_stream(); }
     size_t peak_memory_bytes() const override { return inner_->peak_memory_bytes(); }
     AvailableMemory available_memory() const override { return inner_->available_memory(); }
-    size_t attention_scratch_bytes(int64_t seq_len) const override {
-        return inner_->attention_scratch_bytes(seq_len);
+    size_t attention_scratch_bytes(int64_t seq_len, int64_t n_kv_head) const override {
+        return inner_->attention_scratch_bytes(seq_len, n_kv_head);
     }
 
     // Every op of kernels/ops.def, forwarded and timed.

@@ -90,9 +90,14 @@ struct BackendOptions {
     int device_index = 0;        // CUDA device ordinal
     Precision precision = Precision::fp32;
     int threads = 0;  // CPU threads; 0 = OpenMP's default
-    // CUDA: fused flash-attention kernels where they apply (bf16/fp16, head_dim 64 or 128);
-    // false keeps the simple attention kernels everywhere (for comparisons).
+    // CUDA: the fast attention where it applies: the fused flash kernels (bf16/fp16, head_dim 64 or
+    // 128) and, for fp32 activations (fp32 and tf32 runs), cuBLASLt products
+    // (kernels/cuda/attention_products.h); false keeps the simple attention kernels everywhere (for
+    // comparisons).
     bool flash_attention = true;
+    // CUDA: the most scratch the fp32 attention's products may take for their (T,T) score matrices
+    // (two per head, heads in chunks); a length whose one head needs more takes the simple kernels.
+    size_t attention_products_bytes = size_t{256} << 20;
 };
 
 // The epilogue of Backend::matmul_forward: what happens to the product before it is stored.
@@ -185,9 +190,10 @@ public:
     // Backend memory this process can still allocate (host limits on the CPU, cudaMemGetInfo's free
     // device memory on CUDA), for the check of a memory plan before a run allocates.
     virtual AvailableMemory available_memory() const = 0;
-    // Bytes the backend allocates outside its Buffers while an attention op of length `seq_len`
-    // runs (the CPU's per-thread (T, T) score matrices); 0 when none or not counted.
-    virtual size_t attention_scratch_bytes(int64_t seq_len) const = 0;
+    // Bytes of scratch an attention op of length `seq_len` with `n_kv_head` key/value heads takes
+    // beyond the model's memory plan (the CPU's per-thread (T, T) score matrices, the CUDA fp32
+    // attention's per-head ones); 0 when none or not counted.
+    virtual size_t attention_scratch_bytes(int64_t seq_len, int64_t n_kv_head) const = 0;
 
     // ---- the ops: kernels/ops.def ----
 #define MIXGPT_OP(name, parameters, arguments) virtual void name parameters = 0;

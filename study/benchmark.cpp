@@ -33,10 +33,12 @@ const char* attention_kernels(const BenchOptions& options) {
     return options.flash_attention ? "flash" : "simple";
 }
 
-// The same for people: the CUDA backend runs the flash kernels only where they exist.
+// The same for people: the CUDA backend runs the flash kernels and the fp32 products only where
+// they apply.
 const char* attention_description(const BenchOptions& options) {
     if (options.device == "cuda" && options.flash_attention)
-        return "flash attention (bf16/fp16 with head_dim 64 or 128; the simple kernels otherwise)";
+        return "flash attention (bf16/fp16 with head_dim 64 or 128; fp32 as cuBLASLt products; the simple "
+               "kernels otherwise)";
     return options.device == "cuda" ? "simple attention" : "reference attention";
 }
 

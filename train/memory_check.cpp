@@ -24,7 +24,7 @@ void require_memory_fits(const Backend& backend, const GPTConfig& config, int ba
                          Recompute recompute, const ShardSizes* shards, size_t optimizer_iterates,
                          size_t telemetry) {
     const Precision precision = backend.precision();
-    const size_t scratch = backend.attention_scratch_bytes(seq_len);
+    const size_t scratch = backend.attention_scratch_bytes(seq_len, config.kv_heads());
     const auto needed_with = [&](Recompute policy) {
         return plan_memory(config, batch_size, seq_len, precision, policy, shards).total() +
                optimizer_iterates + telemetry + scratch;

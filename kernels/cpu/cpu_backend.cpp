@@ -42,7 +42,7 @@ void CpuBackend::fill_zero(void* destination, size_t bytes) { std::memset(destin
 size_t CpuBackend::peak_memory_bytes() const { return memory_.peak_bytes(); }
 
 // attention_backward: P and dP, (T, T) floats each, on every OpenMP thread (the forward needs one).
-size_t CpuBackend::attention_scratch_bytes(int64_t seq_len) const {
+size_t CpuBackend::attention_scratch_bytes(int64_t seq_len, int64_t) const {
     return static_cast<size_t>(omp_get_max_threads()) * 2 * sizeof(float) * static_cast<size_t>(seq_len) *
            static_cast<size_t>(seq_len);
 }

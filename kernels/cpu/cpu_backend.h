@@ -30,7 +30,7 @@ public:
     void synchronize() override {}
     size_t peak_memory_bytes() const override;
     AvailableMemory available_memory() const override { return host_available_memory(); }
-    size_t attention_scratch_bytes(int64_t seq_len) const override;
+    size_t attention_scratch_bytes(int64_t seq_len, int64_t n_kv_head) const override;
 
     // The ops of kernels/ops.def, defined one family per file (see the top of this file).
 #define MIXGPT_OP(name, parameters, arguments) void name parameters override;

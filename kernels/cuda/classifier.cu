@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/online_softmax.cuh"
 #include "kernels/cuda/op_checks.h"
 
 namespace mixgpt::cuda {
@@ -17,58 +18,6 @@ constexpr int kThreads = 512;
 // c = softcap · tanh(z / softcap); z itself when softcap is 0 (kernels/ops.h, ClassifierParams).
 __device__ __forceinline__ float capped(float z, float softcap) {
     return softcap > 0.f ? softcap * tanhf(z / softcap) : z;
-}
-
-// A running softmax denominator: sum of exp(x - max) over the values seen.
-struct OnlineSum {
-    float max = -INFINITY;
-    float sum = 0.f;
-};
-
-// Adds one value: one exponential, rescaling the sum when the maximum grows.
-__device__ __forceinline__ void accumulate(OnlineSum& s, float x) {
-    if (x > s.max) {
-        s.sum = s.sum * expf(s.max - x) + 1.f;
-        s.max = x;
-    } else if (x != -INFINITY) {
-        s.sum += expf(x - s.max);
-    }
-}
-
-__device__ __forceinline__ OnlineSum combine(OnlineSum a, OnlineSum b) {
-    const float max = fmaxf(a.max, b.max);
-    if (max == -INFINITY) return a;
-    return {max, a.sum * expf(a.max - max) + b.sum * expf(b.max - max)};
-}
-
-__device__ __forceinline__ OnlineSum warp_combine(OnlineSum value) {
-#pragma unroll
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        const OnlineSum other{__shfl_xor_sync(kFullMask, value.max, offset),
-                              __shfl_xor_sync(kFullMask, value.sum, offset)};
-        value = combine(value, other);
-    }
-    return value;
-}
-
-// The block's combined value, the same in every thread.
-__device__ OnlineSum block_combine(OnlineSum value) {
-    __shared__ OnlineSum per_warp_array[kThreads / kWarpSize];
-    __shared__ OnlineSum result_value;
-    const SharedPointer<OnlineSum> per_warp = shared_pointer(per_warp_array);
-    const SharedPointer<OnlineSum> result = shared_pointer(&result_value);
-    const int warp = threadIdx.x / kWarpSize;
-    const int lane = threadIdx.x % kWarpSize;
-    value = warp_combine(value);
-    if (lane == 0) per_warp[warp] = value;
-    __syncthreads();
-    if (warp == 0) {
-        const int warps = blockDim.x / kWarpSize;
-        value = warp_combine(lane < warps ? per_warp[lane] : OnlineSum{});
-        if (lane == 0) *result = value;
-    }
-    __syncthreads();
-    return *result;
 }
 
 // Row blockIdx.x of logits (rows,Vp): with c the capped logits, losses[row] = logsumexp(c[:V]) -
@@ -96,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < N; ++i)
             if (j + i < V) accumulate(local, capped(v[i], softcap));
     }
-    const OnlineSum total = block_combine(local);
+    const OnlineSum total = block_combine<kThreads>(local);
     const float lse = total.max + logf(total.sum);
     if (threadIdx.x == 0) {
         losses[row] = lse - target_logit;

@@ -22,7 +22,9 @@ __global__ void architecture_probe_kernel() { declare_launch_limits<0>(); }
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options)
-    : precision_(options.precision), flash_attention_(options.flash_attention) {
+    : precision_(options.precision),
+      flash_attention_(options.flash_attention),
+      attention_products_bytes_(options.attention_products_bytes) {
     const int device = options.device_index;
     const CudaDiscovery discovery = discover_cuda();
     MIXGPT_REQUIRE(!discovery.devices.empty(), "device cuda: " + discovery.failure);

@@ -41,8 +41,9 @@ public:
     void* cuda_stream() const override { return stream_; }
     size_t peak_memory_bytes() const override;
     AvailableMemory available_memory() const override;
-    // Its attention scratch is a Buffer (kernels/cuda/scratch.h), not counted here.
-    size_t attention_scratch_bytes(int64_t) const override { return 0; }
+    // The fp32 attention's score matrices (attention_products.h) at their largest for this shape;
+    // its other scratch regions (kernels/cuda/scratch.h) are small and not counted.
+    size_t attention_scratch_bytes(int64_t seq_len, int64_t n_kv_head) const override;
 
     // The ops of kernels/ops.def, defined one family per .cu file.
 #define MIXGPT_OP(name, parameters, arguments) void name parameters override;
@@ -54,7 +55,8 @@ private:
     static constexpr size_t kBounceBytes = size_t{8} << 20;
 
     Precision precision_ = Precision::fp32;
-    bool flash_attention_ = true;  // fused kernels where flash_attention_supported()
+    bool flash_attention_ = true;  // fused kernels where flash_attention_supported(), fp32 products
+    size_t attention_products_bytes_ = 0;  // BackendOptions::attention_products_bytes
     std::string name_;
     int multiprocessors_ = 0;
     size_t shared_memory_optin_ = 0;  // the most dynamic shared memory one block may opt into
@@ -75,6 +77,9 @@ private:
     // each position's first key is max(its document's start, t - window + 1) and its last query
     // min(its document's end, t + window) - 1, and window 0.
     AttentionParams folded_window(const AttentionParams& params, int64_t B, int64_t T);
+    // Key/value heads per chunk of the fp32 attention's products for qkv of dtype `act` with T rows
+    // and Hkv key/value heads; 0 where they do not apply (attention.cu).
+    int64_t attention_products_chunk(DType act, int64_t T, int64_t Hkv) const;
     // dbias (N) f32 += column sums of dout (M, N) act, deterministic (matmul.cu).
     void add_bias_gradient(TensorView dbias, TensorView dout);
 };

@@ -18,6 +18,8 @@ enum class ScratchSlot {
     bias_partials,       // per-chunk column sums of matmul_backward_weight's dbias
     grad_norm_partials,  // per-block sums of squares of grad_norm_squared
     attention_delta,     // rowsum(P * dP) per query of attention_backward (B,H,T)
+    attention_scores,    // the fp32 attention's (T,T) score matrices of a chunk of heads (attention_products.h)
+    attention_rotated,   // its q and k heads of one sequence rotated by RoPE (T, (H+Hkv)·hd)
     embedding_sort,      // sorted (token, position) pairs and CUB's temporary storage
     tf32_operands,       // the two matmul operands rounded to TF32 under Precision::tf32
     matmul_bias,         // matmul_forward's bias copied to 16-byte alignment when it is not aligned

@@ -1,7 +1,8 @@
 // CUDA attention against the CPU backend, per precision: forward (out and log-sum-exp),
-// backward (dqkv), and the KV-cached forward of inference. Head dimensions 16 and 80
-// take the simple kernel's two register layouts; 64 is what bf16 and fp16 hand to the flash
-// kernels (through the backend's dispatch); T = 45 leaves partial tiles of queries and keys.
+// backward (dqkv), and the KV-cached forward of inference. In bf16 and fp16, head dimensions 16
+// and 80 take the simple kernel's two register layouts and 64 the flash kernels; fp32 and tf32 take
+// the cuBLASLt products (all through the backend's dispatch); T = 45 leaves partial tiles of
+// queries and keys.
 #include <gtest/gtest.h>
 
 #include "tests/gpu/gpu_test_support.h"

@@ -1,5 +1,5 @@
 // CUDA attention with grouped key/value heads and RoPE against the CPU backend, per precision,
-// through the backend's dispatch: fp32 and tf32 take the simple kernels at every head dimension,
+// through the backend's dispatch: fp32 and tf32 take the cuBLASLt products at every head dimension,
 // bf16 and fp16 the flash kernels at 64 and 128 and the simple ones at 16. Forward (out, lse),
 // backward (dq, dk, dv judged apart: dk and dv sum each key/value head's group), the flash
 // backward's determinism, and the KV-cached forward with a cache of Hkv heads against the full

@@ -1,8 +1,8 @@
 // The document mask (--attention-mask document) and the sliding window (--window) on the CUDA
 // backend against the CPU backend: the bounds ops equal, bit for bit; attention forward and
 // backward under each mask and both, through the backend's dispatch (bf16 and fp16 at head
-// dimensions 64 and 128: the flash kernels, which skip the masked tiles; fp32, tf32 and head
-// dimension 16: the simple kernels), judged by the 2x rule against the float64 reference that
+// dimensions 64 and 128: the flash kernels, which skip the masked tiles; fp32 and tf32: the cuBLASLt
+// products; head dimension 16 in bf16 and fp16: the simple kernels), judged by the 2x rule against the float64 reference that
 // masks by document number and distance; the KV-cached forward with the decoding starts and a window.
 #include <gtest/gtest.h>
 

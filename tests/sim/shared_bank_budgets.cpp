@@ -30,7 +30,8 @@ const std::vector<SharedBankBudget>& shared_bank_budgets() {
         {"exponent_histogram_kernel", 32,
          "a histogram: each lane adds to its value's exponent bin, so lanes whose values lie 32 bins "
          "apart share a bank (data-dependent; a tensor's exponents cluster, so few phases reach 2)"},
-        {"block_combine", 1, "per-warp (max, sum) pairs, read as by block_sum; the result broadcast"},
+        {"block_reduce", 1,
+         "per-warp values (floats, (max, sum) pairs), read as by block_sum; the result broadcast"},
         {"attention_forward_kernel", 2,
          "rows hd + 1 floats apart; a warp filling a tile across a row end spans 33 words"},
         {"attention_backward_query_kernel", 2, "as attention_forward_kernel"},

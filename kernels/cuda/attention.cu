@@ -72,8 +72,16 @@ void require_paired_bounds(const char* op, const AttentionParams& params) {
 }  // namespace
 
 int64_t CudaBackend::attention_products_chunk(DType act, int64_t T, int64_t Hkv) const {
-    if (!flash_attention_ || act != DType::f32) return 0;
+    if (!flash_attention_ || act != DType::f32 || attention_products_refused_) return 0;
     return attention_products_chunk_heads(T, Hkv, attention_products_bytes_);
+}
+
+bool CudaBackend::attention_products_done(const std::string& refused) {
+    if (refused.empty()) return true;
+    log_warning("cuda attention: cuBLASLt offers no algorithm for " + refused +
+                "; fp32 attention takes the simple kernels from now on");
+    attention_products_refused_ = true;
+    return false;
 }
 
 size_t CudaBackend::attention_scratch_bytes(int64_t seq_len, int64_t n_kv_head) const {
@@ -118,9 +126,9 @@ void CudaBackend::attention_forward(TensorView out, TensorView lse, TensorView q
     if (const int64_t chunk = attention_products_chunk(act, s.T, s.Hkv); chunk > 0) {
         const AttentionProductsContext context =
             products_context(*matmuls_, *scratch_, stream_, op, params, rope, s, chunk);
-        attention_products_forward(context, products_shape(s), out.as<float>(), lse.as<float>(),
-                                   qkv.as<const float>());
-        return;
+        if (attention_products_done(attention_products_forward(context, products_shape(s), out.as<float>(),
+                                                               lse.as<float>(), qkv.as<const float>())))
+            return;
     }
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);
@@ -170,9 +178,10 @@ void CudaBackend::attention_backward(TensorView dqkv, TensorView dout, TensorVie
     if (const int64_t chunk = attention_products_chunk(act, s.T, s.Hkv); chunk > 0) {
         const AttentionProductsContext context =
             products_context(*matmuls_, *scratch_, stream_, op, params, rope, s, chunk);
-        attention_products_backward(context, products_shape(s), dqkv.as<float>(), dout.as<const float>(),
-                                    qkv.as<const float>(), lse.as<const float>());
-        return;
+        if (attention_products_done(attention_products_backward(context, products_shape(s), dqkv.as<float>(),
+                                                                dout.as<const float>(), qkv.as<const float>(),
+                                                                lse.as<const float>())))
+            return;
     }
     dispatch_dtype(act, [&](auto tag) {
         using T = decltype(tag);

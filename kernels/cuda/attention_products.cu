@@ -1,9 +1,11 @@
 // fp32 causal attention as cuBLASLt products and row kernels: design in attention_products.h.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "kernels/cuda/attention_products.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cublaslt_fallback.h"
 #include "kernels/cuda/online_softmax.cuh"
 
 namespace mixgpt::cuda {
@@ -108,9 +110,16 @@ struct Operand {
     int64_t ld, stride;
 };
 
-// D (m,n) [+]= op(A) op(B) for `batch` matrices, in fp32 (cublaslt_matmul.h's column-major terms).
+// A product cuBLASLt offers no algorithm for (describe_product's line): the pass stops, and the
+// caller computes the op another way.
+struct ProductRefused {
+    std::string product;
+};
+
+// D (m,n) [+]= op(A) op(B) for `batch` matrices, in fp32 (cublaslt_matmul.h's column-major terms);
+// throws ProductRefused when cuBLASLt has no algorithm for it.
 void run_product(LtMatmulRunner& matmuls, Operand a, Operand b, float* d, int64_t ldd, int64_t stride_d,
-                 int64_t m, int64_t n, int64_t k, int64_t batch, bool accumulate, const char* op) {
+                 int64_t m, int64_t n, int64_t k, int64_t batch, bool accumulate) {
     LtProduct product;
     product.a = a.data;
     product.transpose_a = a.transpose;
@@ -130,7 +139,7 @@ void run_product(LtMatmulRunner& matmuls, Operand a, Operand b, float* d, int64_
     product.accumulate = accumulate;
     product.input_type = product.output_type = CUDA_R_32F;
     product.compute_type = CUBLAS_COMPUTE_32F;
-    matmuls.run(product, op);
+    if (!matmuls.try_run(product)) throw ProductRefused{describe_product(product)};
 }
 
 // What every step of both passes reads: the packed rows of one sequence and where its (possibly
@@ -190,10 +199,10 @@ RowArgs row_args(const AttentionProductsContext& context, const Sequence& s, int
 
 // scores (heads, T, T) = Q K^T of query heads g·group + j and key heads g, g in [g0, g0 + heads).
 void score_product(const AttentionProductsContext& context, const Sequence& s, int j, int64_t g0,
-                   int64_t heads, float* scores, const char* op) {
+                   int64_t heads, float* scores) {
     run_product(context.matmuls, {s.k(g0), true, s.qk_ld, s.hd},
                 {s.q(g0 * s.group + j), false, s.qk_ld, s.group * s.hd}, scores, s.T, s.square, s.T, s.T,
-                s.hd, heads, false, op);
+                s.hd, heads, false);
 }
 
 }  // namespace
@@ -203,9 +212,10 @@ int64_t attention_products_chunk_heads(int64_t T, int64_t Hkv, size_t bytes) {
     return std::min<int64_t>(Hkv, static_cast<int64_t>(bytes / per_head));
 }
 
-void attention_products_forward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
-                                float* out, float* lse, const float* qkv) {
-    const char* op = "cuda attention_forward";
+namespace {
+
+void products_forward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
+                      float* out, float* lse, const float* qkv) {
     const int64_t chunk = context.chunk_heads;
     const size_t square_bytes = static_cast<size_t>(shape.T * shape.T) * sizeof(float);
     auto* scores =
@@ -216,7 +226,7 @@ void attention_products_forward(const AttentionProductsContext& context, const A
         for (int j = 0; j < s.group; ++j)
             for (int64_t g0 = 0; g0 < s.Hkv; g0 += chunk) {
                 const int64_t heads = std::min(chunk, s.Hkv - g0);
-                score_product(context, s, j, g0, heads, scores, op);
+                score_product(context, s, j, g0, heads, scores);
                 launch_kernel(probabilities_kernel<true>,
                               dim3(static_cast<unsigned>(s.T), static_cast<unsigned>(heads)), kThreads, 0,
                               context.stream, scores, static_cast<const float*>(nullptr), lse,
@@ -224,14 +234,13 @@ void attention_products_forward(const AttentionProductsContext& context, const A
                 // out heads g·group + j (T, hd) = P V_g
                 run_product(context.matmuls, {s.v(g0), false, s.row, s.hd}, {scores, false, s.T, s.square},
                             out_b + (g0 * s.group + j) * s.hd, s.q_width, s.group * s.hd, s.hd, s.T, s.T,
-                            heads, false, op);
+                            heads, false);
             }
     }
 }
 
-void attention_products_backward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
-                                 float* dqkv, const float* dout, const float* qkv, const float* lse) {
-    const char* op = "cuda attention_backward";
+void products_backward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
+                       float* dqkv, const float* dout, const float* qkv, const float* lse) {
     const int64_t chunk = context.chunk_heads;
     const size_t square_bytes = static_cast<size_t>(shape.T * shape.T) * sizeof(float);
     auto* probabilities =
@@ -247,28 +256,28 @@ void attention_products_backward(const AttentionProductsContext& context, const 
                 const int64_t h0 = g0 * s.group + j;
                 const dim3 rows(static_cast<unsigned>(s.T), static_cast<unsigned>(heads));
                 const RowArgs args = row_args(context, s, b, j, g0);
-                score_product(context, s, j, g0, heads, probabilities, op);
+                score_product(context, s, j, g0, heads, probabilities);
                 launch_kernel(probabilities_kernel<false>, rows, kThreads, 0, context.stream, probabilities,
                               lse, static_cast<float*>(nullptr), args);
                 // dP (T,T) = dO_h V_g^T
                 run_product(context.matmuls, {s.v(g0), true, s.row, s.hd},
                             {dout_b + h0 * s.hd, false, s.q_width, s.group * s.hd}, score_gradients, s.T,
-                            s.square, s.T, s.T, s.hd, heads, false, op);
+                            s.square, s.T, s.T, s.hd, heads, false);
                 launch_kernel(score_gradient_kernel, rows, kThreads, 0, context.stream, score_gradients,
                               static_cast<const float*>(probabilities), args);
                 const bool add = j > 0;  // a key/value head's second and later query heads
                 // dV_g (T, hd) += P^T dO_h
                 run_product(context.matmuls, {dout_b + h0 * s.hd, false, s.q_width, s.group * s.hd},
                             {probabilities, true, s.T, s.square}, dqkv_b + (s.H + s.Hkv + g0) * s.hd, s.row,
-                            s.hd, s.hd, s.T, s.T, heads, add, op);
+                            s.hd, s.hd, s.T, s.T, heads, add);
                 // dQ_h (T, hd) = dS K_g
                 run_product(context.matmuls, {s.k(g0), false, s.qk_ld, s.hd},
                             {score_gradients, false, s.T, s.square}, dqkv_b + h0 * s.hd, s.row,
-                            s.group * s.hd, s.hd, s.T, s.T, heads, false, op);
+                            s.group * s.hd, s.hd, s.T, s.T, heads, false);
                 // dK_g (T, hd) += dS^T Q_h
                 run_product(context.matmuls, {s.q(h0), false, s.qk_ld, s.group * s.hd},
                             {score_gradients, true, s.T, s.square}, dqkv_b + (s.H + g0) * s.hd, s.row, s.hd,
-                            s.hd, s.T, s.T, heads, add, op);
+                            s.hd, s.T, s.T, heads, add);
             }
         if (context.rope != nullptr) {
             const int heads = static_cast<int>(s.H + s.Hkv);
@@ -276,6 +285,30 @@ void attention_products_backward(const AttentionProductsContext& context, const 
                           0, context.stream, dqkv_b, s.row, static_cast<const float*>(dqkv_b), s.row,
                           static_cast<int>(s.T), heads, s.hd, context.rope);
         }
+    }
+}
+
+}  // namespace
+
+std::string attention_products_forward(const AttentionProductsContext& context,
+                                       const AttentionProductsShape& shape, float* out, float* lse,
+                                       const float* qkv) {
+    try {
+        products_forward(context, shape, out, lse, qkv);
+        return {};
+    } catch (const ProductRefused& refused) {
+        return refused.product;
+    }
+}
+
+std::string attention_products_backward(const AttentionProductsContext& context,
+                                        const AttentionProductsShape& shape, float* dqkv, const float* dout,
+                                        const float* qkv, const float* lse) {
+    try {
+        products_backward(context, shape, dqkv, dout, qkv, lse);
+        return {};
+    } catch (const ProductRefused& refused) {
+        return refused.product;
     }
 }
 

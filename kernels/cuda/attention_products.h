@@ -16,13 +16,15 @@
 //
 // Scratch: two (T,T) fp32 matrices per head of a chunk (S or P, and dP), at most the backend's
 // BackendOptions::attention_products_bytes; a length whose one head needs more takes the simple
-// kernels.
+// kernels, and so does every fp32 attention of a backend once cuBLASLt has offered no algorithm
+// for one of these products (a warning says which).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kernels/cuda/cublaslt_matmul.h"
 #include "kernels/cuda/scratch.h"
@@ -53,11 +55,16 @@ struct AttentionProductsContext {
 int64_t attention_products_chunk_heads(int64_t T, int64_t Hkv, size_t bytes);
 
 // out (B,T,H·hd) f32, lse (B,H,T) f32 from qkv (B,T,(H+2Hkv)·hd) f32: attention_forward's contract.
-void attention_products_forward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
-                                float* out, float* lse, const float* qkv);
+// Returns "" when done, or the first product cuBLASLt offers no algorithm for (in
+// describe_product's words): the pass stopped there, part of it enqueued, and the caller must
+// compute every output another way.
+std::string attention_products_forward(const AttentionProductsContext& context,
+                                       const AttentionProductsShape& shape, float* out, float* lse,
+                                       const float* qkv);
 // dqkv (B,T,(H+2Hkv)·hd) f32 (overwritten) from dout (B,T,H·hd), qkv and the forward's lse:
-// attention_backward's contract.
-void attention_products_backward(const AttentionProductsContext& context, const AttentionProductsShape& shape,
-                                 float* dqkv, const float* dout, const float* qkv, const float* lse);
+// attention_backward's contract; returns as the forward.
+std::string attention_products_backward(const AttentionProductsContext& context,
+                                        const AttentionProductsShape& shape, float* dqkv, const float* dout,
+                                        const float* qkv, const float* lse);
 
 }  // namespace mixgpt::cuda

@@ -55,8 +55,9 @@ private:
     static constexpr size_t kBounceBytes = size_t{8} << 20;
 
     Precision precision_ = Precision::fp32;
-    bool flash_attention_ = true;  // fused kernels where flash_attention_supported(), fp32 products
+    bool flash_attention_ = true;          // fused kernels where flash_attention_supported(), fp32 products
     size_t attention_products_bytes_ = 0;  // BackendOptions::attention_products_bytes
+    bool attention_products_refused_ = false;  // cuBLASLt offered no algorithm for one of their products
     std::string name_;
     int multiprocessors_ = 0;
     size_t shared_memory_optin_ = 0;  // the most dynamic shared memory one block may opt into
@@ -80,6 +81,9 @@ private:
     // Key/value heads per chunk of the fp32 attention's products for qkv of dtype `act` with T rows
     // and Hkv key/value heads; 0 where they do not apply (attention.cu).
     int64_t attention_products_chunk(DType act, int64_t T, int64_t Hkv) const;
+    // Whether the fp32 products did the op: "" from them (done), else their refused product, which
+    // is logged once and turns them off for the backend's life (attention.cu).
+    bool attention_products_done(const std::string& refused);
     // dbias (N) f32 += column sums of dout (M, N) act, deterministic (matmul.cu).
     void add_bias_gradient(TensorView dbias, TensorView dout);
 };

@@ -1,9 +1,10 @@
 // fp32 causal attention as cuBLASLt products and row kernels: design in attention_products.h.
+#include "kernels/cuda/attention_products.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "kernels/cuda/attention_products.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cublaslt_fallback.h"
 #include "kernels/cuda/online_softmax.cuh"

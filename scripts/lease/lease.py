@@ -74,11 +74,11 @@ def dry_run(budget, simulator):
     total = 15  # the preflight
     print(f"gpu_lease plan ({'simulator, smoke sizes' if simulator else 'GPU'}), budget {budget} s"
           + ("" if simulator else "; estimates from the H200 lease of 2026-11-28") + ":")
-    print(f"{'':3} {'step':16} {'estimate':>8} {'cap':>5}  {'needs':28} what")
+    print(f"{'':3} {'step':17} {'estimate':>8} {'cap':>5}  {'needs':28} what")
     for index, step in enumerate(plan(), 1):
         total += step.estimate_s[mode]
         fits = "" if total <= budget - 10 else "  (beyond the budget at these estimates)"
-        print(f"{index:2}. {step.name:16} {step.estimate_s[mode]:6} s {step.cap_s[mode]:3} s  "
+        print(f"{index:2}. {step.name:17} {step.estimate_s[mode]:6} s {step.cap_s[mode]:3} s  "
               f"{','.join(step.needs):28} {'extra: ' if step.extra else ''}{step.title}{fits}")
     print(f"preflight about 15 s (at most {PREFLIGHT_CAP_S} s); estimates total {total} s")
 
@@ -162,7 +162,7 @@ def main(argv):
         if result.status != "skipped":
             result.seconds = time.monotonic() - step_started
         results[step.name] = (step, result)
-        say(f"[{index:2}/{len(steps)}] {step.name:15} {result.status:7} {result.seconds:5.0f} s  {result.summary}",
+        say(f"[{index:2}/{len(steps)}] {step.name:17} {result.status:7} {result.seconds:5.0f} s  {result.summary}",
             reserve=3000)
 
     files = ["report.md", "figures.json", ARCHIVE]

@@ -245,6 +245,9 @@ def plan():
         Step("profile", "where a bf16 and a tf32 step go, per op (bench --profile)", (15, 3), (90, 30),
              ("device", "cublaslt"), run_step_profile, True, ("bf16,tf32",)),
         bench("bench-tf32", "tf32", extra=True),
+        # The same with the simple kernels, which tf32 and fp32 attention ran on before the products
+        # (kernels/cuda/attention_products.h): the two side by side in one run.
+        bench("bench-tf32-simple", "tf32", "--attention", "simple", extra=True, estimate=(15, 3)),
         bench("bench-fp32", "fp32", extra=True, estimate=(15, 3)),
         bench("bench-fp8", "fp8", extra=True),
         bench("bench-d24-bf16", "bf16", extra=True, estimate=(15, 3), sizes="bench_d24"),

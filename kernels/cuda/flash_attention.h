@@ -65,7 +65,7 @@
 namespace mixgpt::cuda {
 
 // Whether the fused kernels handle this activation dtype and head dimension (bf16 or fp16;
-// 64 or 128). Others take the simple attention of attention.cu.
+// 64 or 128). attention.cu sends the others to the fp32 products or the simple kernels.
 bool flash_attention_supported(DType dtype, int head_dim);
 
 // out (B,T,H·hd) act; lse (B,H,T) f32; qkv (B,T,(H+2Hkv)·hd) act, act bf16 or fp16; all 16-byte
